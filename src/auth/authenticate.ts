@@ -1,0 +1,73 @@
+/**
+ * Authentication per route scheme (spec §5): which header carries the key, and the lookup of the
+ * key in the store on every request, so a revoked key stops working at once.
+ */
+import { GatewayError } from "../http/errors.ts";
+import type { Store } from "../store/store.ts";
+import { hashKey, keyIdOf, timingSafeEqual } from "./keys.ts";
+
+/**
+ * `bearer`: `Authorization: Bearer` (the `/v1` family); `anthropic`: `x-api-key` or Bearer
+ * (`/v1/messages`); `goog`: `x-goog-api-key` only (`/v1beta`); `none`: public.
+ */
+export type AuthScheme = "bearer" | "anthropic" | "goog" | "none";
+
+/** Who is calling: the key and its account, with the key's effective RPM (0 = unlimited). */
+export interface Principal {
+  keyId: string;
+  accountId: number;
+  accountName: string;
+  rpm: number;
+}
+
+const MISSING: Record<Exclude<AuthScheme, "none">, string> = {
+  bearer: "Missing API key: send it in the Authorization header as `Bearer <key>`.",
+  anthropic:
+    "Missing API key: send it in the x-api-key header (or as `Authorization: Bearer <key>`).",
+  goog: "Missing API key: send it in the x-goog-api-key header.",
+};
+
+/** The key text presented in the way `scheme` allows; throws 401 when there is none. */
+export function presentedKey(req: Request, url: URL, scheme: Exclude<AuthScheme, "none">): string {
+  const headers = req.headers;
+  let key: string | undefined;
+  if (scheme === "goog") {
+    key = headers.get("x-goog-api-key")?.trim();
+    if (!key && url.searchParams.has("key")) {
+      throw new GatewayError(
+        401,
+        "API keys in the `key` query parameter are not accepted here: send the key in the x-goog-api-key header instead.",
+      );
+    }
+  } else {
+    if (scheme === "anthropic") key = headers.get("x-api-key")?.trim();
+    if (!key) {
+      const auth = headers.get("authorization");
+      const match = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
+      key = match?.[1];
+    }
+  }
+  if (!key) throw new GatewayError(401, MISSING[scheme]);
+  return key;
+}
+
+const DUMMY_HASH = new Uint8Array(32);
+
+/** Looks the key up and checks it in constant time; 401 for unknown or revoked keys. */
+export async function authenticate(
+  store: Store,
+  key: string,
+  defaultRpm: number,
+): Promise<Principal> {
+  const id = keyIdOf(key);
+  const record = id ? store.findKey(id) : undefined;
+  const matches = timingSafeEqual(await hashKey(key), record?.hash ?? DUMMY_HASH);
+  if (!record || !matches) throw new GatewayError(401, "Invalid API key.");
+  if (record.revokedAt !== null) throw new GatewayError(401, "This API key has been revoked.");
+  return {
+    keyId: record.id,
+    accountId: record.accountId,
+    accountName: record.accountName,
+    rpm: record.rpm ?? defaultRpm,
+  };
+}

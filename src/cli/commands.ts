@@ -1,0 +1,96 @@
+/**
+ * The operator commands: keys and accounts, run against the same store file as the server (the
+ * server sees changes at once). Each returns the text to print; errors are `CliError`.
+ */
+import { mintKey } from "../auth/keys.ts";
+import { nanoToUsd, usdToNano } from "../billing/money.ts";
+import type { Account, KeyRecord, Store } from "../store/store.ts";
+
+/** A usage or input mistake, printed without a stack trace (exit code 2). */
+export class CliError extends Error {
+  override name = "CliError";
+}
+
+export interface CreateKeyOptions {
+  account: string;
+  rpm?: number;
+  creditUsd?: string;
+}
+
+/** `keys create`: makes the account if needed, adds the credit, mints the key. */
+export async function createKey(store: Store, o: CreateKeyOptions) {
+  if (!/^[\w.@-]{1,64}$/.test(o.account)) {
+    throw new CliError("--account must be 1–64 characters of letters, digits, _ . @ -");
+  }
+  if (o.rpm !== undefined && (!Number.isInteger(o.rpm) || o.rpm < 0 || o.rpm > 1_000_000)) {
+    throw new CliError("--rpm must be an integer from 0 (unlimited) to 1000000");
+  }
+  const credit = o.creditUsd === undefined ? 0 : parseUsd(o.creditUsd, "--credit");
+  let account = store.ensureAccount(o.account);
+  if (credit) account = store.credit(account.id, credit, "keys create --credit");
+  const key = await mintKey();
+  store.insertKey({
+    id: key.id,
+    accountId: account.id,
+    hash: key.hash,
+    prefix: key.prefix,
+    rpm: o.rpm ?? null,
+    createdAt: Date.now(),
+  });
+  return {
+    key: key.secret,
+    id: key.id,
+    account: account.name,
+    rpm: o.rpm ?? null,
+    balance_usd: nanoToUsd(account.balance),
+  };
+}
+
+export function keyJson(k: KeyRecord) {
+  return {
+    id: k.id,
+    account: k.accountName,
+    prefix: k.prefix,
+    rpm: k.rpm,
+    created_at: new Date(k.createdAt).toISOString(),
+    revoked_at: k.revokedAt === null ? null : new Date(k.revokedAt).toISOString(),
+  };
+}
+
+export function accountJson(a: Account) {
+  return {
+    name: a.name,
+    balance_usd: nanoToUsd(a.balance),
+    spent_usd: nanoToUsd(a.spent),
+    balance_nanousd: a.balance,
+    spent_nanousd: a.spent,
+    created_at: new Date(a.createdAt).toISOString(),
+  };
+}
+
+/** `accounts credit NAME USD`: adds (or, negative, removes) balance on an existing account. */
+export function creditAccount(store: Store, name: string, usd: string): Account {
+  const account = store.account(name);
+  if (!account) throw new CliError(`no account named "${name}"`);
+  const amount = parseUsd(usd, "the amount", true);
+  return store.credit(account.id, amount, "accounts credit");
+}
+
+function parseUsd(text: string, what: string, allowNegative = false): number {
+  const nano = usdToNano(text);
+  if (typeof nano === "string") throw new CliError(`${what} ${nano}, got "${text}"`);
+  if (nano === 0 || (nano < 0 && !allowNegative)) {
+    throw new CliError(`${what} must be a ${allowNegative ? "non-zero" : "positive"} USD amount`);
+  }
+  return nano;
+}
+
+/** Renders rows as an aligned text table. */
+export function table(rows: Record<string, unknown>[]): string {
+  if (!rows.length) return "(none)";
+  const columns = Object.keys(rows[0]);
+  const cells = rows.map((r) => columns.map((c) => r[c] === null ? "-" : String(r[c])));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
+  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i])).join("  ").trimEnd();
+  return [line(columns), ...cells.map(line)].join("\n");
+}

@@ -1,0 +1,216 @@
+/**
+ * Loading the configuration: embedded defaults, then the JSON file, then environment variables,
+ * then command-line flags. A bad value stops startup with one `ConfigError` naming the field path
+ * and the rule it breaks.
+ */
+import * as v from "valibot";
+import { Catalog, type ModelEntry, type Prices, type ProviderEntry } from "../catalog/catalog.ts";
+import { usdToNano } from "../billing/money.ts";
+import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
+import { ConfigSchema, type PriceInput } from "./schema.ts";
+
+/** The validated, resolved settings the server and CLI run on. */
+export interface Config {
+  host: string;
+  port: number;
+  maxBodyBytes: number;
+  upstreamTimeoutMs: number;
+  accessLog: boolean;
+  dbPath: string;
+  defaultRpm: number;
+  catalog: Catalog;
+  /** Lines to log once at startup (disabled providers). */
+  notices: string[];
+}
+
+/** A configuration problem, already phrased for the operator. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** Settings given on the command line; they win over the environment and the file. */
+export interface Overrides {
+  host?: string;
+  port?: number;
+}
+
+export type Env = (name: string) => string | undefined;
+
+/** Environment variables that override settings, with the field they set. */
+export const ENV_VARS = {
+  SWITCHYARD_CONFIG: "path of the config file",
+  SWITCHYARD_HOST: "server.host",
+  SWITCHYARD_PORT: "server.port",
+  SWITCHYARD_DB: "store.path",
+  SWITCHYARD_DEFAULT_RPM: "limits.defaultRpm",
+  SWITCHYARD_MAX_BODY_BYTES: "server.maxBodyBytes",
+  SWITCHYARD_ACCESS_LOG: "server.accessLog (0 or 1)",
+} as const;
+
+/** Reads and validates the config file (if any) and applies env and flag overrides. */
+export async function loadConfig(
+  file: string | undefined,
+  env: Env,
+  overrides: Overrides = {},
+): Promise<Config> {
+  const path = file ?? env("SWITCHYARD_CONFIG");
+  let raw: unknown = {};
+  if (path) {
+    let text: string;
+    try {
+      text = await Deno.readTextFile(path);
+    } catch (error) {
+      const why = error instanceof Deno.errors.NotFound
+        ? "no such file"
+        : error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied
+        ? "not readable with this binary's permissions (it reads ./switchyard.json and /etc/switchyard/)"
+        : String((error as Error).message);
+      throw new ConfigError(`config file ${path}: ${why}`);
+    }
+    try {
+      raw = JSON.parse(text);
+    } catch (error) {
+      throw new ConfigError(`config file ${path}: invalid JSON: ${(error as Error).message}`);
+    }
+  }
+  try {
+    return buildConfig(raw, env, overrides);
+  } catch (error) {
+    if (error instanceof ConfigError && path) {
+      throw new ConfigError(`config file ${path}: ${error.message}`);
+    }
+    throw error;
+  }
+}
+
+/** Validates parsed config JSON and resolves it into a `Config`; throws `ConfigError`. */
+export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): Config {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new ConfigError("the config: must be a JSON object");
+  }
+  const parsed = v.safeParse(ConfigSchema, raw);
+  if (!parsed.success) throw new ConfigError(describeIssue(parsed.issues[0]));
+  const file = parsed.output;
+
+  const useDefaults = file.defaultCatalog ?? true;
+  const providerInputs = { ...(useDefaults ? DEFAULT_PROVIDERS : {}), ...file.providers };
+  const modelInputs = { ...(useDefaults ? DEFAULT_MODELS : {}), ...file.models };
+
+  const notices: string[] = [];
+  const providers: ProviderEntry[] = Object.entries(providerInputs).map(([name, p]) => {
+    let apiKey = p.apiKey ?? "";
+    if (apiKey.startsWith("env:")) {
+      const variable = apiKey.slice(4);
+      apiKey = env(variable) ?? "";
+      if (!apiKey) notices.push(`provider ${name} disabled: ${variable} is not set`);
+    } else if (!apiKey) {
+      notices.push(`provider ${name} disabled: no apiKey configured`);
+    }
+    return {
+      name,
+      type: p.type,
+      baseUrl: p.baseUrl.replace(/\/+$/, ""),
+      apiKey,
+      enabled: !!apiKey,
+    };
+  });
+  const providerNames = new Set(providers.map((p) => p.name));
+
+  const models: ModelEntry[] = Object.entries(modelInputs).map(([id, m]) => {
+    const at = formatPath(["models", id]);
+    if (!providerNames.has(m.provider)) {
+      throw new ConfigError(
+        `${at}.provider: "${m.provider}" is not a provider (known: ${
+          [...providerNames].join(", ")
+        })`,
+      );
+    }
+    if (!m.price && !m.free) {
+      throw new ConfigError(`${at}: has no price; add "price" or mark it "free": true`);
+    }
+    return {
+      pattern: id,
+      provider: m.provider,
+      upstream: m.upstream,
+      prices: m.free ? null : toPrices(m.price!, `${at}.price`),
+    };
+  });
+
+  const host = overrides.host ?? env("SWITCHYARD_HOST") ?? file.server?.host ?? "127.0.0.1";
+  const port = overrides.port ??
+    envInt(env, "SWITCHYARD_PORT", 0, 65535) ?? file.server?.port ?? 8080;
+  const accessLogEnv = env("SWITCHYARD_ACCESS_LOG");
+  if (accessLogEnv !== undefined && !["0", "1"].includes(accessLogEnv)) {
+    throw new ConfigError(`SWITCHYARD_ACCESS_LOG: must be 0 or 1`);
+  }
+  return {
+    host,
+    port,
+    maxBodyBytes: envInt(env, "SWITCHYARD_MAX_BODY_BYTES", 1024, Number.MAX_SAFE_INTEGER) ??
+      file.server?.maxBodyBytes ?? 32 * 1024 * 1024,
+    upstreamTimeoutMs: file.server?.upstreamTimeoutMs ?? 300_000,
+    accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,
+    dbPath: env("SWITCHYARD_DB") ?? file.store?.path ?? "./data/switchyard.db",
+    defaultRpm: envInt(env, "SWITCHYARD_DEFAULT_RPM", 0, 1_000_000) ?? file.limits?.defaultRpm ??
+      120,
+    catalog: new Catalog(models, providers),
+    notices,
+  };
+}
+
+function toPrices(p: PriceInput, at: string): Prices {
+  const nano = (field: keyof PriceInput, fallback: number): number => {
+    const value = p[field];
+    if (value === undefined) return fallback;
+    const result = usdToNano(value);
+    if (typeof result === "string") throw new ConfigError(`${at}.${field}: ${result}`);
+    return result;
+  };
+  const input = nano("input", 0);
+  const output = nano("output", 0);
+  const cacheWrite = nano("cacheWrite", input);
+  return {
+    input,
+    cachedInput: nano("cachedInput", input),
+    cacheWrite,
+    cacheWrite1h: nano("cacheWrite1h", cacheWrite),
+    output,
+    imageOutput: nano("imageOutput", output),
+    image: nano("image", 0),
+    videoSecond: nano("videoSecond", 0),
+    call: nano("call", 0),
+  };
+}
+
+function envInt(env: Env, name: string, min: number, max: number): number | undefined {
+  const text = env(name);
+  if (text === undefined || text === "") return undefined;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name}: must be an integer between ${min} and ${max}, got "${text}"`);
+  }
+  return n;
+}
+
+/** One line for the first schema issue: `models["gpt-5.4"].price.input: must be ≥ 0`. */
+function describeIssue(issue: v.BaseIssue<unknown>): string {
+  const keys = (issue.path ?? []).map((item) => String(item.key));
+  if (issue.kind === "schema" && issue.expected === "never") {
+    return `${formatPath(keys)}: is not a known field`;
+  }
+  const where = keys.length ? formatPath(keys) : "the config";
+  let message = issue.message;
+  if (message.startsWith("Invalid type: Expected Object")) message = "must be an object";
+  else if (message.startsWith("Invalid type: Expected string")) message = "must be a string";
+  else if (message.startsWith("Invalid type: Expected boolean")) message = "must be true or false";
+  return `${where}: ${message}`;
+}
+
+/** Formats a key path the way a reader would type it: `models["gpt-5.4"].provider`. */
+export function formatPath(keys: readonly string[]): string {
+  return keys.map((key, i) => {
+    if (/^[A-Za-z_$][\w$]*$/.test(key)) return i === 0 ? key : `.${key}`;
+    if (/^\d+$/.test(key)) return `[${key}]`;
+    return `[${JSON.stringify(key)}]`;
+  }).join("");
+}

@@ -1,0 +1,99 @@
+/**
+ * The config file's shape, as valibot schemas. Amounts are written in USD (decimal numbers) and
+ * converted to integer nanoUSD by `load.ts`; nothing here does I/O.
+ */
+import * as v from "valibot";
+
+/** Provider wire families the gateway can talk to. */
+export const PROVIDER_TYPES = ["openai", "xai", "anthropic", "gemini"] as const;
+export type ProviderType = typeof PROVIDER_TYPES[number];
+
+const usd = v.pipe(
+  v.number("must be a number (USD)"),
+  v.minValue(0, "must be ≥ 0"),
+  v.finite("must be finite"),
+);
+
+/** Prices in USD: token rates per million tokens, the others per unit. */
+export const PriceSchema = v.strictObject({
+  /** Uncached input tokens, USD per million. */
+  input: v.optional(usd),
+  /** Input tokens read from a prompt cache, USD per million. Defaults to `input`. */
+  cachedInput: v.optional(usd),
+  /** Input tokens written to a prompt cache (5-minute TTL), USD per million. Defaults to `input`. */
+  cacheWrite: v.optional(usd),
+  /** Input tokens written to a prompt cache with a 1-hour TTL, USD per million. Defaults to `cacheWrite`. */
+  cacheWrite1h: v.optional(usd),
+  /** Output tokens (reasoning/thinking included), USD per million. */
+  output: v.optional(usd),
+  /** Image output tokens, USD per million. Defaults to `output`. */
+  imageOutput: v.optional(usd),
+  /** USD per image returned by an images endpoint. */
+  image: v.optional(usd),
+  /** USD per second of generated video. */
+  videoSecond: v.optional(usd),
+  /** USD per call (web search). */
+  call: v.optional(usd),
+});
+export type PriceInput = v.InferOutput<typeof PriceSchema>;
+
+const url = v.pipe(v.string("must be a string"), v.url("must be an absolute URL"));
+
+export const ProviderSchema = v.strictObject({
+  type: v.picklist(PROVIDER_TYPES, `must be one of ${PROVIDER_TYPES.join(", ")}`),
+  baseUrl: url,
+  /** The upstream key, or `env:NAME` to read it from the environment variable NAME. */
+  apiKey: v.optional(v.string('must be a string or "env:NAME"')),
+});
+export type ProviderInput = v.InferOutput<typeof ProviderSchema>;
+
+export const ModelSchema = v.strictObject({
+  provider: v.pipe(v.string("must be a provider name"), v.minLength(1, "must not be empty")),
+  /** The model id sent upstream; defaults to the public id (for a pattern, the requested id). */
+  upstream: v.optional(v.pipe(v.string(), v.minLength(1, "must not be empty"))),
+  price: v.optional(PriceSchema),
+  /** Serve the model without charge. A model with neither `price` nor `free: true` is refused. */
+  free: v.optional(v.boolean("must be true or false")),
+});
+export type ModelInput = v.InferOutput<typeof ModelSchema>;
+
+const port = v.pipe(
+  v.number("must be a number"),
+  v.integer("must be an integer"),
+  v.minValue(0, "must be between 0 and 65535"),
+  v.maxValue(65535, "must be between 0 and 65535"),
+);
+
+export const ConfigSchema = v.strictObject({
+  server: v.optional(
+    v.strictObject({
+      host: v.optional(v.pipe(v.string(), v.minLength(1, "must not be empty"))),
+      port: v.optional(port),
+      /** Largest request body accepted, in bytes; larger ones get 413. */
+      maxBodyBytes: v.optional(
+        v.pipe(v.number(), v.integer("must be an integer"), v.minValue(1024, "must be ≥ 1024")),
+      ),
+      /** How long to wait for an upstream's response headers, in milliseconds. */
+      upstreamTimeoutMs: v.optional(
+        v.pipe(v.number(), v.integer("must be an integer"), v.minValue(1, "must be ≥ 1")),
+      ),
+      /** Write one JSON access-log line per request to stdout. */
+      accessLog: v.optional(v.boolean("must be true or false")),
+    }),
+  ),
+  store: v.optional(v.strictObject({
+    /** The SQLite file holding accounts, keys, ledger and jobs. */
+    path: v.optional(v.pipe(v.string(), v.minLength(1, "must not be empty"))),
+  })),
+  limits: v.optional(v.strictObject({
+    /** Requests per minute for a key created without `--rpm`; 0 means unlimited. */
+    defaultRpm: v.optional(
+      v.pipe(v.number(), v.integer("must be an integer"), v.minValue(0, "must be ≥ 0")),
+    ),
+  })),
+  /** Merge the built-in providers and models under the file's own (default true). */
+  defaultCatalog: v.optional(v.boolean("must be true or false")),
+  providers: v.optional(v.record(v.string(), ProviderSchema)),
+  models: v.optional(v.record(v.string(), ModelSchema)),
+});
+export type ConfigInput = v.InferOutput<typeof ConfigSchema>;

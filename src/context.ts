@@ -1,0 +1,25 @@
+/** What a route handler receives: the request, who is calling, and the shared services. */
+import type { Principal } from "./auth/authenticate.ts";
+import type { Config } from "./config/load.ts";
+import type { Store } from "./store/store.ts";
+
+/** Long-lived services shared by every request. */
+export interface Services {
+  config: Config;
+  store: Store;
+}
+
+export interface RequestContext {
+  req: Request;
+  url: URL;
+  params: Record<string, string>;
+  requestId: string;
+  /** Null only on routes with `auth: "none"`. */
+  principal: Principal | null;
+  services: Services;
+  /** Extra fields for this request's access-log line (model, provider…). */
+  log: Record<string, unknown>;
+}
+
+/** A route's handler. Throws `GatewayError` for anything the client should see as an error. */
+export type Handler = (ctx: RequestContext) => Response | Promise<Response>;

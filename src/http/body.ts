@@ -1,0 +1,69 @@
+/**
+ * Request bodies: media-type check, size limit while reading (never buffering more than the
+ * limit), and JSON parsing, each failure a `GatewayError` the route renders in its own format.
+ */
+import { GatewayError } from "./errors.ts";
+
+/** Reads at most `limit` bytes of the body; 413 past that. */
+export async function readBytes(req: Request, limit: number): Promise<Uint8Array> {
+  const declared = Number(req.headers.get("content-length") ?? NaN);
+  if (declared > limit) throw tooLarge(limit);
+  if (!req.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = req.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0];
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}
+
+/** A JSON request body: the text as received and its parsed value. */
+export interface JsonBody {
+  text: string;
+  value: Record<string, unknown>;
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** Checks the media type, reads within the limit and parses a JSON object body. */
+export async function readJsonObject(req: Request, limit: number): Promise<JsonBody> {
+  const type = req.headers.get("content-type") ?? "";
+  if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
+    throw new GatewayError(
+      415,
+      `Content-Type must be application/json${type ? `, not ${type.split(";")[0]}` : ""}`,
+    );
+  }
+  const bytes = await readBytes(req, limit);
+  let text: string;
+  let value: unknown;
+  try {
+    text = decoder.decode(bytes);
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new GatewayError(400, `The request body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new GatewayError(400, "The request body must be a JSON object");
+  }
+  return { text, value: value as Record<string, unknown> };
+}
+
+function tooLarge(limit: number): GatewayError {
+  return new GatewayError(413, `The request body is larger than the limit of ${limit} bytes`);
+}

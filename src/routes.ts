@@ -1,0 +1,23 @@
+/**
+ * THE routing table: every public path with its method, auth scheme, error format and handler.
+ * Paths are `URLPattern` pathnames; a literal colon is written `\\:`.
+ */
+import type { AuthScheme } from "./auth/authenticate.ts";
+import type { Handler } from "./context.ts";
+import type { ErrorFormat } from "./http/errors.ts";
+import { getHealth } from "./endpoints/health.ts";
+import { getUsage } from "./endpoints/usage.ts";
+
+export interface Route {
+  method: "GET" | "POST" | "DELETE";
+  path: string;
+  auth: AuthScheme;
+  /** The protocol whose error envelope this route answers with. */
+  errors: ErrorFormat;
+  handle: Handler;
+}
+
+export const routes: Route[] = [
+  { method: "GET", path: "/healthz", auth: "none", errors: "openai", handle: getHealth },
+  { method: "GET", path: "/v1/usage", auth: "bearer", errors: "openai", handle: getUsage },
+];

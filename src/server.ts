@@ -1,0 +1,127 @@
+/**
+ * The HTTP front: request id, route lookup, auth, rate limit, the handler, protocol-native errors,
+ * and one JSON access-log line per request. `server.ts` only strings the steps together.
+ */
+import { authenticate, presentedKey, type Principal } from "./auth/authenticate.ts";
+import { RateLimiter, rateLimitHeaders } from "./auth/ratelimit.ts";
+import type { RequestContext, Services } from "./context.ts";
+import { type ErrorFormat, errorResponse, formatForPath, GatewayError } from "./http/errors.ts";
+import { Router } from "./router.ts";
+import { type Route, routes as defaultRoutes } from "./routes.ts";
+import { log } from "./log.ts";
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Builds the request handler for the given services (and routing table, for tests). */
+export function createHandler(
+  services: Services,
+  routes: readonly Route[] = defaultRoutes,
+): (req: Request) => Promise<Response> {
+  const router = new Router(routes);
+  const limiter = new RateLimiter();
+  const { config, store } = services;
+
+  return async (req) => {
+    const started = performance.now();
+    const url = new URL(req.url);
+    const given = req.headers.get("x-request-id");
+    const requestId = given && REQUEST_ID.test(given) ? given : `req_${crypto.randomUUID()}`;
+    const match = router.match(req.method, url.pathname);
+    const format: ErrorFormat = match.route?.errors ?? formatForPath(url.pathname);
+    const ctx: RequestContext = {
+      req,
+      url,
+      params: match.route ? match.params : {},
+      requestId,
+      principal: null,
+      services,
+      log: {},
+    };
+    let extraHeaders: Record<string, string> = {};
+    let response: Response;
+    try {
+      if (!match.route) {
+        if (match.allow.length) {
+          throw new GatewayError(
+            405,
+            `Method ${req.method} is not allowed on ${url.pathname}; use ${
+              match.allow.join(", ")
+            }.`,
+            { headers: { allow: match.allow.join(", ") } },
+          );
+        }
+        throw new GatewayError(404, `Invalid URL (${req.method} ${url.pathname})`, {
+          code: "unknown_url",
+        });
+      }
+      const route = match.route;
+      if (route.auth !== "none") {
+        const key = presentedKey(req, url, route.auth);
+        const principal: Principal = await authenticate(store, key, config.defaultRpm);
+        ctx.principal = principal;
+        const decision = limiter.check(principal.keyId, principal.rpm);
+        extraHeaders = rateLimitHeaders(decision);
+        if (!decision.allowed) {
+          throw new GatewayError(
+            429,
+            `Rate limit reached: ${decision.limit} requests per minute for this key. Retry after ${
+              extraHeaders["retry-after"]
+            }s.`,
+          );
+        }
+      }
+      response = await route.handle(ctx);
+    } catch (error) {
+      if (!(error instanceof GatewayError)) {
+        log("error", "unhandled error", { request_id: requestId, error: String(error) });
+      }
+      const gatewayError = error instanceof GatewayError
+        ? error
+        : new GatewayError(500, "The gateway had an internal error while handling the request.");
+      response = errorResponse(format, gatewayError, requestId);
+    }
+    const headers = response.headers;
+    headers.set("x-request-id", requestId);
+    for (const name in extraHeaders) headers.set(name, extraHeaders[name]);
+    if (config.accessLog) {
+      log("info", "request", {
+        request_id: requestId,
+        method: req.method,
+        path: url.pathname,
+        status: response.status,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        key_id: ctx.principal?.keyId,
+        account: ctx.principal?.accountName,
+        ...ctx.log,
+      });
+    }
+    return response;
+  };
+}
+
+/** A running server. */
+export interface RunningServer {
+  /** The bound address (the real port when 0 was asked for). */
+  addr: Deno.NetAddr;
+  finished: Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+/** Starts `Deno.serve` on the configured host and port. */
+export function startServer(services: Services): RunningServer {
+  const handler = createHandler(services);
+  const server = Deno.serve({
+    hostname: services.config.host,
+    port: services.config.port,
+    onListen: () => {},
+    onError: (error) => {
+      log("error", "unhandled error", { error: String(error) });
+      return errorResponse("openai", new GatewayError(500, "Internal error"));
+    },
+  }, handler);
+  return {
+    addr: server.addr as Deno.NetAddr,
+    finished: server.finished,
+    shutdown: () => server.shutdown(),
+  };
+}

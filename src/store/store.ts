@@ -1,0 +1,75 @@
+/**
+ * The storage interface: accounts, keys (hashes only) and the ledger. Amounts are integer nanoUSD.
+ * `sqlite.ts` is the embedded implementation; a server database can take its place.
+ */
+
+export interface Account {
+  id: number;
+  name: string;
+  /** Spendable balance in nanoUSD. */
+  balance: number;
+  /** Total charged so far, in nanoUSD. */
+  spent: number;
+  createdAt: number;
+}
+
+export interface KeyRecord {
+  id: string;
+  accountId: number;
+  accountName: string;
+  /** SHA-256 of the key. */
+  hash: Uint8Array;
+  prefix: string;
+  /** Per-key requests-per-minute override; null uses the configured default. */
+  rpm: number | null;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/** One priced quantity of a charge, e.g. 1200 `input_tokens` costing 3000 nanoUSD. */
+export interface UnitLine {
+  unit: string;
+  quantity: number;
+  amount: number;
+}
+
+/** A settled call: one ledger entry, written together with the balance change. */
+export interface Charge {
+  /** Internal id of the call; a second charge with the same id is ignored. */
+  callId: string;
+  requestId: string;
+  keyId: string;
+  accountId: number;
+  endpoint: string;
+  model: string;
+  provider: string;
+  units: UnitLine[];
+  /** Total in nanoUSD; the sum of the unit lines. */
+  amount: number;
+}
+
+/** Spend of one account, for `GET /v1/usage`. */
+export interface UsageSummary {
+  account: Account;
+  requests: number;
+  byUnit: Record<string, { quantity: number; amount: number }>;
+  byModel: Record<string, { requests: number; amount: number }>;
+}
+
+export interface Store {
+  /** Finds or creates the account with this name. */
+  ensureAccount(name: string): Account;
+  account(name: string): Account | undefined;
+  listAccounts(): Account[];
+  /** Adds (or with a negative amount removes) balance, with a `credit` ledger entry. */
+  credit(accountId: number, amount: number, note: string): Account;
+  insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): void;
+  findKey(id: string): KeyRecord | undefined;
+  listKeys(): KeyRecord[];
+  /** Marks a key revoked; false when no such active key exists. */
+  revokeKey(id: string): boolean;
+  /** Records a charge exactly once; returns false when `callId` was already charged. */
+  charge(charge: Charge): boolean;
+  usage(accountId: number): UsageSummary;
+  close(): void;
+}

@@ -1,0 +1,140 @@
+/**
+ * Test harness: starts the real gateway (`main.ts serve`) as a child process with exactly the
+ * permission flags of the `compile` task, in a fresh working directory, on a free loopback port.
+ */
+
+const ROOT = new URL("../../", import.meta.url);
+const MAIN = new URL("main.ts", ROOT).pathname;
+const DENO_JSON = new URL("deno.json", ROOT).pathname;
+
+/** The `--allow-*` flags baked into the compiled binary, read from deno.json's compile task. */
+export async function compiledPermissions(): Promise<string[]> {
+  const tasks = JSON.parse(await Deno.readTextFile(DENO_JSON)).tasks as Record<string, string>;
+  const flags = tasks.compile.split(/\s+/).filter((arg) => arg.startsWith("--allow-"));
+  if (!flags.length) throw new Error("the compile task has no --allow-* flags");
+  return flags;
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface Gateway {
+  url: string;
+  dir: string;
+  /** Every stdout line so far (access log and notices). */
+  logs: string[];
+  /** Runs a CLI command against the same store, with the same permissions. */
+  cli(...args: string[]): Promise<CliResult>;
+  /** Creates a key and returns its secret and id. */
+  createKey(account: string, ...extra: string[]): Promise<{ key: string; id: string }>;
+  stop(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** Written to ./switchyard.json in the working directory and passed with --config. */
+  config?: unknown;
+  env?: Record<string, string>;
+}
+
+async function denoRun(
+  dir: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<Deno.Command> {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", ...(await compiledPermissions()), "--config", DENO_JSON, MAIN, ...args],
+    cwd: dir,
+    env: { NO_COLOR: "1", ...env },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  });
+}
+
+/** Runs the CLI once in `dir` and collects its output. */
+export async function runCli(
+  dir: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<CliResult> {
+  const out = await (await denoRun(dir, args, { ...baseEnv(), ...env })).output();
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+}
+
+function baseEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
+    const value = Deno.env.get(name);
+    if (value) env[name] = value;
+  }
+  return env;
+}
+
+/** Starts a gateway and waits until it listens. */
+export async function startGateway(options: GatewayOptions = {}): Promise<Gateway> {
+  const dir = await Deno.makeTempDir({ prefix: "switchyard-test-" });
+  const env = { ...baseEnv(), ...options.env };
+  const args = ["serve", "--host", "127.0.0.1", "--port", "0"];
+  if (options.config !== undefined) {
+    await Deno.writeTextFile(`${dir}/switchyard.json`, JSON.stringify(options.config));
+    args.push("--config", "./switchyard.json");
+  }
+  const child = (await denoRun(dir, args, env)).spawn();
+  const logs: string[] = [];
+  const stderr: string[] = [];
+  collectLines(child.stderr, stderr);
+  const port = await new Promise<number>((resolve, reject) => {
+    collectLines(child.stdout, logs, (line) => {
+      try {
+        const entry = JSON.parse(line);
+        if (entry.msg === "listening") resolve(entry.port);
+      } catch { /* not JSON */ }
+    }).then(() => reject(new Error(`gateway exited before listening:\n${stderr.join("\n")}`)));
+  });
+  const gateway: Gateway = {
+    url: `http://127.0.0.1:${port}`,
+    dir,
+    logs,
+    cli: (...cliArgs) =>
+      runCli(dir, [
+        ...cliArgs,
+        ...(options.config !== undefined ? ["--config", "./switchyard.json"] : []),
+      ], env),
+    async createKey(account, ...extra) {
+      const result = await gateway.cli("keys", "create", "--account", account, "--json", ...extra);
+      if (result.code !== 0) throw new Error(`keys create failed: ${result.stderr}`);
+      return JSON.parse(result.stdout);
+    },
+    async stop() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already gone */ }
+      await child.status;
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+  return gateway;
+}
+
+async function collectLines(
+  stream: ReadableStream<Uint8Array>,
+  into: string[],
+  onLine?: (line: string) => void,
+): Promise<void> {
+  let buffer = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    buffer += chunk;
+    let newline;
+    while ((newline = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, newline);
+      buffer = buffer.slice(newline + 1);
+      into.push(line);
+      onLine?.(line);
+    }
+  }
+}

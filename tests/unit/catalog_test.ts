@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { buildConfig } from "../../src/config/load.ts";
+
+const env = (vars: Record<string, string>) => (name: string) => vars[name];
+
+Deno.test("the catalog prefers exact ids, then the most specific pattern", () => {
+  const config = buildConfig({
+    models: {
+      "gemini-exact": { provider: "gemini", upstream: "gemini-2.5-flash", price: { input: 1 } },
+    },
+  }, env({ GEMINI_API_KEY: "g" }));
+  const exact = config.catalog.resolve("gemini-exact");
+  assert.ok(exact.ok);
+  assert.equal(exact.model.upstreamId, "gemini-2.5-flash");
+  const image = config.catalog.resolve("gemini-3-pro-image-preview");
+  assert.ok(image.ok);
+  assert.equal(image.model.prices?.imageOutput, 120_000_000_000); // the image pattern, not gemini-*
+  const plain = config.catalog.resolve("gemini-2.5-flash");
+  assert.ok(plain.ok);
+  assert.equal(plain.model.upstreamId, "gemini-2.5-flash");
+  assert.deepEqual(config.catalog.resolve("no-such-model"), { ok: false, reason: "unknown" });
+  assert.deepEqual(config.catalog.resolve("claude-sonnet-4-5"), {
+    ok: false,
+    reason: "disabled",
+    provider: "anthropic",
+  });
+});
+
+Deno.test("prices default along their chain and free models carry no prices", () => {
+  const config = buildConfig({
+    defaultCatalog: false,
+    providers: { up: { type: "openai", baseUrl: "http://127.0.0.1:1/v1/", apiKey: "literal" } },
+    models: {
+      priced: { provider: "up", price: { input: 2, output: 8, cacheWrite: 2.5 } },
+      gratis: { provider: "up", free: true },
+    },
+  }, env({}));
+  const priced = config.catalog.resolve("priced");
+  assert.ok(priced.ok);
+  assert.equal(priced.model.provider.baseUrl, "http://127.0.0.1:1/v1");
+  assert.deepEqual(priced.model.prices, {
+    input: 2_000_000_000,
+    cachedInput: 2_000_000_000,
+    cacheWrite: 2_500_000_000,
+    cacheWrite1h: 2_500_000_000,
+    output: 8_000_000_000,
+    imageOutput: 8_000_000_000,
+    image: 0,
+    videoSecond: 0,
+    call: 0,
+  });
+  const gratis = config.catalog.resolve("gratis");
+  assert.ok(gratis.ok);
+  assert.equal(gratis.model.prices, null);
+  assert.equal(config.catalog.resolve("gpt-5.4").ok, false);
+  assert.deepEqual(config.notices, []);
+});
