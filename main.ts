@@ -4,12 +4,15 @@
  *   keys create --account NAME [--rpm N] [--credit USD] [--json] · keys list [--json] · keys revoke ID
  *   accounts list [--json] · accounts credit NAME USD
  *   config check [--config FILE]
+ *   emulate [--host H] [--port N] [--key K]
  */
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "./src/config/load.ts";
 import { openSqliteStore } from "./src/store/sqlite.ts";
 import { startServer } from "./src/server.ts";
 import { log } from "./src/log.ts";
+import { recoverHolds } from "./src/billing/ledger.ts";
+import { startEmulator } from "./src/emulator/server.ts";
 import {
   accountJson,
   CliError,
@@ -28,6 +31,7 @@ const USAGE = `usage: switchyard <command> [options]
   accounts list [--json]
   accounts credit NAME USD                         add (or, negative, remove) balance
   config check [--config FILE]                     validate the configuration and exit
+  emulate [--host H] [--port N] [--key K]          run the offline provider emulator
 
 Every command takes --config FILE (or SWITCHYARD_CONFIG); the store is store.path
 (default ./data/switchyard.db, or SWITCHYARD_DB).`;
@@ -40,6 +44,7 @@ const OPTIONS = {
   rpm: { type: "string" },
   credit: { type: "string" },
   json: { type: "boolean" },
+  key: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -58,6 +63,16 @@ async function main(argv: string[]): Promise<number> {
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
     throw new CliError("--port must be an integer between 0 and 65535");
+  }
+  if (command === "emulate") {
+    const server = startEmulator({
+      hostname: values.host ?? "127.0.0.1",
+      port: port ?? 8090,
+      requiredKey: values.key,
+    });
+    log("info", "emulator listening", { host: server.addr.hostname, port: server.addr.port });
+    await server.finished;
+    return 0;
   }
   const config = await loadConfig(values.config, (name) => Deno.env.get(name), {
     host: values.host,
@@ -119,6 +134,8 @@ async function main(argv: string[]): Promise<number> {
 async function serve(config: Awaited<ReturnType<typeof loadConfig>>): Promise<number> {
   const store = openSqliteStore(config.dbPath);
   for (const notice of config.notices) log("warn", notice);
+  const recovered = recoverHolds(store);
+  if (recovered) log("warn", "settled calls left open by an earlier crash", { calls: recovered });
   const server = startServer({ config, store });
   log("info", "listening", {
     host: server.addr.hostname,

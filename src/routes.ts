@@ -7,6 +7,7 @@ import type { Handler } from "./context.ts";
 import type { ErrorFormat } from "./http/errors.ts";
 import { getHealth } from "./endpoints/health.ts";
 import { getUsage } from "./endpoints/usage.ts";
+import { createResponse } from "./protocols/responses/handler.ts";
 
 export interface Route {
   method: "GET" | "POST" | "DELETE";
@@ -20,4 +21,11 @@ export interface Route {
 export const routes: Route[] = [
   { method: "GET", path: "/healthz", auth: "none", errors: "openai", handle: getHealth },
   { method: "GET", path: "/v1/usage", auth: "bearer", errors: "openai", handle: getUsage },
+  {
+    method: "POST",
+    path: "/v1/responses",
+    auth: "bearer",
+    errors: "openai",
+    handle: createResponse,
+  },
 ];

@@ -3,7 +3,7 @@
  * while the server runs. Every money change commits in one transaction with its ledger entry.
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import type { Account, Charge, KeyRecord, Store, UsageSummary } from "./store.ts";
+import type { Account, Charge, Hold, KeyRecord, Store, UsageSummary } from "./store.ts";
 
 const MIGRATIONS: string[] = [
   `CREATE TABLE accounts (
@@ -11,6 +11,7 @@ const MIGRATIONS: string[] = [
      name TEXT NOT NULL UNIQUE,
      balance INTEGER NOT NULL DEFAULT 0,
      spent INTEGER NOT NULL DEFAULT 0,
+     held INTEGER NOT NULL DEFAULT 0,
      created_at INTEGER NOT NULL
    );
    CREATE TABLE keys (
@@ -34,6 +35,7 @@ const MIGRATIONS: string[] = [
      provider TEXT,
      amount INTEGER NOT NULL,
      note TEXT,
+     estimated INTEGER NOT NULL DEFAULT 0,
      created_at INTEGER NOT NULL
    );
    CREATE INDEX ledger_account ON ledger (account_id, kind);
@@ -43,7 +45,19 @@ const MIGRATIONS: string[] = [
      quantity INTEGER NOT NULL,
      amount INTEGER NOT NULL,
      PRIMARY KEY (ledger_id, unit)
-   ) WITHOUT ROWID;`,
+   ) WITHOUT ROWID;
+   CREATE TABLE holds (
+     id TEXT PRIMARY KEY,
+     account_id INTEGER NOT NULL REFERENCES accounts(id),
+     key_id TEXT NOT NULL,
+     request_id TEXT NOT NULL,
+     endpoint TEXT NOT NULL,
+     model TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     amount INTEGER NOT NULL,
+     estimate TEXT NOT NULL,
+     created_at INTEGER NOT NULL
+   );`,
 ];
 
 type Row = Record<string, unknown>;
@@ -76,7 +90,7 @@ function migrate(db: DatabaseSync): void {
   }
 }
 
-const ACCOUNT_COLUMNS = "id, name, balance, spent, created_at";
+const ACCOUNT_COLUMNS = "id, name, balance, spent, held, created_at";
 const KEY_COLUMNS =
   "k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm, k.created_at, k.revoked_at";
 
@@ -102,9 +116,21 @@ class SqliteStore implements Store {
       ),
       insertCharge: p(
         `INSERT INTO ledger (kind, call_id, request_id, key_id, account_id, endpoint, model,
-                             provider, amount, created_at)
-         VALUES ('charge', ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (call_id) DO NOTHING`,
+                             provider, amount, estimated, created_at)
+         VALUES ('charge', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (call_id) DO NOTHING`,
       ),
+      holdFunds: p(
+        `UPDATE accounts SET held = held + ?1
+         WHERE id = ?2 AND (?1 = 0 OR balance - held >= ?1)`,
+      ),
+      releaseFunds: p(`UPDATE accounts SET held = held - ? WHERE id = ?`),
+      insertHold: p(
+        `INSERT INTO holds (id, account_id, key_id, request_id, endpoint, model, provider, amount,
+                            estimate, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      deleteHold: p(`DELETE FROM holds WHERE id = ? RETURNING account_id, amount`),
+      holds: p(`SELECT * FROM holds ORDER BY created_at`),
       insertUnit: p(
         `INSERT INTO ledger_units (ledger_id, unit, quantity, amount) VALUES (?, ?, ?, ?)`,
       ),
@@ -177,8 +203,56 @@ class SqliteStore implements Store {
     return Number(this.#s.revokeKey.run(Date.now(), id).changes) === 1;
   }
 
-  charge(c: Charge): boolean {
+  reserve(h: Hold): boolean {
     return this.#tx(() => {
+      if (Number(this.#s.holdFunds.run(h.amount, h.accountId).changes) !== 1) return false;
+      this.#s.insertHold.run(
+        h.id,
+        h.accountId,
+        h.keyId,
+        h.requestId,
+        h.endpoint,
+        h.model,
+        h.provider,
+        h.amount,
+        JSON.stringify(h.estimate),
+        h.createdAt,
+      );
+      return true;
+    });
+  }
+
+  settle(holdId: string, charge: Charge | null): boolean {
+    return this.#tx(() => {
+      const hold = this.#s.deleteHold.get(holdId) as Row | undefined;
+      if (!hold) return false;
+      this.#s.releaseFunds.run(Number(hold.amount), Number(hold.account_id));
+      if (charge) this.#insertCharge(charge);
+      return true;
+    });
+  }
+
+  pendingHolds(): Hold[] {
+    return (this.#s.holds.all() as Row[]).map((row) => ({
+      id: String(row.id),
+      accountId: Number(row.account_id),
+      keyId: String(row.key_id),
+      requestId: String(row.request_id),
+      endpoint: String(row.endpoint),
+      model: String(row.model),
+      provider: String(row.provider),
+      amount: Number(row.amount),
+      estimate: JSON.parse(String(row.estimate)),
+      createdAt: Number(row.created_at),
+    }));
+  }
+
+  charge(c: Charge): boolean {
+    return this.#tx(() => this.#insertCharge(c));
+  }
+
+  #insertCharge(c: Charge): boolean {
+    {
       const inserted = this.#s.insertCharge.run(
         c.callId,
         c.requestId,
@@ -188,6 +262,7 @@ class SqliteStore implements Store {
         c.model,
         c.provider,
         c.amount,
+        c.estimated ? 1 : 0,
         Date.now(),
       );
       if (Number(inserted.changes) !== 1) return false;
@@ -197,7 +272,7 @@ class SqliteStore implements Store {
       }
       this.#s.spend.run(c.amount, c.amount, c.accountId);
       return true;
-    });
+    }
   }
 
   usage(accountId: number): UsageSummary {
@@ -225,6 +300,7 @@ function toAccount(row: Row): Account {
     name: String(row.name),
     balance: Number(row.balance),
     spent: Number(row.spent),
+    held: Number(row.held),
     createdAt: Number(row.created_at),
   };
 }

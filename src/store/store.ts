@@ -10,6 +10,8 @@ export interface Account {
   balance: number;
   /** Total charged so far, in nanoUSD. */
   spent: number;
+  /** Reserved by calls in flight (holds), in nanoUSD. */
+  held: number;
   createdAt: number;
 }
 
@@ -46,6 +48,28 @@ export interface Charge {
   units: UnitLine[];
   /** Total in nanoUSD; the sum of the unit lines. */
   amount: number;
+  /** True when the usage was estimated because the upstream reported none. */
+  estimated: boolean;
+}
+
+/**
+ * Funds reserved for a call in flight. Written before the upstream call so a crash cannot lose
+ * the charge: leftover holds are settled at startup on their `estimate`.
+ */
+export interface Hold {
+  /** Also the call id of the charge that settles it. */
+  id: string;
+  accountId: number;
+  keyId: string;
+  requestId: string;
+  endpoint: string;
+  model: string;
+  provider: string;
+  /** nanoUSD reserved against the balance. */
+  amount: number;
+  /** What to charge if the process dies before settling: priced unit lines. */
+  estimate: { units: UnitLine[]; amount: number };
+  createdAt: number;
 }
 
 /** Spend of one account, for `GET /v1/usage`. */
@@ -70,6 +94,15 @@ export interface Store {
   revokeKey(id: string): boolean;
   /** Records a charge exactly once; returns false when `callId` was already charged. */
   charge(charge: Charge): boolean;
+  /** Reserves `hold.amount` if the available balance (balance − held) covers it. */
+  reserve(hold: Hold): boolean;
+  /**
+   * Removes the hold and, when `charge` is given, records it in the same transaction. Returns
+   * false (and changes nothing) when the hold was already settled.
+   */
+  settle(holdId: string, charge: Charge | null): boolean;
+  /** Holds left by calls that never settled (after a crash). */
+  pendingHolds(): Hold[];
   usage(accountId: number): UsageSummary;
   close(): void;
 }

@@ -1,0 +1,296 @@
+/**
+ * Emulated OpenAI / xAI Responses API (`openai-responses.md`): the Response object, the named SSE
+ * stream with `sequence_number` and no `[DONE]`, usage computed from the text, function calls when
+ * tools are offered, `incomplete` at `max_output_tokens`, and errors in OpenAI's envelope.
+ */
+import { encodeSse } from "../http/sse.ts";
+import {
+  answer,
+  collectText,
+  countTokens,
+  type Directives,
+  directives,
+  newId,
+  sseBody,
+  tokenize,
+} from "./text.ts";
+
+type Json = Record<string, unknown>;
+
+/** OpenAI's error envelope. */
+export function openaiError(status: number, message: string, extra: Json = {}): Response {
+  const type = status === 429
+    ? "requests"
+    : status >= 500
+    ? "server_error"
+    : "invalid_request_error";
+  const code = status === 429
+    ? "rate_limit_exceeded"
+    : status === 401
+    ? "invalid_api_key"
+    : status === 404
+    ? "model_not_found"
+    : null;
+  return Response.json({ error: { message, type, param: null, code, ...extra } }, {
+    status,
+    headers: status === 429 ? { "retry-after": "1" } : {},
+  });
+}
+
+const MESSAGES: Record<number, string> = {
+  400: "Invalid request (emulated).",
+  404: "The model does not exist or you do not have access to it.",
+  429: "Rate limit reached for requests (emulated).",
+  500: "The server had an error while processing your request.",
+  503: "The engine is currently overloaded, please try again later.",
+};
+
+/** Fault by directive: an error response, or undefined to go on. */
+export function openaiFault(d: Directives): Response | undefined {
+  if (d.status) return openaiError(d.status, MESSAGES[d.status] ?? `Emulated error ${d.status}.`);
+}
+
+interface Item {
+  type: string;
+  role?: string;
+  content?: unknown;
+  call_id?: string;
+  output?: unknown;
+}
+
+function lastUserText(input: unknown): string {
+  if (typeof input === "string") return input;
+  const items = Array.isArray(input) ? input as Item[] : [];
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i];
+    if (item.type === "function_call_output") {
+      return `the tool returned ${typeof item.output === "string" ? item.output : "a result"}`;
+    }
+    if (item.role === "user") return collectText(item.content).join(" ");
+  }
+  return "";
+}
+
+function functionTool(body: Json): Json | undefined {
+  const tools = Array.isArray(body.tools) ? body.tools as Json[] : [];
+  const items = Array.isArray(body.input) ? body.input as Item[] : [];
+  const answered = items.some((i) => i.type === "function_call_output");
+  if (answered || body.tool_choice === "none") return undefined;
+  return tools.find((t) => t.type === "function");
+}
+
+/** Example arguments for a JSON-schema object: each required property gets a plain value. */
+export function exampleArguments(schema: unknown): Json {
+  const s = (schema ?? {}) as {
+    properties?: Record<string, { type?: string }>;
+    required?: string[];
+  };
+  const args: Json = {};
+  for (const name of s.required ?? Object.keys(s.properties ?? {}).slice(0, 1)) {
+    const type = s.properties?.[name]?.type;
+    args[name] = type === "number" || type === "integer" ? 1 : type === "boolean" ? true : "Paris";
+  }
+  return args;
+}
+
+/** `POST /v1/responses`. */
+export async function responses(req: Request): Promise<Response> {
+  const body = await req.json() as Json;
+  const texts = collectText([body.instructions, body.input]);
+  const d = directives(texts);
+  const fault = openaiFault(d);
+  if (fault) return fault;
+  if (typeof body.model !== "string") {
+    return openaiError(400, "Missing required parameter: 'model'.");
+  }
+
+  const inputTokens = countTokens(texts.join(" ")) +
+    (Array.isArray(body.input) ? 3 * body.input.length : 3);
+  const cached = Math.min(d.cached ?? 0, inputTokens);
+  const id = newId("resp_", 48);
+  const createdAt = Math.floor(Date.now() / 1000);
+  const reasoningEffort = (body.reasoning as Json | undefined)?.effort;
+  const reasoning = typeof reasoningEffort === "string" && reasoningEffort !== "none";
+  const tool = functionTool(body);
+  const max = typeof body.max_output_tokens === "number" ? body.max_output_tokens : Infinity;
+
+  const outputItems: Json[] = [];
+  let reasoningTokens = 0;
+  if (reasoning) {
+    reasoningTokens = 16;
+    outputItems.push({ id: newId("rs_", 48), type: "reasoning", summary: [] });
+  }
+  let pieces: string[] = [];
+  let incomplete = false;
+  if (tool) {
+    const args = JSON.stringify(exampleArguments(tool.parameters));
+    pieces = tokenize(args);
+    outputItems.push({
+      id: newId("fc_", 48),
+      type: "function_call",
+      status: "completed",
+      arguments: args,
+      call_id: newId("call_", 24),
+      name: tool.name,
+    });
+  } else {
+    pieces = tokenize(answer(lastUserText(body.input), d));
+    if (reasoningTokens + pieces.length > max) {
+      pieces = pieces.slice(0, Math.max(0, max - reasoningTokens));
+      incomplete = true;
+    }
+    outputItems.push({
+      id: newId("msg_", 48),
+      type: "message",
+      status: incomplete ? "incomplete" : "completed",
+      content: [{ type: "output_text", annotations: [], logprobs: [], text: pieces.join("") }],
+      role: "assistant",
+    });
+  }
+  const outputTokens = reasoningTokens + pieces.length;
+  const usage = {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: cached },
+    output_tokens: outputTokens,
+    output_tokens_details: { reasoning_tokens: reasoningTokens },
+    total_tokens: inputTokens + outputTokens,
+  };
+  const status = incomplete ? "incomplete" : "completed";
+  const response = (state: "in_progress" | "final") =>
+    responseObject(body, {
+      id,
+      createdAt,
+      status: state === "final" ? status : "in_progress",
+      output: state === "final" ? outputItems : [],
+      usage: state === "final" ? usage : null,
+      incomplete,
+    });
+
+  if (body.stream !== true) return Response.json(response("final"));
+
+  const obfuscate = (body.stream_options as Json | undefined)?.include_obfuscation !== false;
+  async function* events(): AsyncGenerator<string> {
+    let seq = 0;
+    const ev = (type: string, payload: Json) =>
+      encodeSse(JSON.stringify({ type, ...payload, sequence_number: seq++ }), type);
+    yield ev("response.created", { response: response("in_progress") });
+    yield ev("response.in_progress", { response: response("in_progress") });
+    for (const [index, item] of outputItems.entries()) {
+      const itemId = item.id as string;
+      if (item.type === "reasoning") {
+        yield ev("response.output_item.added", { item, output_index: index });
+        yield ev("response.output_item.done", { item, output_index: index });
+      } else if (item.type === "function_call") {
+        yield ev("response.output_item.added", {
+          item: { ...item, status: "in_progress", arguments: "" },
+          output_index: index,
+        });
+        for (const delta of pieces) {
+          yield ev("response.function_call_arguments.delta", {
+            delta,
+            item_id: itemId,
+            output_index: index,
+            ...(obfuscate ? { obfuscation: pad(delta) } : {}),
+          });
+        }
+        yield ev("response.function_call_arguments.done", {
+          arguments: item.arguments,
+          item_id: itemId,
+          name: item.name,
+          output_index: index,
+        });
+        yield ev("response.output_item.done", { item, output_index: index });
+      } else {
+        const emptyPart = { type: "output_text", annotations: [], logprobs: [], text: "" };
+        yield ev("response.output_item.added", {
+          item: { ...item, status: "in_progress", content: [] },
+          output_index: index,
+        });
+        yield ev("response.content_part.added", {
+          content_index: 0,
+          item_id: itemId,
+          output_index: index,
+          part: emptyPart,
+        });
+        for (const delta of pieces) {
+          yield ev("response.output_text.delta", {
+            content_index: 0,
+            delta,
+            item_id: itemId,
+            logprobs: [],
+            ...(obfuscate ? { obfuscation: pad(delta) } : {}),
+            output_index: index,
+          });
+        }
+        const text = pieces.join("");
+        yield ev("response.output_text.done", {
+          content_index: 0,
+          item_id: itemId,
+          logprobs: [],
+          output_index: index,
+          text,
+        });
+        yield ev("response.content_part.done", {
+          content_index: 0,
+          item_id: itemId,
+          output_index: index,
+          part: { ...emptyPart, text },
+        });
+        yield ev("response.output_item.done", { item, output_index: index });
+      }
+    }
+    yield ev(`response.${status}`, { response: response("final") });
+  }
+  return new Response(sseBody(events, d), {
+    headers: { "content-type": "text/event-stream; charset=utf-8" },
+  });
+}
+
+function pad(delta: string): string {
+  return "x".repeat(Math.max(1, 16 - delta.length));
+}
+
+interface Shape {
+  id: string;
+  createdAt: number;
+  status: string;
+  output: Json[];
+  usage: Json | null;
+  incomplete: boolean;
+}
+
+function responseObject(body: Json, s: Shape): Json {
+  const final = s.status !== "in_progress";
+  return {
+    id: s.id,
+    object: "response",
+    created_at: s.createdAt,
+    status: s.status,
+    background: false,
+    completed_at: s.status === "completed" ? s.createdAt : null,
+    error: null,
+    incomplete_details: s.incomplete && final ? { reason: "max_output_tokens" } : null,
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    max_tool_calls: body.max_tool_calls ?? null,
+    model: body.model,
+    output: s.output,
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    previous_response_id: body.previous_response_id ?? null,
+    prompt_cache_key: body.prompt_cache_key ?? null,
+    reasoning: body.reasoning ?? { effort: null, summary: null },
+    safety_identifier: body.safety_identifier ?? null,
+    service_tier: "default",
+    store: body.store ?? true,
+    temperature: body.temperature ?? 1.0,
+    text: body.text ?? { format: { type: "text" }, verbosity: "medium" },
+    tool_choice: body.tool_choice ?? "auto",
+    tools: body.tools ?? [],
+    top_logprobs: 0,
+    top_p: body.top_p ?? 1.0,
+    truncation: "disabled",
+    usage: s.usage,
+    user: null,
+    metadata: body.metadata ?? {},
+  };
+}

@@ -1,0 +1,122 @@
+/**
+ * The emulator's deterministic "model": a tokenizer, answers derived from the prompt, and the
+ * fault directives a prompt can carry, e.g. `[[emulate status=429]]`, `[[emulate cut=5]]`,
+ * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`.
+ */
+
+const TOKEN = /\s*(?:\w+|[^\w\s])/g;
+
+/** Splits text into tokens (a word or one punctuation mark, with its leading spaces). */
+export function tokenize(text: string): string[] {
+  return text.match(TOKEN) ?? [];
+}
+
+/** The number of tokens in `text`. */
+export function countTokens(text: string): number {
+  return tokenize(text).length;
+}
+
+/** Fault and shape controls found in a prompt. */
+export interface Directives {
+  /** Answer with this HTTP error status instead. */
+  status?: number;
+  /** Cut a stream after this many events (or send a truncated JSON body). */
+  cut?: number;
+  /** Milliseconds to wait before each stream event. */
+  delay?: number;
+  /** Report this many input tokens as read from the prompt cache. */
+  cached?: number;
+  /** Report this many input tokens as written to the prompt cache. */
+  cacheWrite?: number;
+  /** Answer with this many words of filler text. */
+  words?: number;
+}
+
+const DIRECTIVE = /\[\[emulate ([^\]]*)\]\]/g;
+
+/** Reads every `[[emulate k=v …]]` directive in the texts. */
+export function directives(texts: string[]): Directives {
+  const found: Directives = {};
+  for (const text of texts) {
+    for (const match of text.matchAll(DIRECTIVE)) {
+      for (const pair of match[1].trim().split(/\s+/)) {
+        const [key, value] = pair.split("=");
+        const n = Number(value);
+        if (Number.isFinite(n) && ["status", "cut", "delay", "cached", "words"].includes(key)) {
+          found[key as keyof Directives] = n;
+        }
+        if (key === "cache_write" && Number.isFinite(n)) found.cacheWrite = n;
+      }
+    }
+  }
+  return found;
+}
+
+const FILLER = "the quick brown fox jumps over a lazy dog while rivers run to the sea".split(" ");
+
+/** The emulator's answer to a prompt: an echo of the last user text, or filler of N words. */
+export function answer(lastUserText: string, d: Directives): string {
+  if (d.words) {
+    return Array.from({ length: d.words }, (_, i) => FILLER[i % FILLER.length]).join(" ") + ".";
+  }
+  const prompt = lastUserText.replace(DIRECTIVE, "").trim().slice(0, 400);
+  return prompt ? `You said: ${prompt}` : "Hello from the emulator.";
+}
+
+/** Collects every string found under `text`-like keys of a JSON value (for token counts). */
+export function collectText(value: unknown, into: string[] = []): string[] {
+  if (typeof value === "string") into.push(value);
+  else if (Array.isArray(value)) { for (const item of value) collectText(item, into); }
+  else if (value && typeof value === "object") {
+    for (const [key, item] of Object.entries(value)) {
+      if (key === "data" || key === "image_url" || key === "signature") continue; // media blobs
+      collectText(item, into);
+    }
+  }
+  return into;
+}
+
+/** A random id with a prefix, like the real services' ids. */
+export function newId(prefix: string, length = 24): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(length / 2));
+  return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Waits `ms` milliseconds (no-op for 0). */
+export function sleep(ms: number | undefined): Promise<void> {
+  return ms ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+}
+
+/** Counters tests read at `GET /_emulator/stats`. */
+export const stats = { streamsStarted: 0, streamsCompleted: 0, streamsCancelled: 0 };
+
+/** Builds an SSE response body from an async generator of encoded events, honouring `cut`. */
+export function sseBody(
+  events: () => AsyncGenerator<string>,
+  d: Directives,
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let sent = 0;
+  const iterator = events();
+  stats.streamsStarted++;
+  return new ReadableStream({
+    async pull(controller) {
+      if (d.cut !== undefined && sent >= d.cut) {
+        controller.error(new Error("emulated cut"));
+        return;
+      }
+      await sleep(d.delay);
+      const { done, value } = await iterator.next();
+      if (done) {
+        stats.streamsCompleted++;
+        controller.close();
+        return;
+      }
+      sent++;
+      controller.enqueue(encoder.encode(value));
+    },
+    cancel() {
+      stats.streamsCancelled++;
+    },
+  });
+}

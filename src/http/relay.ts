@@ -1,0 +1,58 @@
+/**
+ * Streams relayed as they arrive: every upstream chunk is passed on unchanged and also decoded as
+ * SSE for the meter. `onEnd` runs exactly once — when the upstream ends, fails, or the client goes
+ * away (then the upstream body is cancelled, which aborts the upstream request).
+ */
+import { SseDecoder, type SseEvent } from "./sse.ts";
+
+export type StreamEnd = "done" | "error" | "cancel";
+
+export interface RelayOptions {
+  onEvent: (event: SseEvent) => void;
+  onEnd: (how: StreamEnd) => void;
+  /** Bytes to send the client when the upstream fails mid-stream (a protocol error event). */
+  errorTail?: () => Uint8Array | undefined;
+}
+
+/** Wraps an upstream SSE body into the body we send to the client. */
+export function relaySse(
+  upstream: ReadableStream<Uint8Array>,
+  options: RelayOptions,
+): ReadableStream<Uint8Array> {
+  const reader = upstream.getReader();
+  const decoder = new TextDecoder();
+  const sse = new SseDecoder(options.onEvent);
+  let ended = false;
+  const end = (how: StreamEnd) => {
+    if (ended) return;
+    ended = true;
+    options.onEnd(how);
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let result: ReadableStreamReadResult<Uint8Array>;
+      try {
+        result = await reader.read();
+      } catch {
+        end("error");
+        const tail = options.errorTail?.();
+        if (tail) controller.enqueue(tail);
+        controller.close();
+        return;
+      }
+      if (result.done) {
+        sse.push(decoder.decode());
+        sse.end();
+        end("done");
+        controller.close();
+        return;
+      }
+      sse.push(decoder.decode(result.value, { stream: true }));
+      controller.enqueue(result.value);
+    },
+    cancel(reason) {
+      end("cancel");
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+}

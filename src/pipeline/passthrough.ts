@@ -1,0 +1,110 @@
+/**
+ * Same-protocol calls: reserve, forward the body (only the model id and credentials change),
+ * relay the answer as it is — JSON whole, SSE chunk by chunk — reading usage on the way, then
+ * settle exactly once. Failed calls are released unbilled.
+ */
+import { type Bill, estimateInputTokens, openBill } from "../billing/ledger.ts";
+import type { Usage } from "../billing/price.ts";
+import type { StreamMeter } from "../billing/usage.ts";
+import type { ResolvedModel } from "../catalog/catalog.ts";
+import type { RequestContext } from "../context.ts";
+import type { JsonBody } from "../http/body.ts";
+import type { ErrorFormat } from "../http/errors.ts";
+import { relaySse } from "../http/relay.ts";
+import { send, type UpstreamCall } from "../providers/index.ts";
+import { relayUpstreamError } from "./upstream_errors.ts";
+
+export interface PassThrough {
+  ctx: RequestContext;
+  format: ErrorFormat;
+  /** Ledger endpoint name, e.g. `responses`. */
+  endpoint: string;
+  model: ResolvedModel;
+  body: JsonBody;
+  /** The request's output cap, for the reservation. */
+  maxOutputTokens?: number;
+  stream: boolean;
+  /** The upstream request; its body defaults to the client's with the upstream model id. */
+  call: UpstreamCall;
+  /** Usage from a complete JSON response body. */
+  usageFromJson: (body: unknown) => Usage | null;
+  meter: () => StreamMeter;
+  /** An error event in the client's protocol for streams the upstream cuts. */
+  errorTail?: () => Uint8Array | undefined;
+}
+
+/** The client's body with `model` replaced by the upstream id (unchanged bytes when equal). */
+export function withUpstreamModel(body: JsonBody, model: ResolvedModel): string {
+  if (body.value.model === undefined || body.value.model === model.upstreamId) return body.text;
+  return JSON.stringify({ ...body.value, model: model.upstreamId });
+}
+
+const PASSED_HEADERS = ["content-type", "cache-control", "retry-after"];
+
+function responseHeaders(upstream: Response): Headers {
+  const headers = new Headers();
+  for (const name of PASSED_HEADERS) {
+    const value = upstream.headers.get(name);
+    if (value) headers.set(name, value);
+  }
+  return headers;
+}
+
+/** Runs a same-protocol call end to end. */
+export async function passThrough(p: PassThrough): Promise<Response> {
+  const { ctx } = p;
+  const { config, store } = ctx.services;
+  const bill: Bill = openBill(store, {
+    principal: ctx.principal!,
+    requestId: ctx.requestId,
+    endpoint: p.endpoint,
+    model: p.model,
+    inputTokens: estimateInputTokens(p.body.text.length),
+    maxOutputTokens: p.maxOutputTokens,
+  });
+  const abort = new AbortController();
+  let upstream: Response;
+  try {
+    upstream = await send(p.model.provider, p.call, abort.signal, config.upstreamTimeoutMs);
+  } catch (error) {
+    bill.release();
+    throw error;
+  }
+  if (!upstream.ok) {
+    bill.release();
+    const relayed = await relayUpstreamError(upstream, p.format);
+    if (relayed instanceof Response) return relayed;
+    throw relayed;
+  }
+  const headers = responseHeaders(upstream);
+  const isSse = (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
+  if (p.stream && isSse && upstream.body) {
+    const meter = p.meter();
+    const body = relaySse(upstream.body, {
+      onEvent: meter.onEvent,
+      errorTail: p.errorTail,
+      onEnd: (how) => {
+        const usage = meter.usage();
+        if (usage) bill.settle(usage);
+        else bill.settleEstimate(meter.outputEvents());
+        ctx.log.stream_end = how;
+        if (how === "cancel") abort.abort();
+      },
+    });
+    return new Response(body, { status: upstream.status, headers });
+  }
+  let text: string;
+  try {
+    text = await upstream.text();
+  } catch (error) {
+    bill.settleEstimate(0);
+    throw error;
+  }
+  let usage: Usage | null = null;
+  try {
+    usage = p.usageFromJson(JSON.parse(text));
+  } catch { /* not JSON: estimated below */ }
+  if (usage) bill.settle(usage);
+  else bill.settleEstimate(Math.ceil(text.length / 4));
+  return new Response(text, { status: upstream.status, headers });
+}

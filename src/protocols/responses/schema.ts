@@ -1,0 +1,20 @@
+/**
+ * `POST /v1/responses` request fields the gateway interprets (spec §4.2). Everything else —
+ * tools, include, reasoning, prompt_cache_key, client_metadata… — passes through untouched.
+ */
+import * as v from "valibot";
+
+export const ResponsesRequest = v.looseObject({
+  model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
+  input: v.union(
+    [v.string(), v.array(v.unknown())],
+    "must be a string or an array of input items",
+  ),
+  instructions: v.optional(v.nullable(v.string("must be a string"))),
+  max_output_tokens: v.optional(v.nullable(v.pipe(
+    v.number("must be an integer"),
+    v.integer("must be an integer"),
+    v.minValue(16, "must be at least 16"),
+  ))),
+  stream: v.optional(v.nullable(v.boolean("must be a boolean"))),
+});

@@ -1,0 +1,78 @@
+/** A gateway wired to an in-process provider emulator, with an account and key ready. */
+import { startEmulator } from "../../src/emulator/server.ts";
+import { type Gateway, startGateway } from "./gateway.ts";
+
+export const UPSTREAM_KEY = "upstream-secret-1234";
+
+export interface Stack {
+  gateway: Gateway;
+  emulator: Deno.HttpServer<Deno.NetAddr>;
+  emulatorUrl: string;
+  /** Requests the emulator received so far. */
+  upstreamRequests(): Promise<
+    { method: string; path: string; headers: Record<string, string>; body: unknown }[]
+  >;
+  emulatorStats(): Promise<Record<string, number>>;
+  stop(): Promise<void>;
+}
+
+/** Test prices (USD per million tokens). */
+export const TEST_PRICE = { input: 2.5, cachedInput: 0.25, cacheWrite: 3.125, output: 15 };
+
+/** Starts the emulator and a gateway whose providers all point at it. */
+export async function startStack(extraConfig: Record<string, unknown> = {}): Promise<Stack> {
+  const emulator = startEmulator({ requiredKey: UPSTREAM_KEY, record: true });
+  const emulatorUrl = `http://127.0.0.1:${emulator.addr.port}`;
+  const provider = (type: string, prefix: string) => ({
+    type,
+    baseUrl: `${emulatorUrl}${prefix}`,
+    apiKey: "env:EMULATED_UPSTREAM_KEY",
+  });
+  const gateway = await startGateway({
+    config: {
+      server: { maxBodyBytes: 65536 },
+      defaultCatalog: false,
+      providers: {
+        openai: provider("openai", "/openai/v1"),
+        xai: provider("xai", "/xai/v1"),
+      },
+      models: {
+        "gpt-test": { provider: "openai", upstream: "gpt-5.4", price: TEST_PRICE },
+        "grok-test": { provider: "xai", upstream: "grok-4", price: TEST_PRICE },
+        "free-test": { provider: "openai", upstream: "gpt-5-nano", free: true },
+      },
+      ...extraConfig,
+    },
+    env: { EMULATED_UPSTREAM_KEY: UPSTREAM_KEY },
+  });
+  return {
+    gateway,
+    emulator,
+    emulatorUrl,
+    upstreamRequests: async () => await (await fetch(`${emulatorUrl}/_emulator/requests`)).json(),
+    emulatorStats: async () => await (await fetch(`${emulatorUrl}/_emulator/stats`)).json(),
+    async stop() {
+      await gateway.stop();
+      await emulator.shutdown();
+    },
+  };
+}
+
+/** GET /v1/usage for a key. */
+// deno-lint-ignore no-explicit-any
+export async function usageOf(gateway: Gateway, key: string): Promise<Record<string, any>> {
+  const res = await fetch(`${gateway.url}/v1/usage`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  return await res.json();
+}
+
+/** Polls `check` until it returns true (for settlement after a stream ends). */
+export async function eventually(check: () => Promise<boolean>, ms = 3000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error("condition not met in time");
+}
