@@ -8,6 +8,8 @@ import type { ErrorFormat } from "./http/errors.ts";
 import { getHealth } from "./endpoints/health.ts";
 import { getUsage } from "./endpoints/usage.ts";
 import { createResponse } from "./protocols/responses/handler.ts";
+import { countTokens, createMessage } from "./protocols/messages/handler.ts";
+import * as generate from "./protocols/generate/handler.ts";
 
 export interface Route {
   method: "GET" | "POST" | "DELETE";
@@ -27,5 +29,40 @@ export const routes: Route[] = [
     auth: "bearer",
     errors: "openai",
     handle: createResponse,
+  },
+  {
+    method: "POST",
+    path: "/v1/messages",
+    auth: "anthropic",
+    errors: "anthropic",
+    handle: createMessage,
+  },
+  {
+    method: "POST",
+    path: "/v1/messages/count_tokens",
+    auth: "anthropic",
+    errors: "anthropic",
+    handle: countTokens,
+  },
+  {
+    method: "POST",
+    path: "/v1beta/models/:model\\:generateContent",
+    auth: "goog",
+    errors: "google",
+    handle: generate.generateContent,
+  },
+  {
+    method: "POST",
+    path: "/v1beta/models/:model\\:streamGenerateContent",
+    auth: "goog",
+    errors: "google",
+    handle: generate.streamGenerateContent,
+  },
+  {
+    method: "POST",
+    path: "/v1beta/models/:model\\:countTokens",
+    auth: "goog",
+    errors: "google",
+    handle: generate.countTokens,
   },
 ];

@@ -35,7 +35,10 @@ export function openaiUsage(raw: unknown): Usage | null {
 
 /** What a stream meter knows when the stream ends or is cut. */
 export interface StreamMeter {
-  onEvent(event: SseEvent): void;
+  /** For SSE streams: every decoded event. */
+  onEvent?(event: SseEvent): void;
+  /** For streams that are not SSE (a JSON array delivered in pieces): the raw text. */
+  onText?(text: string): void;
   /** The usage the upstream reported, or null when it reported none. */
   usage(): Usage | null;
   /** Output events seen (text/argument deltas): about one token each, for the estimate. */
@@ -64,5 +67,112 @@ export function responsesMeter(): StreamMeter {
     },
     usage: () => usage,
     outputEvents: () => deltas,
+  };
+}
+
+/**
+ * Anthropic `usage`: `input_tokens` is uncached input only; cache reads and writes are separate,
+ * writes split into 5-minute and 1-hour lifetimes when `cache_creation` is present.
+ */
+export function anthropicUsage(raw: unknown): Usage | null {
+  const u = obj(raw);
+  if (!("input_tokens" in u || "output_tokens" in u)) return null;
+  const creation = obj(u.cache_creation);
+  const written = int(u.cache_creation_input_tokens);
+  const oneHour = Math.min(int(creation.ephemeral_1h_input_tokens), written);
+  return {
+    ...emptyUsage(),
+    inputTokens: int(u.input_tokens),
+    cachedInputTokens: int(u.cache_read_input_tokens),
+    cacheWriteTokens: written - oneHour,
+    cacheWrite1hTokens: oneHour,
+    outputTokens: int(u.output_tokens),
+  };
+}
+
+/**
+ * Meter for Messages streams: `message_start` carries the input side, `message_delta` the
+ * cumulative totals; a field in `message_delta` replaces the one from `message_start`, so nothing
+ * is counted twice.
+ */
+export function messagesMeter(): StreamMeter {
+  let merged: Json | null = null;
+  let deltas = 0;
+  return {
+    onEvent(e) {
+      if (e.event === "content_block_delta") {
+        deltas++;
+        return;
+      }
+      if (e.event !== "message_start" && e.event !== "message_delta") return;
+      try {
+        const data = obj(JSON.parse(e.data));
+        const usage = e.event === "message_start" ? obj(obj(data.message).usage) : obj(data.usage);
+        merged = { ...merged, ...usage };
+      } catch { /* ignore a malformed event */ }
+    },
+    usage: () => merged && anthropicUsage(merged),
+    outputEvents: () => deltas,
+  };
+}
+
+/**
+ * Gemini `usageMetadata`: `promptTokenCount` includes cached content; `candidatesTokenCount`
+ * includes image tokens (the `IMAGE` entry of `candidatesTokensDetails`), billed at the image-output
+ * rate; thought tokens are output.
+ */
+export function geminiUsage(raw: unknown): Usage | null {
+  const u = obj(raw);
+  if (!("promptTokenCount" in u || "candidatesTokenCount" in u)) return null;
+  const prompt = int(u.promptTokenCount) + int(u.toolUsePromptTokenCount);
+  const cached = Math.min(int(u.cachedContentTokenCount), prompt);
+  const details = Array.isArray(u.candidatesTokensDetails) ? u.candidatesTokensDetails : [];
+  const image = details
+    .filter((d) => obj(d).modality === "IMAGE")
+    .reduce((sum: number, d) => sum + int(obj(d).tokenCount), 0);
+  const candidates = int(u.candidatesTokenCount);
+  return {
+    ...emptyUsage(),
+    inputTokens: prompt - cached,
+    cachedInputTokens: cached,
+    outputTokens: Math.max(0, candidates - image) + int(u.thoughtsTokenCount),
+    imageOutputTokens: Math.min(image, candidates),
+  };
+}
+
+/** Meter for Gemini SSE streams: usage repeats on every fragment; only the last one counts. */
+export function geminiSseMeter(): StreamMeter {
+  let last = "";
+  let fragments = 0;
+  return {
+    onEvent(e) {
+      last = e.data;
+      fragments++;
+    },
+    usage() {
+      try {
+        return last ? geminiUsage(obj(JSON.parse(last)).usageMetadata) : null;
+      } catch {
+        return null;
+      }
+    },
+    outputEvents: () => fragments,
+  };
+}
+
+/** Meter for `streamGenerateContent` without `alt=sse`: one JSON array, parsed at the end. */
+export function geminiArrayMeter(): StreamMeter {
+  const parts: string[] = [];
+  return {
+    onText: (text) => void parts.push(text),
+    usage() {
+      try {
+        const fragments = JSON.parse(parts.join(""));
+        return Array.isArray(fragments) ? geminiUsage(obj(fragments.at(-1)).usageMetadata) : null;
+      } catch {
+        return null;
+      }
+    },
+    outputEvents: () => parts.length,
   };
 }

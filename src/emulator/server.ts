@@ -1,11 +1,16 @@
 /**
- * The provider emulator: an offline stand-in for the upstream families on one port. Each family
- * lives under its own path prefix so one emulator can be every provider of a config:
- *   /openai/v1/…  /xai/v1/…  (Responses)
- * Requests must carry some upstream key (as the real services require); with `requiredKey` set,
- * only that key is accepted. Recent requests are listed at `GET /_emulator/requests`.
+ * The provider emulator: an offline stand-in for every upstream family on one port. Each provider
+ * lives under its own path prefix, so one emulator can be every provider of a config:
+ *   /openai/v1/responses  /xai/v1/responses                        (Bearer)
+ *   /anthropic|deepseek|moonshot|zhipu/v1/messages[/count_tokens]  (x-api-key; deepseek, moonshot
+ *                                                                  and zhipu have no count_tokens)
+ *   /gemini/v1beta/models/{model}:generateContent|streamGenerateContent|countTokens (x-goog-api-key)
+ * Requests must carry an upstream key (as the real services require); with `requiredKey` set, only
+ * that key is accepted. Faults are asked for in the prompt text (see `text.ts`).
  */
 import { openaiError, responses } from "./openai.ts";
+import { anthropicError, countTokensHandler as anthropicCount, messages } from "./anthropic.ts";
+import { countTokensHandler as geminiCount, generate, googleError } from "./gemini.ts";
 import { stats } from "./text.ts";
 
 export interface EmulatorOptions {
@@ -24,23 +29,59 @@ interface Seen {
   body: unknown;
 }
 
-type Family = "openai";
+interface Family {
+  key: (req: Request) => string | null;
+  error: (status: number, message: string) => Response;
+}
 
-const ROUTES: {
-  family: Family;
-  method: string;
-  pattern: URLPattern;
-  handle: (r: Request) => Promise<Response>;
-}[] = [
+const OPENAI: Family = {
+  key: (req) => req.headers.get("authorization")?.replace(/^Bearer\s+/i, "") ?? null,
+  error: openaiError,
+};
+const ANTHROPIC: Family = { key: (req) => req.headers.get("x-api-key"), error: anthropicError };
+const GOOGLE: Family = { key: (req) => req.headers.get("x-goog-api-key"), error: googleError };
+
+type Handle = (req: Request, groups: Record<string, string | undefined>) => Promise<Response>;
+
+const ROUTES: { pattern: URLPattern; family: Family; handle: Handle }[] = [
   {
-    family: "openai",
-    method: "POST",
     pattern: new URLPattern({ pathname: "/:vendor(openai|xai)/v1/responses" }),
+    family: OPENAI,
     handle: responses,
+  },
+  {
+    pattern: new URLPattern({
+      pathname: "/:vendor(anthropic|deepseek|moonshot|zhipu)/v1/messages",
+    }),
+    family: ANTHROPIC,
+    handle: messages,
+  },
+  {
+    pattern: new URLPattern({ pathname: "/anthropic/v1/messages/count_tokens" }),
+    family: ANTHROPIC,
+    handle: anthropicCount,
+  },
+  {
+    pattern: new URLPattern({
+      pathname: "/gemini/v1beta/models/:model\\::action(generateContent|streamGenerateContent)",
+    }),
+    family: GOOGLE,
+    handle: (req, g) => generate(req, g.model!, g.action === "streamGenerateContent"),
+  },
+  {
+    pattern: new URLPattern({ pathname: "/gemini/v1beta/models/:model\\:countTokens" }),
+    family: GOOGLE,
+    handle: geminiCount,
   },
 ];
 
-/** Starts the emulator; resolves once it listens. */
+function familyOf(pathname: string): Family {
+  if (pathname.startsWith("/gemini/")) return GOOGLE;
+  if (/^\/(anthropic|deepseek|moonshot|zhipu)\//.test(pathname)) return ANTHROPIC;
+  return OPENAI;
+}
+
+/** Starts the emulator on `port` (0 = a free one). */
 export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<Deno.NetAddr> {
   const seen: Seen[] = [];
   return Deno.serve({
@@ -51,13 +92,22 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
     const url = new URL(req.url);
     if (url.pathname === "/_emulator/requests") return Response.json(seen);
     if (url.pathname === "/_emulator/stats") return Response.json(stats);
-    const route = ROUTES.find((r) =>
-      r.method === req.method && r.pattern.test({ pathname: url.pathname })
-    );
-    if (!route) return openaiError(404, `Invalid URL (${req.method} ${url.pathname})`);
-    const key = (req.headers.get("authorization") ?? "").replace(/^Bearer\s+/i, "");
+    let match: { route: typeof ROUTES[number]; groups: Record<string, string | undefined> } | null =
+      null;
+    for (const route of ROUTES) {
+      const result = route.pattern.exec({ pathname: url.pathname });
+      if (result) {
+        match = { route, groups: result.pathname.groups };
+        break;
+      }
+    }
+    const family = match?.route.family ?? familyOf(url.pathname);
+    if (!match || req.method !== "POST") {
+      return family.error(404, `Not found: ${req.method} ${url.pathname}`);
+    }
+    const key = family.key(req);
     if (!key || (options.requiredKey && key !== options.requiredKey)) {
-      return openaiError(401, "Incorrect API key provided.");
+      return family.error(401, "Invalid API key.");
     }
     if (options.record) {
       seen.push({
@@ -68,6 +118,10 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
       });
       if (seen.length > 200) seen.shift();
     }
-    return route.handle(req);
+    try {
+      return await match.route.handle(req, match.groups);
+    } catch (error) {
+      return family.error(400, `Malformed request: ${(error as Error).message}`);
+    }
   });
 }

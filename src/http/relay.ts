@@ -1,6 +1,6 @@
 /**
- * Streams relayed as they arrive: every upstream chunk is passed on unchanged and also decoded as
- * SSE for the meter. `onEnd` runs exactly once — when the upstream ends, fails, or the client goes
+ * Streams relayed as they arrive: every upstream chunk is passed on unchanged and also decoded (as
+ * SSE, or as plain text) for the meter. `onEnd` runs exactly once — when the upstream ends, fails, or the client goes
  * away (then the upstream body is cancelled, which aborts the upstream request).
  */
 import { SseDecoder, type SseEvent } from "./sse.ts";
@@ -8,20 +8,24 @@ import { SseDecoder, type SseEvent } from "./sse.ts";
 export type StreamEnd = "done" | "error" | "cancel";
 
 export interface RelayOptions {
-  onEvent: (event: SseEvent) => void;
+  /** Receives decoded SSE events; when absent, `onText` receives the raw text instead. */
+  onEvent?: (event: SseEvent) => void;
+  onText?: (text: string) => void;
   onEnd: (how: StreamEnd) => void;
   /** Bytes to send the client when the upstream fails mid-stream (a protocol error event). */
   errorTail?: () => Uint8Array | undefined;
 }
 
-/** Wraps an upstream SSE body into the body we send to the client. */
-export function relaySse(
+/** Wraps an upstream streamed body into the body we send to the client. */
+export function relayStream(
   upstream: ReadableStream<Uint8Array>,
   options: RelayOptions,
 ): ReadableStream<Uint8Array> {
   const reader = upstream.getReader();
   const decoder = new TextDecoder();
-  const sse = new SseDecoder(options.onEvent);
+  const onEvent = options.onEvent;
+  const sse = onEvent ? new SseDecoder(onEvent) : undefined;
+  const feed = sse ? (text: string) => sse.push(text) : options.onText ?? (() => {});
   let ended = false;
   const end = (how: StreamEnd) => {
     if (ended) return;
@@ -41,13 +45,13 @@ export function relaySse(
         return;
       }
       if (result.done) {
-        sse.push(decoder.decode());
-        sse.end();
+        feed(decoder.decode());
+        sse?.end();
         end("done");
         controller.close();
         return;
       }
-      sse.push(decoder.decode(result.value, { stream: true }));
+      feed(decoder.decode(result.value, { stream: true }));
       controller.enqueue(result.value);
     },
     cancel(reason) {

@@ -10,7 +10,7 @@ import type { ResolvedModel } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
 import type { JsonBody } from "../http/body.ts";
 import type { ErrorFormat } from "../http/errors.ts";
-import { relaySse } from "../http/relay.ts";
+import { relayStream } from "../http/relay.ts";
 import { send, type UpstreamCall } from "../providers/index.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
 
@@ -78,10 +78,11 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   }
   const headers = responseHeaders(upstream);
   const isSse = (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
-  if (p.stream && isSse && upstream.body) {
-    const meter = p.meter();
-    const body = relaySse(upstream.body, {
-      onEvent: meter.onEvent,
+  const meter = p.stream ? p.meter() : undefined;
+  if (meter && upstream.body && (isSse ? meter.onEvent : meter.onText)) {
+    const body = relayStream(upstream.body, {
+      onEvent: isSse ? meter.onEvent : undefined,
+      onText: meter.onText,
       errorTail: p.errorTail,
       onEnd: (how) => {
         const usage = meter.usage();

@@ -2,6 +2,8 @@
 import type { ProviderEntry } from "../catalog/catalog.ts";
 import { sendOpenAI } from "./openai.ts";
 import { sendXai } from "./xai.ts";
+import { sendAnthropic } from "./anthropic.ts";
+import { sendGemini } from "./gemini.ts";
 import type { UpstreamCall } from "./transport.ts";
 
 export type { UpstreamCall } from "./transport.ts";
@@ -13,9 +15,11 @@ type Send = (
   timeoutMs: number,
 ) => Promise<Response>;
 
-const SENDERS: Partial<Record<ProviderEntry["type"], Send>> = {
+const SENDERS: Record<ProviderEntry["type"], Send> = {
   openai: sendOpenAI,
   xai: sendXai,
+  anthropic: sendAnthropic,
+  gemini: sendGemini,
 };
 
 /** Sends a call already in `provider`'s protocol; returns the upstream `Response` as is. */
@@ -25,7 +29,5 @@ export function send(
   signal: AbortSignal,
   timeoutMs: number,
 ): Promise<Response> {
-  const sender = SENDERS[provider.type];
-  if (!sender) throw new Error(`no provider module for type ${provider.type}`);
-  return sender(provider, call, signal, timeoutMs);
+  return SENDERS[provider.type](provider, call, signal, timeoutMs);
 }

@@ -17,7 +17,14 @@ export interface Stack {
 }
 
 /** Test prices (USD per million tokens). */
-export const TEST_PRICE = { input: 2.5, cachedInput: 0.25, cacheWrite: 3.125, output: 15 };
+export const TEST_PRICE = {
+  input: 2.5,
+  cachedInput: 0.25,
+  cacheWrite: 3.125,
+  cacheWrite1h: 5,
+  output: 15,
+  imageOutput: 30,
+};
 
 /** Starts the emulator and a gateway whose providers all point at it. */
 export async function startStack(extraConfig: Record<string, unknown> = {}): Promise<Stack> {
@@ -35,11 +42,26 @@ export async function startStack(extraConfig: Record<string, unknown> = {}): Pro
       providers: {
         openai: provider("openai", "/openai/v1"),
         xai: provider("xai", "/xai/v1"),
+        anthropic: provider("anthropic", "/anthropic"),
+        deepseek: provider("anthropic", "/deepseek"),
+        moonshot: provider("anthropic", "/moonshot"),
+        zhipu: provider("anthropic", "/zhipu"),
+        gemini: provider("gemini", "/gemini"),
       },
       models: {
         "gpt-test": { provider: "openai", upstream: "gpt-5.4", price: TEST_PRICE },
         "grok-test": { provider: "xai", upstream: "grok-4", price: TEST_PRICE },
         "free-test": { provider: "openai", upstream: "gpt-5-nano", free: true },
+        "claude-test": { provider: "anthropic", upstream: "claude-sonnet-4-5", price: TEST_PRICE },
+        "deepseek-test": { provider: "deepseek", upstream: "deepseek-v4-pro", price: TEST_PRICE },
+        "kimi-test": { provider: "moonshot", upstream: "kimi-k2", price: TEST_PRICE },
+        "glm-test": { provider: "zhipu", upstream: "glm-4.6", price: TEST_PRICE },
+        "gemini-test": { provider: "gemini", upstream: "gemini-2.5-flash", price: TEST_PRICE },
+        "gemini-3-pro-image-test": {
+          provider: "gemini",
+          upstream: "gemini-3-pro-image-preview",
+          price: TEST_PRICE,
+        },
       },
       ...extraConfig,
     },

@@ -1,0 +1,218 @@
+/**
+ * Emulated Anthropic Messages API and its compatible vendors (`anthropic-messages.md`): the
+ * message object, the named SSE stream (`message_start` → blocks → `message_delta` with cumulative
+ * usage → `message_stop`, `ping` after the first block start), thinking blocks (`thinking_delta`
+ * then one `signature_delta`), `tool_use` with `input_json_delta`, cache usage, count_tokens, and
+ * errors in Anthropic's envelope (529 `overloaded_error` included).
+ */
+import { encodeSse } from "../http/sse.ts";
+import {
+  answer,
+  collectText,
+  countTokens,
+  type Directives,
+  directives,
+  newId,
+  sseBody,
+  tokenize,
+} from "./text.ts";
+import { exampleArguments } from "./openai.ts";
+
+type Json = Record<string, unknown>;
+
+const ERROR_TYPES: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  402: "billing_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  500: "api_error",
+  504: "timeout_error",
+  529: "overloaded_error",
+};
+
+/** Anthropic's error envelope. */
+export function anthropicError(status: number, message: string): Response {
+  return Response.json({
+    type: "error",
+    error: { type: ERROR_TYPES[status] ?? "api_error", message },
+    request_id: newId("req_", 24),
+  }, { status, headers: status === 429 || status === 529 ? { "retry-after": "1" } : {} });
+}
+
+function fault(d: Directives): Response | undefined {
+  if (!d.status) return undefined;
+  const message = d.status === 529 ? "Overloaded" : `Emulated error ${d.status}.`;
+  return anthropicError(d.status, message);
+}
+
+interface Message {
+  role: string;
+  content: unknown;
+}
+
+function promptTexts(body: Json): string[] {
+  return collectText([body.system, body.messages, body.tools]);
+}
+
+function lastUserText(messages: Message[]): string {
+  const last = [...messages].reverse().find((m) => m.role === "user");
+  if (!last) return "";
+  if (Array.isArray(last.content)) {
+    const result = (last.content as Json[]).find((b) => b.type === "tool_result");
+    if (result) return `the tool returned ${collectText(result.content).join(" ")}`;
+  }
+  return collectText(last.content).join(" ");
+}
+
+/** `POST /v1/messages/count_tokens`. */
+export async function countTokensHandler(req: Request): Promise<Response> {
+  const body = await req.json() as Json;
+  const d = directives(promptTexts(body));
+  return fault(d) ?? Response.json({ input_tokens: inputTokens(body) });
+}
+
+function inputTokens(body: Json): number {
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  return countTokens(promptTexts(body).join(" ")) + 4 * messages.length;
+}
+
+/** `POST /v1/messages`. */
+export async function messages(req: Request): Promise<Response> {
+  const body = await req.json() as Json;
+  const d = directives(promptTexts(body));
+  const failure = fault(d);
+  if (failure) return failure;
+  if (typeof body.model !== "string" || typeof body.max_tokens !== "number") {
+    return anthropicError(400, "model: Field required; max_tokens: Field required");
+  }
+  const history = (Array.isArray(body.messages) ? body.messages : []) as Message[];
+  const total = inputTokens(body);
+  const cacheRead = Math.min(d.cached ?? 0, total);
+  const cacheWrite = Math.min(d.cacheWrite ?? 0, total - cacheRead);
+  const oneHour = JSON.stringify(body.system ?? "").includes('"ttl":"1h"');
+  const usageIn = {
+    input_tokens: total - cacheRead - cacheWrite,
+    cache_creation_input_tokens: cacheWrite,
+    cache_read_input_tokens: cacheRead,
+    cache_creation: {
+      ephemeral_5m_input_tokens: oneHour ? 0 : cacheWrite,
+      ephemeral_1h_input_tokens: oneHour ? cacheWrite : 0,
+    },
+  };
+
+  const thinking = (body.thinking as Json | undefined)?.type === "enabled" ||
+    (body.thinking as Json | undefined)?.type === "adaptive";
+  const tools = Array.isArray(body.tools) ? body.tools as Json[] : [];
+  const lastContent = history.at(-1)?.content;
+  const answeredTool = Array.isArray(lastContent) &&
+    (lastContent as Json[]).some((b) => b.type === "tool_result");
+  const tool = tools.length && !answeredTool &&
+      (body.tool_choice as Json | undefined)?.type !== "none"
+    ? tools[0]
+    : undefined;
+
+  type Block = { block: Json; pieces: string[]; kind: "thinking" | "text" | "tool_use" };
+  const blocks: Block[] = [];
+  let budget = body.max_tokens as number;
+  let stopReason = "end_turn";
+  const take = (pieces: string[]) => {
+    if (pieces.length > budget) {
+      stopReason = "max_tokens";
+      pieces = pieces.slice(0, budget);
+    }
+    budget -= pieces.length;
+    return pieces;
+  };
+  if (thinking) {
+    const pieces = take(tokenize("Let me think about this request step by step."));
+    blocks.push({
+      kind: "thinking",
+      pieces,
+      block: { type: "thinking", thinking: pieces.join(""), signature: newId("Eq", 64) },
+    });
+  }
+  if (tool) {
+    const args = JSON.stringify(exampleArguments(tool.input_schema));
+    const pieces = take(tokenize(args));
+    if (stopReason !== "max_tokens") stopReason = "tool_use";
+    blocks.push({
+      kind: "tool_use",
+      pieces,
+      block: {
+        type: "tool_use",
+        id: newId("toolu_", 24),
+        name: tool.name,
+        input: JSON.parse(args),
+      },
+    });
+  } else if (budget > 0 || !thinking) {
+    const pieces = take(tokenize(answer(lastUserText(history), d)));
+    blocks.push({ kind: "text", pieces, block: { type: "text", text: pieces.join("") } });
+  }
+  const outputTokens = blocks.reduce((n, b) => n + b.pieces.length, 0);
+  const id = newId("msg_01", 22);
+  const message = {
+    id,
+    type: "message",
+    role: "assistant",
+    model: body.model,
+    content: blocks.map((b) => b.block),
+    stop_reason: stopReason,
+    stop_sequence: null,
+    usage: { ...usageIn, output_tokens: outputTokens, service_tier: "standard" },
+  };
+  if (body.stream !== true) return Response.json(message);
+
+  async function* events(): AsyncGenerator<string> {
+    const ev = (type: string, payload: Json) =>
+      encodeSse(JSON.stringify({ type, ...payload }), type);
+    yield ev("message_start", {
+      message: {
+        ...message,
+        content: [],
+        stop_reason: null,
+        usage: { ...usageIn, output_tokens: 1, service_tier: "standard" },
+      },
+    });
+    for (const [index, b] of blocks.entries()) {
+      const start = b.kind === "thinking"
+        ? { type: "thinking", thinking: "", signature: "" }
+        : b.kind === "tool_use"
+        ? { ...b.block, input: {} }
+        : { type: "text", text: "" };
+      yield ev("content_block_start", { index, content_block: start });
+      if (index === 0) yield ev("ping", {});
+      for (const piece of b.pieces) {
+        const delta = b.kind === "thinking"
+          ? { type: "thinking_delta", thinking: piece }
+          : b.kind === "tool_use"
+          ? { type: "input_json_delta", partial_json: piece }
+          : { type: "text_delta", text: piece };
+        yield ev("content_block_delta", { index, delta });
+      }
+      if (b.kind === "thinking") {
+        yield ev("content_block_delta", {
+          index,
+          delta: { type: "signature_delta", signature: b.block.signature },
+        });
+      }
+      yield ev("content_block_stop", { index });
+    }
+    yield ev("message_delta", {
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: {
+        input_tokens: usageIn.input_tokens,
+        cache_creation_input_tokens: cacheWrite,
+        cache_read_input_tokens: cacheRead,
+        output_tokens: outputTokens,
+      },
+    });
+    yield ev("message_stop", {});
+  }
+  return new Response(sseBody(events, d), {
+    headers: { "content-type": "text/event-stream; charset=utf-8" },
+  });
+}

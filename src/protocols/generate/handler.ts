@@ -1,0 +1,82 @@
+/**
+ * The content-generation protocol (Gemini): `:generateContent`, `:streamGenerateContent` (SSE with
+ * `alt=sse`, otherwise one JSON array) and `:countTokens`, passed through to the Gemini provider
+ * with the upstream model id in the path and the operator's key in its header.
+ */
+import type { Handler, RequestContext } from "../../context.ts";
+import { readJsonObject } from "../../http/body.ts";
+import { GatewayError } from "../../http/errors.ts";
+import { validate } from "../../http/validate.ts";
+import { geminiArrayMeter, geminiSseMeter, geminiUsage } from "../../billing/usage.ts";
+import { passThrough } from "../../pipeline/passthrough.ts";
+import { resolveModel } from "../../pipeline/resolve.ts";
+import { relayUpstreamError } from "../../pipeline/upstream_errors.ts";
+import { send } from "../../providers/index.ts";
+import type { ResolvedModel } from "../../catalog/catalog.ts";
+import { CountTokensRequest, GenerateRequest } from "./schema.ts";
+import { streamErrorEvent } from "./stream.ts";
+
+function geminiModel(ctx: RequestContext): ResolvedModel {
+  const id = decodeURIComponent(ctx.params.model ?? "").replace(/^models\//, "");
+  const model = resolveModel(ctx, id);
+  if (model.provider.type !== "gemini") {
+    throw new GatewayError(
+      404,
+      `models/${id} is not found for API version v1beta, or is not supported for generateContent.`,
+    );
+  }
+  return model;
+}
+
+function generateHandler(action: "generateContent" | "streamGenerateContent"): Handler {
+  return async (ctx) => {
+    const model = geminiModel(ctx);
+    const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+    const request = validate(GenerateRequest, body.value);
+    const stream = action === "streamGenerateContent";
+    const sse = stream && ctx.url.searchParams.get("alt") === "sse";
+    return passThrough({
+      ctx,
+      format: "google",
+      endpoint: action,
+      model,
+      body,
+      maxOutputTokens: request.generationConfig?.maxOutputTokens,
+      stream,
+      call: {
+        path: `/v1beta/models/${encodeURIComponent(model.upstreamId)}:${action}${
+          sse ? "?alt=sse" : ""
+        }`,
+        body: body.text,
+      },
+      usageFromJson: (json) => geminiUsage((json as { usageMetadata?: unknown }).usageMetadata),
+      meter: sse ? geminiSseMeter : geminiArrayMeter,
+      errorTail: sse ? streamErrorEvent : undefined,
+    });
+  };
+}
+
+export const generateContent = generateHandler("generateContent");
+export const streamGenerateContent = generateHandler("streamGenerateContent");
+
+/** `:countTokens`, free: the upstream's count. */
+export const countTokens: Handler = async (ctx) => {
+  const model = geminiModel(ctx);
+  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  validate(CountTokensRequest, body.value);
+  const upstream = await send(
+    model.provider,
+    {
+      path: `/v1beta/models/${encodeURIComponent(model.upstreamId)}:countTokens`,
+      body: body.text,
+    },
+    ctx.req.signal,
+    ctx.services.config.upstreamTimeoutMs,
+  );
+  if (!upstream.ok) {
+    const relayed = await relayUpstreamError(upstream, "google");
+    if (relayed instanceof Response) return relayed;
+    throw relayed;
+  }
+  return new Response(upstream.body, { headers: { "content-type": "application/json" } });
+};

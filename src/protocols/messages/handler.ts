@@ -1,0 +1,107 @@
+/**
+ * `POST /v1/messages` and `POST /v1/messages/count_tokens` (Anthropic Messages): to Anthropic or an
+ * Anthropic-compatible provider, passed through with `anthropic-version`/`anthropic-beta`.
+ */
+import type { Handler, RequestContext } from "../../context.ts";
+import { readJsonObject } from "../../http/body.ts";
+import { GatewayError } from "../../http/errors.ts";
+import { jsonResponse } from "../../http/json.ts";
+import { validate } from "../../http/validate.ts";
+import { anthropicUsage, messagesMeter } from "../../billing/usage.ts";
+import { passThrough, withUpstreamModel } from "../../pipeline/passthrough.ts";
+import { resolveModel } from "../../pipeline/resolve.ts";
+import { anthropicCountsTokens } from "../../providers/anthropic.ts";
+import { send } from "../../providers/index.ts";
+import { relayUpstreamError } from "../../pipeline/upstream_errors.ts";
+import type { ResolvedModel } from "../../catalog/catalog.ts";
+import { CountTokensRequest, MessagesRequest } from "./schema.ts";
+import { streamErrorEvent } from "./stream.ts";
+
+function forwardedHeaders(req: Request): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of ["anthropic-version", "anthropic-beta"]) {
+    const value = req.headers.get(name);
+    if (value) headers[name] = value;
+  }
+  return headers;
+}
+
+function messagesModel(ctx: RequestContext, id: string): ResolvedModel {
+  const model = resolveModel(ctx, id);
+  if (model.provider.type !== "anthropic") {
+    throw new GatewayError(404, `model: ${id} is not served on /v1/messages`);
+  }
+  return model;
+}
+
+export const createMessage: Handler = async (ctx) => {
+  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const request = validate(MessagesRequest, body.value);
+  const model = messagesModel(ctx, request.model);
+  return passThrough({
+    ctx,
+    format: "anthropic",
+    endpoint: "messages",
+    model,
+    body,
+    maxOutputTokens: request.max_tokens,
+    stream: request.stream === true,
+    call: {
+      path: "/v1/messages",
+      body: withUpstreamModel(body, model),
+      headers: forwardedHeaders(ctx.req),
+    },
+    usageFromJson: (json) => anthropicUsage((json as { usage?: unknown }).usage),
+    meter: messagesMeter,
+    errorTail: streamErrorEvent,
+  });
+};
+
+/**
+ * Token counting, free of charge: the upstream's own count where it has one, otherwise a local
+ * estimate (one token per four characters of the request's text), marked by the response header
+ * `x-switchyard-token-count: estimate`.
+ */
+export const countTokens: Handler = async (ctx) => {
+  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const request = validate(CountTokensRequest, body.value);
+  const model = messagesModel(ctx, request.model);
+  if (anthropicCountsTokens(model.provider)) {
+    const upstream = await send(
+      model.provider,
+      {
+        path: "/v1/messages/count_tokens",
+        body: withUpstreamModel(body, model),
+        headers: forwardedHeaders(ctx.req),
+      },
+      ctx.req.signal,
+      ctx.services.config.upstreamTimeoutMs,
+    );
+    if (upstream.ok) {
+      return new Response(upstream.body, {
+        headers: { "content-type": "application/json", "x-switchyard-token-count": "upstream" },
+      });
+    }
+    if (upstream.status !== 404) {
+      const relayed = await relayUpstreamError(upstream, "anthropic");
+      if (relayed instanceof Response) return relayed;
+      throw relayed;
+    }
+    await upstream.body?.cancel();
+  }
+  return jsonResponse({ input_tokens: estimateTokens(body.value) }, 200, {
+    "x-switchyard-token-count": "estimate",
+  });
+};
+
+/** The local estimate: characters of every string in messages, system and tools, over four. */
+export function estimateTokens(body: Record<string, unknown>): number {
+  let chars = 0;
+  const walk = (value: unknown): void => {
+    if (typeof value === "string") chars += value.length;
+    else if (Array.isArray(value)) value.forEach(walk);
+    else if (value && typeof value === "object") Object.values(value).forEach(walk);
+  };
+  walk([body.system, body.messages, body.tools]);
+  return Math.max(1, Math.ceil(chars / 4));
+}

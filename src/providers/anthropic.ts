@@ -1,0 +1,63 @@
+/**
+ * Anthropic Messages upstreams: Anthropic itself and the Anthropic-compatible endpoints of
+ * DeepSeek, Moonshot (Kimi) and Zhipu (GLM). The base URL is the part before `/v1/messages`
+ * (e.g. `https://api.deepseek.com/anthropic`); auth is `x-api-key`. Per-vendor differences
+ * (`anthropic-messages.md` §8) are handled here, keyed by host.
+ */
+import type { ProviderEntry } from "../catalog/catalog.ts";
+import { fetchUpstream, type UpstreamCall } from "./transport.ts";
+
+/** The `anthropic-version` every current client sends. */
+export const ANTHROPIC_VERSION = "2023-06-01";
+
+interface Quirks {
+  /** The vendor ignores or rejects beta flags. */
+  dropBeta?: boolean;
+  /** The vendor has no `/v1/messages/count_tokens`. */
+  noCountTokens?: boolean;
+}
+
+const QUIRKS: [RegExp, Quirks][] = [
+  [/(^|\.)deepseek\.com$/, { dropBeta: true, noCountTokens: true }],
+  [/(^|\.)moonshot\.(ai|cn)$|(^|\.)kimi\.com$/, { noCountTokens: true }],
+  [/(^|\.)bigmodel\.cn$|(^|\.)z\.ai$/, { noCountTokens: true }],
+];
+
+function quirks(provider: ProviderEntry): Quirks {
+  const host = new URL(provider.baseUrl).hostname;
+  return QUIRKS.find(([pattern]) => pattern.test(host))?.[1] ?? {};
+}
+
+/** Whether the upstream can count tokens itself. */
+export function anthropicCountsTokens(provider: ProviderEntry): boolean {
+  return !quirks(provider).noCountTokens;
+}
+
+/** Sends a Messages-protocol call with the operator's key. */
+export function sendAnthropic(
+  provider: ProviderEntry,
+  call: UpstreamCall,
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<Response> {
+  const q = quirks(provider);
+  const headers: Record<string, string> = {
+    "x-api-key": provider.apiKey,
+    "anthropic-version": ANTHROPIC_VERSION,
+    "content-type": "application/json",
+  };
+  for (const [name, value] of Object.entries(call.headers ?? {})) {
+    if (name === "anthropic-beta" && q.dropBeta) continue;
+    headers[name] = value;
+  }
+  return fetchUpstream(
+    `${provider.baseUrl}${call.path}`,
+    {
+      method: call.method ?? "POST",
+      headers,
+      body: call.body,
+    },
+    signal,
+    timeoutMs,
+  );
+}
