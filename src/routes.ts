@@ -44,25 +44,28 @@ export const routes: Route[] = [
     errors: "anthropic",
     handle: countTokens,
   },
-  {
-    method: "POST",
-    path: "/v1beta/models/:model\\:generateContent",
-    auth: "goog",
-    errors: "google",
-    handle: generate.generateContent,
-  },
-  {
-    method: "POST",
-    path: "/v1beta/models/:model\\:streamGenerateContent",
-    auth: "goog",
-    errors: "google",
-    handle: generate.streamGenerateContent,
-  },
-  {
-    method: "POST",
-    path: "/v1beta/models/:model\\:countTokens",
-    auth: "goog",
-    errors: "google",
-    handle: generate.countTokens,
-  },
+  // The content-generation protocol, under /v1beta (spec) and /v1 (newer @google/genai default).
+  ...["/v1beta", "/v1"].flatMap((version): Route[] => [
+    {
+      method: "POST",
+      path: `${version}/models/:model\\:generateContent`,
+      auth: "goog",
+      errors: "google",
+      handle: generate.generateContent,
+    },
+    {
+      method: "POST",
+      path: `${version}/models/:model\\:streamGenerateContent`,
+      auth: "goog",
+      errors: "google",
+      handle: generate.streamGenerateContent,
+    },
+    {
+      method: "POST",
+      path: `${version}/models/:model\\:countTokens`,
+      auth: "goog",
+      errors: "google",
+      handle: generate.countTokens,
+    },
+  ]),
 ];

@@ -63,13 +63,27 @@ export function answer(lastUserText: string, d: Directives): string {
   return prompt ? `You said: ${prompt}` : "Hello from the emulator.";
 }
 
-/** Collects every string found under `text`-like keys of a JSON value (for token counts). */
+/** Keys whose strings are structure or media, not prompt text. */
+const NOT_TEXT = new Set([
+  "data",
+  "image_url",
+  "signature",
+  "thoughtSignature",
+  "role",
+  "type",
+  "id",
+  "call_id",
+  "tool_use_id",
+  "mimeType",
+]);
+
+/** Collects every prompt string of a JSON value (for token counts), skipping structure and media. */
 export function collectText(value: unknown, into: string[] = []): string[] {
   if (typeof value === "string") into.push(value);
   else if (Array.isArray(value)) { for (const item of value) collectText(item, into); }
   else if (value && typeof value === "object") {
     for (const [key, item] of Object.entries(value)) {
-      if (key === "data" || key === "image_url" || key === "signature") continue; // media blobs
+      if (NOT_TEXT.has(key)) continue;
       collectText(item, into);
     }
   }

@@ -128,7 +128,7 @@ export function errorResponse(
 
 /** The error format for a path no route matched (so even a 404 speaks the client's protocol). */
 export function formatForPath(pathname: string): ErrorFormat {
-  if (pathname.startsWith("/v1beta/")) return "google";
+  if (pathname.startsWith("/v1beta/") || /^\/v1\/models\/[^/]+:/.test(pathname)) return "google";
   if (pathname === "/v1/messages" || pathname.startsWith("/v1/messages/")) return "anthropic";
   return "openai";
 }

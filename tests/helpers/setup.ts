@@ -26,8 +26,14 @@ export const TEST_PRICE = {
   imageOutput: 30,
 };
 
-/** Starts the emulator and a gateway whose providers all point at it. */
-export async function startStack(extraConfig: Record<string, unknown> = {}): Promise<Stack> {
+/**
+ * Starts the emulator and a gateway whose providers all point at it. `overrides.providers` and
+ * `overrides.models` are merged into the test catalog; other keys replace the defaults.
+ */
+export async function startStack(
+  overrides: { providers?: Record<string, unknown>; [key: string]: unknown } = {},
+): Promise<Stack> {
+  const { providers: extraProviders, ...extraConfig } = overrides;
   const emulator = startEmulator({ requiredKey: UPSTREAM_KEY, record: true });
   const emulatorUrl = `http://127.0.0.1:${emulator.addr.port}`;
   const provider = (type: string, prefix: string) => ({
@@ -47,6 +53,7 @@ export async function startStack(extraConfig: Record<string, unknown> = {}): Pro
         moonshot: provider("anthropic", "/moonshot"),
         zhipu: provider("anthropic", "/zhipu"),
         gemini: provider("gemini", "/gemini"),
+        ...extraProviders,
       },
       models: {
         "gpt-test": { provider: "openai", upstream: "gpt-5.4", price: TEST_PRICE },

@@ -1,0 +1,264 @@
+/** The content-generation protocol through the gateway, driven by `@google/genai` and raw HTTP. */
+import assert from "node:assert/strict";
+import { GoogleGenAI, Modality } from "@google/genai";
+import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
+
+const stack = await startStack();
+const { gateway } = stack;
+Deno.test.afterAll(() => stack.stop());
+
+const RATE = { input: 2500, cached: 250, output: 15000, imageOutput: 30000 };
+
+/** The SDK pointed at the gateway; `v1beta` as the spec and Gemini CLI use, or the SDK's default. */
+async function client(account: string, credit = "5", apiVersion: string | undefined = "v1beta") {
+  const { key } = await gateway.createKey(account, "--credit", credit);
+  const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: gateway.url, apiVersion } });
+  return { key, ai };
+}
+
+Deno.test("generateContent answers and bills prompt, candidate and thought tokens", async () => {
+  const { key, ai } = await client("gen-create");
+  const response = await ai.models.generateContent({
+    model: "gemini-test",
+    contents: "What is the capital of France?",
+    config: { systemInstruction: "Be brief.", temperature: 0 },
+  });
+  assert.equal(response.text, "You said: What is the capital of France?");
+  const u = response.usageMetadata!;
+  assert.ok(u.promptTokenCount! > 0 && u.candidatesTokenCount! > 0);
+  const usage = await usageOf(gateway, key);
+  assert.equal(
+    usage.spent_nanousd,
+    u.promptTokenCount! * RATE.input + u.candidatesTokenCount! * RATE.output,
+  );
+  const seen = (await stack.upstreamRequests()).at(-1)!;
+  assert.equal(seen.path, "/gemini/v1beta/models/gemini-2.5-flash:generateContent");
+  // The SDK's default API version (v1) reaches the same handler.
+  const { ai: v1 } = await client("gen-create-v1", "5", undefined);
+  const viaV1 = await v1.models.generateContent({ model: "gemini-test", contents: "hi" });
+  assert.equal(viaV1.text, "You said: hi");
+  assert.equal(seen.headers["x-goog-api-key"], UPSTREAM_KEY);
+  assert.ok(!JSON.stringify(seen).includes(key));
+});
+
+Deno.test("generateContentStream relays every fragment; only the last fragment's usage is billed", async () => {
+  const { key, ai } = await client("gen-stream");
+  const stream = await ai.models.generateContentStream({
+    model: "gemini-test",
+    contents: "Tell me something in several fragments please",
+  });
+  let text = "";
+  let last;
+  let fragments = 0;
+  for await (const chunk of stream) {
+    fragments++;
+    text += chunk.text ?? "";
+    last = chunk;
+  }
+  assert.ok(fragments > 2);
+  assert.equal(text, "You said: Tell me something in several fragments please");
+  assert.equal(last!.candidates![0].finishReason, "STOP");
+  await eventually(async () => (await usageOf(gateway, key)).requests === 1);
+  const u = last!.usageMetadata!;
+  const usage = await usageOf(gateway, key);
+  assert.equal(usage.by_unit.output_tokens.quantity, u.candidatesTokenCount);
+  assert.equal(
+    usage.spent_nanousd,
+    u.promptTokenCount! * RATE.input + u.candidatesTokenCount! * RATE.output,
+  );
+  const seen = (await stack.upstreamRequests()).at(-1)!;
+  assert.equal(seen.path, "/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
+});
+
+Deno.test("streamGenerateContent without alt=sse returns one JSON array and bills its last element", async () => {
+  const { key } = await client("gen-array");
+  const res = await fetch(`${gateway.url}/v1beta/models/gemini-test:streamGenerateContent`, {
+    method: "POST",
+    headers: { "x-goog-api-key": key, "content-type": "application/json" },
+    body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "array please" }] }] }),
+  });
+  assert.equal(res.status, 200);
+  const fragments = await res.json();
+  assert.ok(Array.isArray(fragments) && fragments.length > 1);
+  const u = fragments.at(-1).usageMetadata;
+  await eventually(async () => (await usageOf(gateway, key)).requests === 1);
+  assert.equal(
+    (await usageOf(gateway, key)).spent_nanousd,
+    u.promptTokenCount * RATE.input + u.candidatesTokenCount * RATE.output,
+  );
+});
+
+Deno.test("countTokens returns the upstream's totalTokens, free", async () => {
+  const { key, ai } = await client("gen-count", "5", undefined); // the SDK's default version
+  const counted = await ai.models.countTokens({ model: "gemini-test", contents: "one two three" });
+  assert.equal(counted.totalTokens, 3);
+  assert.equal((await usageOf(gateway, key)).requests, 0);
+});
+
+Deno.test("a function-call round trip: functionCall out, functionResponse in", async () => {
+  const { ai } = await client("gen-tools");
+  const tools = [{
+    functionDeclarations: [{
+      name: "get_weather",
+      description: "Current weather",
+      parametersJsonSchema: {
+        type: "object",
+        properties: { city: { type: "string" } },
+        required: ["city"],
+      },
+    }],
+  }];
+  const first = await ai.models.generateContent({
+    model: "gemini-test",
+    contents: "Weather in Paris?",
+    config: { tools },
+  });
+  const call = first.functionCalls![0];
+  assert.equal(call.name, "get_weather");
+  assert.deepEqual(call.args, { city: "Paris" });
+  const modelTurn = first.candidates![0].content!;
+  assert.ok(modelTurn.parts![0].thoughtSignature, "thoughtSignature comes back to be replayed");
+  const second = await ai.models.generateContent({
+    model: "gemini-test",
+    contents: [
+      { role: "user", parts: [{ text: "Weather in Paris?" }] },
+      modelTurn,
+      {
+        role: "user",
+        parts: [{ functionResponse: { name: "get_weather", response: { temp: "18C" } } }],
+      },
+    ],
+    config: { tools },
+  });
+  assert.match(second.text!, /the tool returned .*18C/);
+  const seen = (await stack.upstreamRequests()).at(-1)!;
+  const contents = (seen.body as { contents: { parts: Record<string, unknown>[] }[] }).contents;
+  assert.equal(contents[1].parts[0].thoughtSignature, modelTurn.parts![0].thoughtSignature);
+});
+
+Deno.test("image output: the IMAGE tokens of candidatesTokensDetails are billed at the image rate", async () => {
+  const { key, ai } = await client("gen-image");
+  const response = await ai.models.generateContent({
+    model: "gemini-3-pro-image-test",
+    contents: "A lighthouse at dusk",
+    config: {
+      responseModalities: [Modality.TEXT, Modality.IMAGE],
+      imageConfig: { aspectRatio: "16:9", imageSize: "2K" },
+    },
+  });
+  const image = response.candidates![0].content!.parts!.find((p) => p.inlineData);
+  assert.equal(image!.inlineData!.mimeType, "image/png");
+  const png = Uint8Array.from(atob(image!.inlineData!.data!), (c) => c.charCodeAt(0));
+  assert.deepEqual([...png.slice(0, 8)], [137, 80, 78, 71, 13, 10, 26, 10]);
+  const u = response.usageMetadata!;
+  const imageTokens = u.candidatesTokensDetails!.find((d) => d.modality === "IMAGE")!.tokenCount!;
+  assert.equal(imageTokens, 1680);
+  const usage = await usageOf(gateway, key);
+  assert.equal(usage.by_unit.image_output_tokens.quantity, 1680);
+  assert.equal(
+    usage.spent_nanousd,
+    u.promptTokenCount! * RATE.input + (u.candidatesTokenCount! - 1680) * RATE.output +
+      1680 * RATE.imageOutput,
+  );
+  const seen = (await stack.upstreamRequests()).at(-1)!;
+  assert.deepEqual(
+    (seen.body as Record<string, Record<string, unknown>>).generationConfig.imageConfig,
+    {
+      aspectRatio: "16:9",
+      imageSize: "2K",
+    },
+  );
+});
+
+Deno.test("auth on /v1beta: only x-goog-api-key; ?key= refused with a pointer to the header", async () => {
+  const { key } = await client("gen-auth");
+  const url = `${gateway.url}/v1beta/models/gemini-test:generateContent`;
+  const body = JSON.stringify({ contents: [{ parts: [{ text: "hi" }] }] });
+  const post = (headers: Record<string, string>, query = "") =>
+    fetch(url + query, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body,
+    });
+  const viaQuery = await post({}, `?key=${key}`);
+  assert.equal(viaQuery.status, 401);
+  const queryBody = await viaQuery.json();
+  assert.equal(queryBody.error.code, 401);
+  assert.equal(queryBody.error.status, "UNAUTHENTICATED");
+  assert.match(queryBody.error.message, /x-goog-api-key header/);
+  assert.ok(!JSON.stringify(queryBody).includes(key));
+  const schemes: Record<string, string>[] = [{}, { authorization: `Bearer ${key}` }, {
+    "x-api-key": key,
+  }];
+  for (const headers of schemes) {
+    const res = await post(headers);
+    assert.equal(res.status, 401, JSON.stringify(headers));
+    assert.match((await res.json()).error.message, /x-goog-api-key/);
+  }
+  const wrong = await post({ "x-goog-api-key": "sy-not-a-key" });
+  assert.equal(wrong.status, 401);
+  assert.deepEqual(await wrong.json(), {
+    error: { code: 401, message: "Invalid API key.", status: "UNAUTHENTICATED" },
+  });
+  const ok = await post({ "x-goog-api-key": key });
+  assert.equal(ok.status, 200);
+  await ok.body?.cancel();
+});
+
+Deno.test("Google-format errors: validation 400, unknown model 404, upstream 429 relayed, 500 → 502", async () => {
+  const { key } = await client("gen-errors");
+  const post = (model: string, body: unknown) =>
+    fetch(`${gateway.url}/v1beta/models/${model}:generateContent`, {
+      method: "POST",
+      headers: { "x-goog-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const cases: [string, unknown, number, string, RegExp][] = [
+    ["gemini-test", {}, 400, "INVALID_ARGUMENT", /contents/],
+    [
+      "gemini-test",
+      { contents: [{ role: "bot", parts: [] }] },
+      400,
+      "INVALID_ARGUMENT",
+      /contents\[0\]\.role/,
+    ],
+    [
+      "gemini-test",
+      { contents: [{ parts: [{ inlineData: { mimeType: "image/png" } }] }] },
+      400,
+      "INVALID_ARGUMENT",
+      /inlineData\.data/,
+    ],
+    ["gemini-nope", { contents: [{ parts: [{ text: "x" }] }] }, 404, "NOT_FOUND", /gemini-nope/],
+    [
+      "gemini-test",
+      { contents: [{ parts: [{ text: "[[emulate status=429]]" }] }] },
+      429,
+      "RESOURCE_EXHAUSTED",
+      /Emulated error 429/,
+    ],
+    [
+      "gemini-test",
+      { contents: [{ parts: [{ text: "[[emulate status=500]]" }] }] },
+      502,
+      "UNAVAILABLE",
+      /status 500/,
+    ],
+    [
+      "gemini-test",
+      { contents: [{ parts: [{ text: "x".repeat(70_000) }] }] },
+      413,
+      "INVALID_ARGUMENT",
+      /larger than the limit/,
+    ],
+  ];
+  for (const [model, body, status, code, message] of cases) {
+    const res = await post(model, body);
+    assert.equal(res.status, status, JSON.stringify(body).slice(0, 60));
+    const json = await res.json();
+    assert.equal(json.error.code, status);
+    assert.equal(json.error.status, code);
+    assert.match(json.error.message, message);
+  }
+  assert.equal((await usageOf(gateway, key)).requests, 0);
+});
