@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "./src/config/load.ts";
 import { openSqliteStore } from "./src/store/sqlite.ts";
 import { startServer } from "./src/server.ts";
-import { log } from "./src/log.ts";
+import { flushLog, log } from "./src/log.ts";
 import { recoverHolds } from "./src/billing/ledger.ts";
 import { startEmulator } from "./src/emulator/server.ts";
 import {
@@ -71,6 +71,7 @@ async function main(argv: string[]): Promise<number> {
       requiredKey: values.key,
     });
     log("info", "emulator listening", { host: server.addr.hostname, port: server.addr.port });
+    flushLog();
     await server.finished;
     return 0;
   }
@@ -92,7 +93,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     if (command === "keys" && sub === "create") {
       if (!values.account) throw new CliError("keys create needs --account NAME");
-      const created = await createKey(store, {
+      const created = createKey(store, {
         account: values.account,
         rpm: values.rpm === undefined ? undefined : Number(values.rpm),
         creditUsd: values.credit,
@@ -134,7 +135,7 @@ async function main(argv: string[]): Promise<number> {
 async function serve(config: Awaited<ReturnType<typeof loadConfig>>): Promise<number> {
   const store = openSqliteStore(config.dbPath);
   for (const notice of config.notices) log("warn", notice);
-  const recovered = recoverHolds(store);
+  const recovered = await recoverHolds(store);
   if (recovered) log("warn", "settled calls left open by an earlier crash", { calls: recovered });
   const server = startServer({ config, store });
   log("info", "listening", {
@@ -142,6 +143,7 @@ async function serve(config: Awaited<ReturnType<typeof loadConfig>>): Promise<nu
     port: server.addr.port,
     store: config.dbPath,
   });
+  flushLog();
   const stop = () => {
     log("info", "shutting down");
     server.shutdown();
@@ -150,6 +152,7 @@ async function serve(config: Awaited<ReturnType<typeof loadConfig>>): Promise<nu
   Deno.addSignalListener("SIGINT", stop);
   await server.finished;
   store.close();
+  flushLog();
   return 0;
 }
 

@@ -57,7 +57,7 @@ export function createHandler(
       const route = match.route;
       if (route.auth !== "none") {
         const key = presentedKey(req, url, route.auth);
-        const principal: Principal = await authenticate(store, key, config.defaultRpm);
+        const principal: Principal = authenticate(store, key, config.defaultRpm);
         ctx.principal = principal;
         const decision = limiter.check(principal.keyId, principal.rpm);
         extraHeaders = rateLimitHeaders(decision);

@@ -305,11 +305,11 @@ Deno.test("50 concurrent calls from one account: the ledger sum equals the balan
   const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
   const sums = db.prepare(
     `SELECT sum(l.amount) AS ledger, count(*) AS n,
-            (SELECT sum(u.amount) FROM ledger_units u JOIN ledger l2 ON l2.id = u.ledger_id
-              WHERE l2.account_id = a.id) AS lines,
+            (SELECT sum(json_extract(u.value, '$.amount')) FROM ledger l2, json_each(l2.units) u
+              WHERE l2.account_id = a.id AND l2.kind = 'charge') AS lines,
             a.balance, a.held
        FROM ledger l JOIN accounts a ON a.id = l.account_id
-      WHERE a.name = ? AND l.kind = 'charge'`,
+      WHERE a.name = ? AND l.kind = 'charge' AND l.status = 'settled'`,
   ).get("resp-concurrent") as Record<string, number>;
   db.close();
   assert.deepEqual({ ...sums }, {

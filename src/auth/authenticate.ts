@@ -54,14 +54,10 @@ export function presentedKey(req: Request, url: URL, scheme: Exclude<AuthScheme,
 const DUMMY_HASH = new Uint8Array(32);
 
 /** Looks the key up and checks it in constant time; 401 for unknown or revoked keys. */
-export async function authenticate(
-  store: Store,
-  key: string,
-  defaultRpm: number,
-): Promise<Principal> {
+export function authenticate(store: Store, key: string, defaultRpm: number): Principal {
   const id = keyIdOf(key);
   const record = id ? store.findKey(id) : undefined;
-  const matches = timingSafeEqual(await hashKey(key), record?.hash ?? DUMMY_HASH);
+  const matches = timingSafeEqual(hashKey(key), record?.hash ?? DUMMY_HASH);
   if (!record || !matches) throw new GatewayError(401, "Invalid API key.");
   if (record.revokedAt !== null) throw new GatewayError(401, "This API key has been revoked.");
   return {

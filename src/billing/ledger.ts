@@ -14,8 +14,8 @@ import { log } from "../log.ts";
 export const DEFAULT_RESERVED_OUTPUT_TOKENS = 1024;
 
 /**
- * Input tokens estimated from a request body: one token per four characters, rounded up. Used for the
- * reservation, for crash recovery and for cut streams whose upstream reported nothing.
+ * Input tokens estimated from a request body: one token per four characters, rounded up. Used for
+ * the reservation, for crash recovery and for cut streams whose upstream reported nothing.
  */
 export function estimateInputTokens(bodyChars: number): number {
   return Math.ceil(bodyChars / 4);
@@ -37,91 +37,75 @@ export class Bill {
   #done = false;
   constructor(
     private readonly store: Store,
-    readonly id: string,
+    /** The call's ledger entry. */
+    readonly id: number,
     private readonly call: OpenBill,
+    /** Resolves when the held entry is durable; await it before relaying the upstream's answer. */
+    readonly durable: Promise<void>,
   ) {}
 
-  /** Charges `usage` (estimated when the upstream reported none); later calls are no-ops. */
-  settle(usage: Usage, estimated = false): void {
+  /**
+   * Charges `usage` (estimated when the upstream reported none) and resolves once the charge is
+   * committed; later calls are no-ops.
+   */
+  async settle(usage: Usage, estimated = false): Promise<void> {
     if (this.#done) return;
     this.#done = true;
-    const { units, amount } = price(usage, this.call.model.prices);
-    const settled = this.store.settle(this.id, {
-      callId: this.id,
-      requestId: this.call.requestId,
-      keyId: this.call.principal.keyId,
-      accountId: this.call.principal.accountId,
-      endpoint: this.call.endpoint,
-      model: this.call.model.id,
-      provider: this.call.model.provider.name,
-      units,
-      amount,
+    const settled = await this.store.settle(this.id, {
+      ...price(usage, this.call.model.prices),
       estimated,
     });
-    if (!settled) log("warn", "bill settled twice", { call_id: this.id });
+    if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
   }
 
   /** Settles on the input estimate plus `outputTokens` (for streams cut before any usage). */
-  settleEstimate(outputTokens: number): void {
-    this.settle({ ...emptyUsage(), inputTokens: this.call.inputTokens, outputTokens }, true);
+  settleEstimate(outputTokens: number): Promise<void> {
+    return this.settle({ ...emptyUsage(), inputTokens: this.call.inputTokens, outputTokens }, true);
   }
 
-  /** Releases the reservation without charging (the call failed). */
-  release(): void {
+  /** Removes the reservation without charging (the call failed). */
+  async release(): Promise<void> {
     if (this.#done) return;
     this.#done = true;
-    this.store.settle(this.id, null);
+    await this.store.settle(this.id, null);
   }
 }
 
-/** Reserves funds for a call; throws 402 when the available balance cannot cover them. */
+/**
+ * Reserves funds for a call; throws 402 when the available balance cannot cover them. The held
+ * ledger entry commits within this event-loop turn: await `bill.durable` together with the
+ * upstream call, before relaying its answer.
+ */
 export function openBill(store: Store, call: OpenBill): Bill {
   const input = { ...emptyUsage(), inputTokens: call.inputTokens };
-  const crashEstimate = price(input, call.model.prices);
-  const reserved = price(
+  const reserve = price(
     { ...input, outputTokens: call.maxOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS },
     call.model.prices,
   ).amount;
-  const id = `call_${crypto.randomUUID().replaceAll("-", "")}`;
-  const ok = store.reserve({
-    id,
-    accountId: call.principal.accountId,
-    keyId: call.principal.keyId,
+  const { id, committed } = store.reserve({
     requestId: call.requestId,
+    keyId: call.principal.keyId,
+    accountId: call.principal.accountId,
     endpoint: call.endpoint,
     model: call.model.id,
     provider: call.model.provider.name,
-    amount: reserved,
-    estimate: crashEstimate,
-    createdAt: Date.now(),
+    reserve,
+    estimate: price(input, call.model.prices),
   });
-  if (!ok) {
+  if (id === null) {
     throw new GatewayError(
       402,
       `Insufficient balance: this call needs up to ${
-        nanoToUsd(reserved)
+        nanoToUsd(reserve)
       } USD available on account ${call.principal.accountName}. Add credit and retry.`,
     );
   }
-  return new Bill(store, id, call);
+  return new Bill(store, id, call, committed);
 }
 
-/** Settles holds left by a crash on their recorded estimate. Returns how many. */
-export function recoverHolds(store: Store): number {
+/** Settles entries left held by a crash on their recorded estimate. Resolves to how many. */
+export async function recoverHolds(store: Store): Promise<number> {
   const holds = store.pendingHolds();
-  for (const h of holds) {
-    store.settle(h.id, {
-      callId: h.id,
-      requestId: h.requestId,
-      keyId: h.keyId,
-      accountId: h.accountId,
-      endpoint: h.endpoint,
-      model: h.model,
-      provider: h.provider,
-      units: h.estimate.units,
-      amount: h.estimate.amount,
-      estimated: true,
-    });
-  }
+  for (const h of holds) await store.settle(h.id, { ...h.estimate, estimated: true });
   return holds.length;
 }

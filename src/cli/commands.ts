@@ -18,7 +18,7 @@ export interface CreateKeyOptions {
 }
 
 /** `keys create`: makes the account if needed, adds the credit, mints the key. */
-export async function createKey(store: Store, o: CreateKeyOptions) {
+export function createKey(store: Store, o: CreateKeyOptions) {
   if (!/^[\w.@-]{1,64}$/.test(o.account)) {
     throw new CliError("--account must be 1–64 characters of letters, digits, _ . @ -");
   }
@@ -28,7 +28,7 @@ export async function createKey(store: Store, o: CreateKeyOptions) {
   const credit = o.creditUsd === undefined ? 0 : parseUsd(o.creditUsd, "--credit");
   let account = store.ensureAccount(o.account);
   if (credit) account = store.credit(account.id, credit, "keys create --credit");
-  const key = await mintKey();
+  const key = mintKey();
   store.insertKey({
     id: key.id,
     accountId: account.id,

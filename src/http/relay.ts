@@ -11,7 +11,8 @@ export interface RelayOptions {
   /** Receives decoded SSE events; when absent, `onText` receives the raw text instead. */
   onEvent?: (event: SseEvent) => void;
   onText?: (text: string) => void;
-  onEnd: (how: StreamEnd) => void;
+  /** Awaited before the client sees the end of the stream (so settlement is committed first). */
+  onEnd: (how: StreamEnd) => void | Promise<void>;
   /** Bytes to send the client when the upstream fails mid-stream (a protocol error event). */
   errorTail?: () => Uint8Array | undefined;
 }
@@ -27,10 +28,10 @@ export function relayStream(
   const sse = onEvent ? new SseDecoder(onEvent) : undefined;
   const feed = sse ? (text: string) => sse.push(text) : options.onText ?? (() => {});
   let ended = false;
-  const end = (how: StreamEnd) => {
+  const end = async (how: StreamEnd) => {
     if (ended) return;
     ended = true;
-    options.onEnd(how);
+    await options.onEnd(how);
   };
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -38,7 +39,7 @@ export function relayStream(
       try {
         result = await reader.read();
       } catch {
-        end("error");
+        await end("error");
         const tail = options.errorTail?.();
         if (tail) controller.enqueue(tail);
         controller.close();
@@ -47,16 +48,15 @@ export function relayStream(
       if (result.done) {
         feed(decoder.decode());
         sse?.end();
-        end("done");
+        await end("done");
         controller.close();
         return;
       }
       feed(decoder.decode(result.value, { stream: true }));
       controller.enqueue(result.value);
     },
-    cancel(reason) {
-      end("cancel");
-      return reader.cancel(reason);
+    async cancel(reason) {
+      await Promise.all([end("cancel"), reader.cancel(reason)]);
     },
   }, { highWaterMark: 0 });
 }

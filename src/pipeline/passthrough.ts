@@ -65,13 +65,17 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   const abort = new AbortController();
   let upstream: Response;
   try {
-    upstream = await send(p.model.provider, p.call, abort.signal, config.upstreamTimeoutMs);
+    // The hold commits while the request travels; both must be done before anything is relayed.
+    [upstream] = await Promise.all([
+      send(p.model.provider, p.call, abort, config.upstreamTimeoutMs),
+      bill.durable,
+    ]);
   } catch (error) {
-    bill.release();
+    await bill.release();
     throw error;
   }
   if (!upstream.ok) {
-    bill.release();
+    await bill.release();
     const relayed = await relayUpstreamError(upstream, p.format);
     if (relayed instanceof Response) return relayed;
     throw relayed;
@@ -84,12 +88,10 @@ export async function passThrough(p: PassThrough): Promise<Response> {
       onEvent: isSse ? meter.onEvent : undefined,
       onText: meter.onText,
       errorTail: p.errorTail,
-      onEnd: (how) => {
-        const usage = meter.usage();
-        if (usage) bill.settle(usage);
-        else bill.settleEstimate(meter.outputEvents());
-        ctx.log.stream_end = how;
+      onEnd: async (how) => {
         if (how === "cancel") abort.abort();
+        const usage = meter.usage();
+        await (usage ? bill.settle(usage) : bill.settleEstimate(meter.outputEvents()));
       },
     });
     return new Response(body, { status: upstream.status, headers });
@@ -98,14 +100,13 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   try {
     text = await upstream.text();
   } catch (error) {
-    bill.settleEstimate(0);
+    await bill.settleEstimate(0);
     throw error;
   }
   let usage: Usage | null = null;
   try {
     usage = p.usageFromJson(JSON.parse(text));
   } catch { /* not JSON: estimated below */ }
-  if (usage) bill.settle(usage);
-  else bill.settleEstimate(Math.ceil(text.length / 4));
+  await (usage ? bill.settle(usage) : bill.settleEstimate(Math.ceil(text.length / 4)));
   return new Response(text, { status: upstream.status, headers });
 }

@@ -37,7 +37,7 @@ export function anthropicCountsTokens(provider: ProviderEntry): boolean {
 export function sendAnthropic(
   provider: ProviderEntry,
   call: UpstreamCall,
-  signal: AbortSignal,
+  abort: AbortController,
   timeoutMs: number,
 ): Promise<Response> {
   const q = quirks(provider);
@@ -57,7 +57,7 @@ export function sendAnthropic(
       headers,
       body: call.body,
     },
-    signal,
+    abort,
     timeoutMs,
   );
 }

@@ -9,7 +9,7 @@ import { fetchUpstream, type UpstreamCall } from "./transport.ts";
 export function sendGemini(
   provider: ProviderEntry,
   call: UpstreamCall,
-  signal: AbortSignal,
+  abort: AbortController,
   timeoutMs: number,
 ): Promise<Response> {
   return fetchUpstream(
@@ -23,7 +23,7 @@ export function sendGemini(
       },
       body: call.body,
     },
-    signal,
+    abort,
     timeoutMs,
   );
 }

@@ -11,7 +11,7 @@ export type { UpstreamCall } from "./transport.ts";
 type Send = (
   provider: ProviderEntry,
   call: UpstreamCall,
-  signal: AbortSignal,
+  abort: AbortController,
   timeoutMs: number,
 ) => Promise<Response>;
 
@@ -26,8 +26,8 @@ const SENDERS: Record<ProviderEntry["type"], Send> = {
 export function send(
   provider: ProviderEntry,
   call: UpstreamCall,
-  signal: AbortSignal,
+  abort: AbortController,
   timeoutMs: number,
 ): Promise<Response> {
-  return SENDERS[provider.type](provider, call, signal, timeoutMs);
+  return SENDERS[provider.type](provider, call, abort, timeoutMs);
 }

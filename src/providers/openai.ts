@@ -8,7 +8,7 @@ import { fetchUpstream, type UpstreamCall } from "./transport.ts";
 export function sendOpenAI(
   provider: ProviderEntry,
   call: UpstreamCall,
-  signal: AbortSignal,
+  abort: AbortController,
   timeoutMs: number,
 ): Promise<Response> {
   return fetchUpstream(
@@ -22,7 +22,7 @@ export function sendOpenAI(
       },
       body: call.body,
     },
-    signal,
+    abort,
     timeoutMs,
   );
 }

@@ -1,5 +1,5 @@
 /**
- * The HTTP transport every provider module uses: one `fetch` with the client's abort signal and a
+ * The HTTP transport every provider module uses: one `fetch` with an abort controller and a
  * deadline for the response headers. Network failures become 502, the deadline 504.
  */
 import { GatewayError } from "../http/errors.ts";
@@ -13,22 +13,28 @@ export interface UpstreamCall {
   headers?: Record<string, string>;
 }
 
-/** Sends `request` and resolves when the upstream's headers arrive. */
+/**
+ * Sends the request and resolves when the upstream's headers arrive. `abort` cancels the request
+ * (the client went away); it is also what the header deadline fires.
+ */
 export async function fetchUpstream(
   url: string,
   init: RequestInit,
-  signal: AbortSignal,
+  abort: AbortController,
   timeoutMs: number,
 ): Promise<Response> {
-  const deadline = new AbortController();
-  const timer = setTimeout(() => deadline.abort(), timeoutMs);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    abort.abort();
+  }, timeoutMs);
   try {
-    return await fetch(url, { ...init, signal: AbortSignal.any([signal, deadline.signal]) });
+    return await fetch(url, { ...init, signal: abort.signal });
   } catch (error) {
-    if (deadline.signal.aborted) {
+    if (timedOut) {
       throw new GatewayError(504, `The upstream did not answer within ${timeoutMs} ms.`);
     }
-    if (signal.aborted) throw error;
+    if (abort.signal.aborted) throw error;
     throw new GatewayError(
       502,
       `Could not reach the upstream provider (${(error as Error).name}).`,

@@ -10,8 +10,8 @@ import type { UpstreamCall } from "./transport.ts";
 export function sendXai(
   provider: ProviderEntry,
   call: UpstreamCall,
-  signal: AbortSignal,
+  abort: AbortController,
   timeoutMs: number,
 ): Promise<Response> {
-  return sendOpenAI(provider, call, signal, timeoutMs);
+  return sendOpenAI(provider, call, abort, timeoutMs);
 }

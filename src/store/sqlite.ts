@@ -1,9 +1,19 @@
 /**
  * The embedded store: one SQLite file through `node:sqlite`, in WAL mode so the CLI can write
- * while the server runs. Every money change commits in one transaction with its ledger entry.
+ * while the server runs. Every money change commits in one transaction with its ledger entry;
+ * hot-path writes are group-committed (one transaction per event-loop turn).
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import type { Account, Charge, Hold, KeyRecord, Store, UsageSummary } from "./store.ts";
+import type {
+  Account,
+  Charge,
+  KeyRecord,
+  NewHold,
+  PendingHold,
+  Reservation,
+  Store,
+  UsageSummary,
+} from "./store.ts";
 
 const MIGRATIONS: string[] = [
   `CREATE TABLE accounts (
@@ -23,41 +33,29 @@ const MIGRATIONS: string[] = [
      created_at INTEGER NOT NULL,
      revoked_at INTEGER
    );
+   -- One row per billed call (kind 'charge': 'held' while the call runs, then 'settled') and per
+   -- credit. units: JSON array of {unit, quantity, amount}; estimate: the charge used if the
+   -- process dies while the row is held.
    CREATE TABLE ledger (
      id INTEGER PRIMARY KEY,
      kind TEXT NOT NULL CHECK (kind IN ('charge', 'credit')),
-     call_id TEXT UNIQUE,
+     status TEXT NOT NULL CHECK (status IN ('held', 'settled')),
      request_id TEXT,
      key_id TEXT,
      account_id INTEGER NOT NULL REFERENCES accounts(id),
      endpoint TEXT,
      model TEXT,
      provider TEXT,
+     reserved INTEGER NOT NULL DEFAULT 0,
      amount INTEGER NOT NULL,
-     note TEXT,
+     units TEXT NOT NULL DEFAULT '[]',
+     estimate TEXT,
      estimated INTEGER NOT NULL DEFAULT 0,
-     created_at INTEGER NOT NULL
+     note TEXT,
+     created_at INTEGER NOT NULL,
+     settled_at INTEGER
    );
-   CREATE INDEX ledger_account ON ledger (account_id, kind);
-   CREATE TABLE ledger_units (
-     ledger_id INTEGER NOT NULL REFERENCES ledger(id),
-     unit TEXT NOT NULL,
-     quantity INTEGER NOT NULL,
-     amount INTEGER NOT NULL,
-     PRIMARY KEY (ledger_id, unit)
-   ) WITHOUT ROWID;
-   CREATE TABLE holds (
-     id TEXT PRIMARY KEY,
-     account_id INTEGER NOT NULL REFERENCES accounts(id),
-     key_id TEXT NOT NULL,
-     request_id TEXT NOT NULL,
-     endpoint TEXT NOT NULL,
-     model TEXT NOT NULL,
-     provider TEXT NOT NULL,
-     amount INTEGER NOT NULL,
-     estimate TEXT NOT NULL,
-     created_at INTEGER NOT NULL
-   );`,
+   CREATE INDEX ledger_account ON ledger (account_id, kind, status);`,
 ];
 
 type Row = Record<string, unknown>;
@@ -93,10 +91,18 @@ function migrate(db: DatabaseSync): void {
 const ACCOUNT_COLUMNS = "id, name, balance, spent, held, created_at";
 const KEY_COLUMNS =
   "k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm, k.created_at, k.revoked_at";
+const SETTLED_CHARGES = "l.account_id = ? AND l.kind = 'charge' AND l.status = 'settled'";
 
 class SqliteStore implements Store {
   readonly #db: DatabaseSync;
   readonly #s: Record<string, StatementSync>;
+  /** Keys looked up since another process last changed the file (see `findKey`). */
+  readonly #keys = new Map<string, KeyRecord | undefined>();
+  #dataVersion = -1;
+  #versionCheckedThisTurn = false;
+  /** The event-loop turn's open write transaction, committed by a zero-delay timer. */
+  #turn: { committed: Promise<void>; resolve: () => void; reject: (e: unknown) => void } | null =
+    null;
 
   constructor(db: DatabaseSync) {
     this.#db = db;
@@ -109,30 +115,34 @@ class SqliteStore implements Store {
       ),
       accounts: p(`SELECT ${ACCOUNT_COLUMNS} FROM accounts ORDER BY name`),
       addBalance: p(`UPDATE accounts SET balance = balance + ? WHERE id = ?`),
-      spend: p(`UPDATE accounts SET balance = balance - ?, spent = spent + ? WHERE id = ?`),
       insertCredit: p(
-        `INSERT INTO ledger (kind, account_id, amount, note, created_at)
-         VALUES ('credit', ?, ?, ?, ?)`,
-      ),
-      insertCharge: p(
-        `INSERT INTO ledger (kind, call_id, request_id, key_id, account_id, endpoint, model,
-                             provider, amount, estimated, created_at)
-         VALUES ('charge', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (call_id) DO NOTHING`,
+        `INSERT INTO ledger (kind, status, account_id, amount, note, created_at, settled_at)
+         VALUES ('credit', 'settled', ?1, ?2, ?3, ?4, ?4)`,
       ),
       holdFunds: p(
         `UPDATE accounts SET held = held + ?1
          WHERE id = ?2 AND (?1 = 0 OR balance - held >= ?1)`,
       ),
-      releaseFunds: p(`UPDATE accounts SET held = held - ? WHERE id = ?`),
       insertHold: p(
-        `INSERT INTO holds (id, account_id, key_id, request_id, endpoint, model, provider, amount,
-                            estimate, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO ledger (kind, status, request_id, key_id, account_id, endpoint, model,
+                             provider, reserved, amount, estimate, created_at)
+         VALUES ('charge', 'held', ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
       ),
-      deleteHold: p(`DELETE FROM holds WHERE id = ? RETURNING account_id, amount`),
-      holds: p(`SELECT * FROM holds ORDER BY created_at`),
-      insertUnit: p(
-        `INSERT INTO ledger_units (ledger_id, unit, quantity, amount) VALUES (?, ?, ?, ?)`,
+      settleHold: p(
+        `UPDATE ledger SET status = 'settled', amount = ?, units = ?, estimated = ?,
+                           settled_at = ?
+         WHERE id = ? AND status = 'held' RETURNING account_id, reserved`,
+      ),
+      deleteHold: p(
+        `DELETE FROM ledger WHERE id = ? AND status = 'held' RETURNING account_id, reserved`,
+      ),
+      applyCharge: p(
+        `UPDATE accounts SET held = held - ?, balance = balance - ?2, spent = spent + ?2
+         WHERE id = ?3`,
+      ),
+      holds: p(
+        `SELECT id, account_id, estimate FROM ledger WHERE kind = 'charge' AND status = 'held'
+         ORDER BY id`,
       ),
       insertKey: p(
         `INSERT INTO keys (id, account_id, hash, prefix, rpm, created_at)
@@ -143,16 +153,20 @@ class SqliteStore implements Store {
       keys: p(`SELECT ${KEY_COLUMNS} FROM keys k JOIN accounts a ON a.id = k.account_id
                ORDER BY k.created_at, k.id`),
       revokeKey: p(`UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
-      requests: p(`SELECT count(*) AS n FROM ledger WHERE account_id = ? AND kind = 'charge'`),
-      byUnit: p(`SELECT u.unit, sum(u.quantity) AS quantity, sum(u.amount) AS amount
-                 FROM ledger l JOIN ledger_units u ON u.ledger_id = l.id
-                 WHERE l.account_id = ? AND l.kind = 'charge' GROUP BY u.unit ORDER BY u.unit`),
-      byModel: p(`SELECT model, count(*) AS requests, sum(amount) AS amount FROM ledger
-                  WHERE account_id = ? AND kind = 'charge' GROUP BY model ORDER BY model`),
+      dataVersion: p(`PRAGMA data_version`),
+      requests: p(`SELECT count(*) AS n FROM ledger l WHERE ${SETTLED_CHARGES}`),
+      byUnit: p(`SELECT json_extract(u.value, '$.unit') AS unit,
+                        sum(json_extract(u.value, '$.quantity')) AS quantity,
+                        sum(json_extract(u.value, '$.amount')) AS amount
+                 FROM ledger l, json_each(l.units) u WHERE ${SETTLED_CHARGES}
+                 GROUP BY 1 ORDER BY 1`),
+      byModel: p(`SELECT model, count(*) AS requests, sum(amount) AS amount FROM ledger l
+                  WHERE ${SETTLED_CHARGES} GROUP BY model ORDER BY model`),
     };
   }
 
   #tx<T>(work: () => T): T {
+    this.#commit(); // a direct transaction never nests in the turn's
     this.#db.exec("BEGIN IMMEDIATE");
     try {
       const result = work();
@@ -161,6 +175,52 @@ class SqliteStore implements Store {
     } catch (error) {
       this.#db.exec("ROLLBACK");
       throw error;
+    }
+  }
+
+  /**
+   * Group commit. `op` runs at once, under its own savepoint, inside this event-loop turn's write
+   * transaction (opened on the first write of the turn); its result is available immediately and
+   * `committed` resolves when the turn's transaction commits. Reads on this connection see the
+   * written rows at once; other processes (the CLI) see them after the commit.
+   */
+  #write<T>(op: () => T): { result: T; committed: Promise<void> } {
+    if (!this.#turn) {
+      this.#db.exec("BEGIN IMMEDIATE");
+      let resolve!: () => void;
+      let reject!: (e: unknown) => void;
+      const committed = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      committed.catch(() => {}); // observed by whoever awaits it
+      this.#turn = { committed, resolve, reject };
+      setTimeout(() => this.#commit(), 0);
+    }
+    this.#db.exec("SAVEPOINT op");
+    try {
+      const result = op();
+      this.#db.exec("RELEASE op");
+      return { result, committed: this.#turn.committed };
+    } catch (error) {
+      this.#db.exec("ROLLBACK TO op");
+      this.#db.exec("RELEASE op");
+      throw error;
+    }
+  }
+
+  #commit(): void {
+    const turn = this.#turn;
+    if (!turn) return;
+    this.#turn = null;
+    try {
+      this.#db.exec("COMMIT");
+      turn.resolve();
+    } catch (error) {
+      try {
+        this.#db.exec("ROLLBACK");
+      } catch { /* already rolled back */ }
+      turn.reject(error);
     }
   }
 
@@ -190,9 +250,27 @@ class SqliteStore implements Store {
     this.#s.insertKey.run(key.id, key.accountId, key.hash, key.prefix, key.rpm, key.createdAt);
   }
 
+  /**
+   * Key lookups are cached in memory. Keys change only through the CLI, i.e. another connection,
+   * which SQLite's `data_version` reveals; it is checked once per event-loop turn, so a revoked
+   * key is refused from the next request on.
+   */
   findKey(id: string): KeyRecord | undefined {
+    if (!this.#versionCheckedThisTurn) {
+      this.#versionCheckedThisTurn = true;
+      queueMicrotask(() => this.#versionCheckedThisTurn = false);
+      const version = Number((this.#s.dataVersion.get() as Row).data_version);
+      if (version !== this.#dataVersion) {
+        this.#dataVersion = version;
+        this.#keys.clear();
+      }
+    }
+    if (this.#keys.has(id)) return this.#keys.get(id);
     const row = this.#s.keyById.get(id) as Row | undefined;
-    return row && toKey(row);
+    const key = row && toKey(row);
+    if (this.#keys.size > 100_000) this.#keys.clear();
+    this.#keys.set(id, key);
+    return key;
   }
 
   listKeys(): KeyRecord[] {
@@ -203,76 +281,53 @@ class SqliteStore implements Store {
     return Number(this.#s.revokeKey.run(Date.now(), id).changes) === 1;
   }
 
-  reserve(h: Hold): boolean {
-    return this.#tx(() => {
-      if (Number(this.#s.holdFunds.run(h.amount, h.accountId).changes) !== 1) return false;
-      this.#s.insertHold.run(
-        h.id,
-        h.accountId,
-        h.keyId,
-        h.requestId,
-        h.endpoint,
-        h.model,
-        h.provider,
-        h.amount,
-        JSON.stringify(h.estimate),
-        h.createdAt,
+  reserve(h: NewHold): Reservation {
+    const { result, committed } = this.#write(() => {
+      if (Number(this.#s.holdFunds.run(h.reserve, h.accountId).changes) !== 1) return null;
+      return Number(
+        this.#s.insertHold.run(
+          h.requestId,
+          h.keyId,
+          h.accountId,
+          h.endpoint,
+          h.model,
+          h.provider,
+          h.reserve,
+          JSON.stringify(h.estimate),
+          Date.now(),
+        ).lastInsertRowid,
       );
-      return true;
     });
+    return { id: result, committed };
   }
 
-  settle(holdId: string, charge: Charge | null): boolean {
-    return this.#tx(() => {
-      const hold = this.#s.deleteHold.get(holdId) as Row | undefined;
-      if (!hold) return false;
-      this.#s.releaseFunds.run(Number(hold.amount), Number(hold.account_id));
-      if (charge) this.#insertCharge(charge);
-      return true;
-    });
+  async settle(id: number, charge: Charge | null): Promise<boolean> {
+    const { result, committed } = this.#write(() => this.#settle(id, charge));
+    await committed;
+    return result;
   }
 
-  pendingHolds(): Hold[] {
-    return (this.#s.holds.all() as Row[]).map((row) => ({
-      id: String(row.id),
-      accountId: Number(row.account_id),
-      keyId: String(row.key_id),
-      requestId: String(row.request_id),
-      endpoint: String(row.endpoint),
-      model: String(row.model),
-      provider: String(row.provider),
-      amount: Number(row.amount),
-      estimate: JSON.parse(String(row.estimate)),
-      createdAt: Number(row.created_at),
-    }));
-  }
-
-  charge(c: Charge): boolean {
-    return this.#tx(() => this.#insertCharge(c));
-  }
-
-  #insertCharge(c: Charge): boolean {
-    {
-      const inserted = this.#s.insertCharge.run(
-        c.callId,
-        c.requestId,
-        c.keyId,
-        c.accountId,
-        c.endpoint,
-        c.model,
-        c.provider,
-        c.amount,
-        c.estimated ? 1 : 0,
+  #settle(id: number, charge: Charge | null): boolean {
+    const row = (charge
+      ? this.#s.settleHold.get(
+        charge.amount,
+        JSON.stringify(charge.units),
+        charge.estimated ? 1 : 0,
         Date.now(),
-      );
-      if (Number(inserted.changes) !== 1) return false;
-      const ledgerId = Number(inserted.lastInsertRowid);
-      for (const line of c.units) {
-        this.#s.insertUnit.run(ledgerId, line.unit, line.quantity, line.amount);
-      }
-      this.#s.spend.run(c.amount, c.amount, c.accountId);
-      return true;
-    }
+        id,
+      )
+      : this.#s.deleteHold.get(id)) as Row | undefined;
+    if (!row) return false;
+    this.#s.applyCharge.run(Number(row.reserved), charge?.amount ?? 0, Number(row.account_id));
+    return true;
+  }
+
+  pendingHolds(): PendingHold[] {
+    return (this.#s.holds.all() as Row[]).map((row) => ({
+      id: Number(row.id),
+      accountId: Number(row.account_id),
+      estimate: JSON.parse(String(row.estimate)),
+    }));
   }
 
   usage(accountId: number): UsageSummary {
@@ -290,6 +345,7 @@ class SqliteStore implements Store {
   }
 
   close(): void {
+    this.#commit();
     this.#db.close();
   }
 }

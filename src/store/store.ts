@@ -35,16 +35,8 @@ export interface UnitLine {
   amount: number;
 }
 
-/** A settled call: one ledger entry, written together with the balance change. */
+/** What a call is charged: unit lines and their total. */
 export interface Charge {
-  /** Internal id of the call; a second charge with the same id is ignored. */
-  callId: string;
-  requestId: string;
-  keyId: string;
-  accountId: number;
-  endpoint: string;
-  model: string;
-  provider: string;
   units: UnitLine[];
   /** Total in nanoUSD; the sum of the unit lines. */
   amount: number;
@@ -53,23 +45,36 @@ export interface Charge {
 }
 
 /**
- * Funds reserved for a call in flight. Written before the upstream call so a crash cannot lose
- * the charge: leftover holds are settled at startup on their `estimate`.
+ * A call about to be made. Reserving writes its ledger entry in state `held` before the upstream
+ * call, so a crash cannot lose the charge: entries still held at startup are settled on
+ * `estimate`.
  */
-export interface Hold {
-  /** Also the call id of the charge that settles it. */
-  id: string;
-  accountId: number;
-  keyId: string;
+export interface NewHold {
   requestId: string;
+  keyId: string;
+  accountId: number;
   endpoint: string;
   model: string;
   provider: string;
-  /** nanoUSD reserved against the balance. */
-  amount: number;
-  /** What to charge if the process dies before settling: priced unit lines. */
+  /** nanoUSD reserved against the balance while the call runs. */
+  reserve: number;
+  /** What to charge if the process dies before settling. */
   estimate: { units: UnitLine[]; amount: number };
-  createdAt: number;
+}
+
+/** The outcome of a reservation. */
+export interface Reservation {
+  /** The held ledger entry, or null when the available balance is short. */
+  id: number | null;
+  /** Resolves when the entry is durable (rejects if the commit failed). */
+  committed: Promise<void>;
+}
+
+/** A ledger entry left in state `held` (found after a crash). */
+export interface PendingHold {
+  id: number;
+  accountId: number;
+  estimate: { units: UnitLine[]; amount: number };
 }
 
 /** Spend of one account, for `GET /v1/usage`. */
@@ -92,17 +97,23 @@ export interface Store {
   listKeys(): KeyRecord[];
   /** Marks a key revoked; false when no such active key exists. */
   revokeKey(id: string): boolean;
-  /** Records a charge exactly once; returns false when `callId` was already charged. */
-  charge(charge: Charge): boolean;
-  /** Reserves `hold.amount` if the available balance (balance − held) covers it. */
-  reserve(hold: Hold): boolean;
-  /**
-   * Removes the hold and, when `charge` is given, records it in the same transaction. Returns
-   * false (and changes nothing) when the hold was already settled.
+  /*
+   * The hot-path writes below are group-committed: writes made in the same event-loop turn share
+   * one transaction, committed at the end of the turn.
    */
-  settle(holdId: string, charge: Charge | null): boolean;
-  /** Holds left by calls that never settled (after a crash). */
-  pendingHolds(): Hold[];
+  /**
+   * Reserves `hold.reserve` if the available balance (balance − held) covers it, writing the
+   * call's ledger entry as `held`. The answer is immediate; `committed` tells when it is durable.
+   */
+  reserve(hold: NewHold): Reservation;
+  /**
+   * Settles a held entry exactly once: with `charge`, it becomes the call's charge; with null
+   * (the call failed), it is removed unbilled. Resolves, once committed, to false when the entry
+   * was already settled.
+   */
+  settle(id: number, charge: Charge | null): Promise<boolean>;
+  /** Entries left `held` by calls that never settled (after a crash). */
+  pendingHolds(): PendingHold[];
   usage(accountId: number): UsageSummary;
   close(): void;
 }

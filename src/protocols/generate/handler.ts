@@ -70,7 +70,7 @@ export const countTokens: Handler = async (ctx) => {
       path: `/v1beta/models/${encodeURIComponent(model.upstreamId)}:countTokens`,
       body: body.text,
     },
-    ctx.req.signal,
+    new AbortController(),
     ctx.services.config.upstreamTimeoutMs,
   );
   if (!upstream.ok) {

@@ -74,7 +74,7 @@ export const countTokens: Handler = async (ctx) => {
         body: withUpstreamModel(body, model),
         headers: forwardedHeaders(ctx.req),
       },
-      ctx.req.signal,
+      new AbortController(),
       ctx.services.config.upstreamTimeoutMs,
     );
     if (upstream.ok) {

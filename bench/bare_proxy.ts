@@ -1,0 +1,22 @@
+/**
+ * The baseline the gateway is measured against: a bare `Deno.serve` + `fetch` pass-through proxy,
+ * no auth, no limits, no validation, no ledger. Prints `{"port":N}` once listening.
+ *   deno run --allow-net bench/bare_proxy.ts http://127.0.0.1:8090/openai
+ */
+const target = Deno.args[0];
+if (!target) throw new Error("usage: bare_proxy.ts TARGET_BASE_URL");
+
+const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+  const url = new URL(req.url);
+  const upstream = await fetch(target + url.pathname + url.search, {
+    method: req.method,
+    headers: { "content-type": "application/json", authorization: "Bearer bench-upstream" },
+    body: req.body,
+    signal: req.signal,
+  });
+  return new Response(upstream.body, {
+    status: upstream.status,
+    headers: { "content-type": upstream.headers.get("content-type") ?? "application/json" },
+  });
+});
+console.log(JSON.stringify({ port: server.addr.port }));
