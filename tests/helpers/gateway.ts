@@ -30,6 +30,8 @@ export interface Gateway {
   cli(...args: string[]): Promise<CliResult>;
   /** Creates a key and returns its secret and id. */
   createKey(account: string, ...extra: string[]): Promise<{ key: string; id: string }>;
+  /** Kills the process at once (SIGKILL), leaving the working directory for a restart. */
+  crash(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -37,6 +39,8 @@ export interface GatewayOptions {
   /** Written to ./switchyard.json in the working directory and passed with --config. */
   config?: unknown;
   env?: Record<string, string>;
+  /** Reuse this working directory (and its store) instead of a fresh one. */
+  dir?: string;
 }
 
 async function denoRun(
@@ -77,7 +81,7 @@ function baseEnv(): Record<string, string> {
 
 /** Starts a gateway and waits until it listens. */
 export async function startGateway(options: GatewayOptions = {}): Promise<Gateway> {
-  const dir = await Deno.makeTempDir({ prefix: "switchyard-test-" });
+  const dir = options.dir ?? await Deno.makeTempDir({ prefix: "switchyard-test-" });
   const env = { ...baseEnv(), ...options.env };
   const args = ["serve", "--host", "127.0.0.1", "--port", "0"];
   if (options.config !== undefined) {
@@ -109,6 +113,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
       const result = await gateway.cli("keys", "create", "--account", account, "--json", ...extra);
       if (result.code !== 0) throw new Error(`keys create failed: ${result.stderr}`);
       return JSON.parse(result.stdout);
+    },
+    async crash() {
+      child.kill("SIGKILL");
+      await child.status;
     },
     async stop() {
       try {
