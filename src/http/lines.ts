@@ -9,22 +9,25 @@ export class LineSplitter {
 
   push(text: string): void {
     let start = 0;
-    if (this.#pendingCR && text.startsWith("\n")) start = 1; // the \n of a \r\n split across chunks
+    if (this.#pendingCR && text.charCodeAt(0) === 10) start = 1; // a \r\n split across chunks
     this.#pendingCR = false;
+    const hasCR = text.includes("\r");
     const length = text.length;
-    for (let i = start; i < length; i++) {
-      const c = text.charCodeAt(i);
-      if (c !== 10 && c !== 13) continue;
-      this.onLine(this.#rest + text.slice(start, i));
-      this.#rest = "";
-      if (c === 13) {
-        if (i + 1 < length) {
-          if (text.charCodeAt(i + 1) === 10) i++;
-        } else {
-          this.#pendingCR = true;
-        }
+    while (start < length) {
+      // Native searches: the next \n, and the next \r only when the text has any.
+      let end = text.indexOf("\n", start);
+      if (hasCR) {
+        const cr = text.indexOf("\r", start);
+        if (cr >= 0 && (end < 0 || cr < end)) end = cr;
       }
-      start = i + 1;
+      if (end < 0) break;
+      this.onLine(this.#rest ? this.#rest + text.slice(start, end) : text.slice(start, end));
+      this.#rest = "";
+      if (text.charCodeAt(end) === 13) {
+        if (end + 1 === length) this.#pendingCR = true;
+        else if (text.charCodeAt(end + 1) === 10) end++;
+      }
+      start = end + 1;
     }
     if (start < length) this.#rest += text.slice(start);
   }

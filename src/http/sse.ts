@@ -13,15 +13,16 @@ export interface SseEvent {
 /** Decodes SSE text pushed in arbitrary chunks; `onEvent` fires per complete event. */
 export class SseDecoder {
   #event = "";
-  #data: string[] = [];
+  /** The data lines of the event being read, joined with \n; null before the first. */
+  #data: string | null = null;
   readonly #lines: LineSplitter;
 
   constructor(onEvent: (event: SseEvent) => void) {
     this.#lines = new LineSplitter((line) => {
       if (line === "") {
-        if (this.#data.length) onEvent({ event: this.#event, data: this.#data.join("\n") });
+        if (this.#data !== null) onEvent({ event: this.#event, data: this.#data });
         this.#event = "";
-        this.#data = [];
+        this.#data = null;
         return;
       }
       if (line.charCodeAt(0) === 58) return; // ":" comment
@@ -29,7 +30,7 @@ export class SseDecoder {
       const field = colon < 0 ? line : line.slice(0, colon);
       let value = colon < 0 ? "" : line.slice(colon + 1);
       if (value.charCodeAt(0) === 32) value = value.slice(1);
-      if (field === "data") this.#data.push(value);
+      if (field === "data") this.#data = this.#data === null ? value : `${this.#data}\n${value}`;
       else if (field === "event") this.#event = value;
     });
   }
