@@ -170,6 +170,90 @@ Deno.test("image output: the IMAGE tokens of candidatesTokensDetails are billed 
   );
 });
 
+Deno.test("an image edit: reference images and an instruction in contents, image back", async () => {
+  const { key, ai } = await client("gen-edit");
+  const reference = {
+    inlineData: {
+      mimeType: "image/png",
+      data:
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==",
+    },
+  };
+  const response = await ai.models.generateContent({
+    model: "gemini-3.1-flash-image-test",
+    contents: [{ role: "user", parts: [reference, reference, { text: "Make the sky purple" }] }],
+    config: { responseModalities: [Modality.IMAGE], imageConfig: { imageSize: "0.5K" } },
+  });
+  const parts = response.candidates![0].content!.parts!;
+  assert.deepEqual(parts.map((p) => Object.keys(p).filter((k) => k !== "thoughtSignature")), [[
+    "inlineData",
+  ]]);
+  const seen = (await stack.upstreamRequests()).at(-1)!;
+  assert.equal(seen.path, "/gemini/v1beta/models/gemini-3.1-flash-image-preview:generateContent");
+  const sent = (seen.body as { contents: { parts: unknown[] }[] }).contents[0].parts;
+  assert.equal(sent.length, 3);
+  const usage = await usageOf(gateway, key);
+  assert.equal(usage.by_unit.image_output_tokens.quantity, 560);
+});
+
+Deno.test("each image rule is refused with 400 INVALID_ARGUMENT naming the field, before any upstream call", async () => {
+  const { key, ai } = await client("gen-rules");
+  const before = (await stack.upstreamRequests()).length;
+  const image = { inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } };
+  const cases: [string, Record<string, unknown>, number, RegExp][] = [
+    [
+      "gemini-3-pro-image-test",
+      { responseModalities: ["TEXT"] },
+      0,
+      /'generationConfig\.responseModalities': must be \["TEXT","IMAGE"\] or \["IMAGE"\]/,
+    ],
+    [
+      "gemini-3-pro-image-test",
+      { imageConfig: { aspectRatio: "7:3" } },
+      0,
+      /'generationConfig\.imageConfig\.aspectRatio': must be one of 1:1, 3:2/,
+    ],
+    [
+      "gemini-2.5-flash-image-test",
+      { imageConfig: { imageSize: "1K" } },
+      0,
+      /'generationConfig\.imageConfig\.imageSize': is not supported by this model/,
+    ],
+    [
+      "gemini-3-pro-image-test",
+      { imageConfig: { imageSize: "0.5K" } },
+      0,
+      /imageSize': must be one of 1K, 2K, 4K/,
+    ],
+    [
+      "gemini-3.1-flash-lite-image-test",
+      { imageConfig: { imageSize: "2K" } },
+      0,
+      /imageSize': must be one of 1K for this model/,
+    ],
+    ["gemini-3.1-flash-image-test", {}, 15, /'contents': carries 15 reference images; at most 14/],
+  ];
+  for (const [model, config, images, message] of cases) {
+    await assert.rejects(
+      ai.models.generateContent({
+        model,
+        contents: [{ role: "user", parts: [...Array(images).fill(image), { text: "draw" }] }],
+        config,
+      }),
+      (error: unknown) => {
+        const e = error as { status?: number; message: string };
+        assert.equal(e.status, 400, model);
+        const body = JSON.parse(e.message);
+        assert.equal(body.error.status, "INVALID_ARGUMENT");
+        assert.match(body.error.message, message);
+        return true;
+      },
+    );
+  }
+  assert.equal((await stack.upstreamRequests()).length, before);
+  assert.equal((await usageOf(gateway, key)).requests, 0);
+});
+
 Deno.test("auth on /v1beta: only x-goog-api-key; ?key= refused with a pointer to the header", async () => {
   const { key } = await client("gen-auth");
   const url = `${gateway.url}/v1beta/models/gemini-test:generateContent`;

@@ -26,6 +26,28 @@ export interface ProviderEntry {
   enabled: boolean;
 }
 
+/** The image-output rules of an image model (spec §4.5). */
+export interface ImageRules {
+  /** Allowed `imageSize` values; empty when the field is not supported. */
+  sizes: string[];
+  aspectRatios: string[];
+  maxReferenceImages: number;
+}
+
+/** Spec §4.5's aspect ratios. */
+export const ASPECT_RATIOS = [
+  "1:1",
+  "3:2",
+  "2:3",
+  "3:4",
+  "4:3",
+  "4:5",
+  "5:4",
+  "9:16",
+  "16:9",
+  "21:9",
+];
+
 export interface ModelEntry {
   /** The id or pattern as written in the catalog. */
   pattern: string;
@@ -33,6 +55,7 @@ export interface ModelEntry {
   upstream?: string;
   /** `null` when the operator marked the model free. */
   prices: Prices | null;
+  image?: ImageRules;
 }
 
 /** The outcome of resolving a requested model id. */
@@ -43,6 +66,8 @@ export interface ResolvedModel {
   upstreamId: string;
   provider: ProviderEntry;
   prices: Prices | null;
+  /** Present for image models. */
+  image?: ImageRules;
 }
 
 export type Resolution =
@@ -95,7 +120,13 @@ export class Catalog {
       result = provider.enabled
         ? {
           ok: true,
-          model: { id, upstreamId: entry.upstream ?? id, provider, prices: entry.prices },
+          model: {
+            id,
+            upstreamId: entry.upstream ?? id,
+            provider,
+            prices: entry.prices,
+            image: entry.image,
+          },
         }
         : { ok: false, reason: "disabled", provider: provider.name };
     }

@@ -76,18 +76,22 @@ export const DEFAULT_MODELS: Record<string, ModelInput> = {
   "gemini-2.5-flash-image*": {
     provider: "gemini",
     price: { input: 0.3, cachedInput: 0.03, output: 2.5, imageOutput: 30 },
+    image: { sizes: [] },
   },
   "gemini-3-pro-image*": {
     provider: "gemini",
     price: { input: 2, cachedInput: 0.2, output: 12, imageOutput: 120 },
+    image: { sizes: ["1K", "2K", "4K"] },
   },
   "gemini-3.1-flash-image*": {
     provider: "gemini",
     price: { input: 0.5, cachedInput: 0.05, output: 3, imageOutput: 60 },
+    image: { sizes: ["0.5K", "1K", "2K", "4K"] },
   },
   "gemini-3.1-flash-lite-image*": {
     provider: "gemini",
     price: { input: 0.25, cachedInput: 0.025, output: 1.5, imageOutput: 30 },
+    image: { sizes: ["1K"] },
   },
   "gemini-*": { provider: "gemini", price: tokens(0.3, 0.03, 2.5) },
 };

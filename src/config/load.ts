@@ -4,7 +4,13 @@
  * and the rule it breaks.
  */
 import * as v from "valibot";
-import { Catalog, type ModelEntry, type Prices, type ProviderEntry } from "../catalog/catalog.ts";
+import {
+  ASPECT_RATIOS,
+  Catalog,
+  type ModelEntry,
+  type Prices,
+  type ProviderEntry,
+} from "../catalog/catalog.ts";
 import { usdToNano } from "../billing/money.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
 import { ConfigSchema, type PriceInput } from "./schema.ts";
@@ -133,6 +139,11 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       provider: m.provider,
       upstream: m.upstream,
       prices: m.free ? null : toPrices(m.price!, `${at}.price`),
+      image: m.image && {
+        sizes: m.image.sizes,
+        aspectRatios: m.image.aspectRatios ?? ASPECT_RATIOS,
+        maxReferenceImages: m.image.maxReferenceImages ?? 14,
+      },
     };
   });
 

@@ -47,6 +47,18 @@ export const ProviderSchema = v.strictObject({
 });
 export type ProviderInput = v.InferOutput<typeof ProviderSchema>;
 
+/** Image-output rules of an image model (spec §4.5); enforced before the upstream is called. */
+export const ImageRulesSchema = v.strictObject({
+  /** Allowed `generationConfig.imageConfig.imageSize` values; `[]` means the field is refused. */
+  sizes: v.array(v.string("must be a string"), "must be an array of sizes"),
+  /** Allowed aspect ratios (default: the ten of spec §4.5). */
+  aspectRatios: v.optional(v.array(v.string("must be a string"), "must be an array of ratios")),
+  /** Most reference images (`inlineData` image parts) per request (default 14). */
+  maxReferenceImages: v.optional(
+    v.pipe(v.number(), v.integer("must be an integer"), v.minValue(0, "must be ≥ 0")),
+  ),
+});
+
 export const ModelSchema = v.strictObject({
   provider: v.pipe(v.string("must be a provider name"), v.minLength(1, "must not be empty")),
   /** The model id sent upstream; defaults to the public id (for a pattern, the requested id). */
@@ -54,6 +66,8 @@ export const ModelSchema = v.strictObject({
   price: v.optional(PriceSchema),
   /** Serve the model without charge. A model with neither `price` nor `free: true` is refused. */
   free: v.optional(v.boolean("must be true or false")),
+  /** Image-output rules, for image models. */
+  image: v.optional(ImageRulesSchema),
 });
 export type ModelInput = v.InferOutput<typeof ModelSchema>;
 

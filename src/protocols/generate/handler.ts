@@ -15,6 +15,7 @@ import { send } from "../../providers/index.ts";
 import type { ResolvedModel } from "../../catalog/catalog.ts";
 import { CountTokensRequest, GenerateRequest } from "./schema.ts";
 import { streamErrorEvent } from "./stream.ts";
+import { checkImageRules } from "./image_rules.ts";
 
 function geminiModel(ctx: RequestContext): ResolvedModel {
   const id = decodeURIComponent(ctx.params.model ?? "").replace(/^models\//, "");
@@ -33,6 +34,12 @@ function generateHandler(action: "generateContent" | "streamGenerateContent"): H
     const model = geminiModel(ctx);
     const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
     const request = validate(GenerateRequest, body.value);
+    const violation = model.image && checkImageRules(body.value, model.image);
+    if (violation) {
+      throw new GatewayError(400, `Invalid '${violation.field}': ${violation.message}`, {
+        param: violation.field,
+      });
+    }
     const stream = action === "streamGenerateContent";
     const sse = stream && ctx.url.searchParams.get("alt") === "sse";
     return passThrough({
