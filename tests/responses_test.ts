@@ -411,3 +411,67 @@ Deno.test("bad input gets 400 naming the field; unknown models 404; wrong media 
   const usage = await usageOf(gateway, key);
   assert.equal(usage.requests, 0);
 });
+
+Deno.test("an upstream that does not answer in time is a 504, not billed", async () => {
+  const slow = await startStack({ server: { upstreamTimeoutMs: 300, maxBodyBytes: 65536 } });
+  try {
+    const { key } = await slow.gateway.createKey("resp-timeout", "--credit", "1");
+    const res = await fetch(`${slow.gateway.url}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", input: "hi [[emulate wait=1500]]" }),
+    });
+    assert.equal(res.status, 504);
+    const body = await res.json();
+    assert.equal(body.error.type, "server_error");
+    assert.equal(body.error.code, "upstream_timeout");
+    assert.match(body.error.message, /did not answer within 300 ms/);
+    const usage = await usageOf(slow.gateway, key);
+    assert.equal(usage.requests, 0);
+    assert.equal(usage.balance_nanousd, 1_000_000_000);
+  } finally {
+    await slow.stop();
+  }
+});
+
+Deno.test("through the gateway a client gets the same answer as from the upstream directly", async () => {
+  const { key } = await client("resp-same");
+  const body = {
+    model: "gpt-test",
+    instructions: "Answer directly.",
+    input: [{ role: "user", content: "What is 2+2?" }],
+    reasoning: { effort: "low" },
+    metadata: { trace: "t-1" },
+  };
+  const mask = (text: string) =>
+    text.replace(/"(resp|msg|rs|fc|call)_[0-9a-f]+"/g, '"$1_X"').replace(
+      /"(created_at|completed_at)":\d+/g,
+      '"$1":0',
+    );
+  const direct = await fetch(`${stack.emulatorUrl}/openai/v1/responses`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${UPSTREAM_KEY}`, "content-type": "application/json" },
+    body: JSON.stringify({ ...body, model: "gpt-5.4" }),
+  });
+  const via = await fetch(`${gateway.url}/v1/responses`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  assert.equal(via.status, direct.status);
+  assert.equal(via.headers.get("content-type"), direct.headers.get("content-type"));
+  assert.equal(mask(await via.text()), mask(await direct.text()));
+  // Streams: the same bytes, event by event.
+  const stream = async (url: string, auth: string, model: string) =>
+    mask(
+      await (await fetch(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${auth}`, "content-type": "application/json" },
+        body: JSON.stringify({ ...body, model, stream: true }),
+      })).text(),
+    );
+  assert.equal(
+    await stream(`${gateway.url}/v1/responses`, key, "gpt-test"),
+    await stream(`${stack.emulatorUrl}/openai/v1/responses`, UPSTREAM_KEY, "gpt-5.4"),
+  );
+});

@@ -149,3 +149,37 @@ Deno.test("every request writes one JSON access-log line without the key", async
   assert.match(entry.key_id, /^key_/);
   assert.ok(!gateway.logs.some((line) => line.includes(key)), "no log line may contain a key");
 });
+
+Deno.test("405 and 415 speak each route's protocol", async () => {
+  const { key } = await gateway.createKey("shape-acct");
+  const get = await fetch(`${gateway.url}/v1/messages`, { headers: { "x-api-key": key } });
+  assert.equal(get.status, 405);
+  assert.equal(get.headers.get("allow"), "POST");
+  const getBody = await get.json();
+  assert.equal(getBody.type, "error");
+  assert.equal(getBody.error.type, "invalid_request_error");
+  const google = await fetch(`${gateway.url}/v1beta/models/gemini-2.5-flash:countTokens`);
+  assert.equal(google.status, 405);
+  assert.equal((await google.json()).error.status, "UNIMPLEMENTED");
+
+  const text = (path: string, headers: Record<string, string>) =>
+    fetch(`${gateway.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "text/plain", ...headers },
+      body: "hello",
+    });
+  const messages = await text("/v1/messages", { "x-api-key": key });
+  assert.equal(messages.status, 415);
+  assert.match((await messages.json()).error.message, /Content-Type must be application\/json/);
+  const generate = await text("/v1beta/models/gemini-2.5-flash:generateContent", {
+    "x-goog-api-key": key,
+  });
+  assert.equal(generate.status, 415);
+  assert.deepEqual(await generate.json(), {
+    error: {
+      code: 415,
+      message: "Content-Type must be application/json, not text/plain",
+      status: "INVALID_ARGUMENT",
+    },
+  });
+});

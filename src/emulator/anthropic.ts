@@ -13,6 +13,7 @@ import {
   type Directives,
   directives,
   newId,
+  sleep,
   sseBody,
   tokenize,
 } from "./text.ts";
@@ -83,6 +84,7 @@ function inputTokens(body: Json): number {
 export async function messages(req: Request): Promise<Response> {
   const body = await req.json() as Json;
   const d = directives(promptTexts(body));
+  await sleep(d.wait);
   const failure = fault(d);
   if (failure) return failure;
   if (typeof body.model !== "string" || typeof body.max_tokens !== "number") {

@@ -5,7 +5,16 @@
  * in Google's envelope.
  */
 import { encodeSse } from "../http/sse.ts";
-import { answer, collectText, countTokens, directives, newId, sseBody, tokenize } from "./text.ts";
+import {
+  answer,
+  collectText,
+  countTokens,
+  directives,
+  newId,
+  sleep,
+  sseBody,
+  tokenize,
+} from "./text.ts";
 import { exampleArguments } from "./openai.ts";
 
 type Json = Record<string, unknown>;
@@ -71,6 +80,7 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
   const url = new URL(req.url);
   const body = await req.json() as Json;
   const d = directives(promptTexts(body));
+  await sleep(d.wait);
   if (d.status) return googleError(d.status, `Emulated error ${d.status}.`);
   const contents = (Array.isArray(body.contents) ? body.contents : []) as Content[];
   if (!contents.length) {

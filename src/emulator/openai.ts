@@ -11,6 +11,7 @@ import {
   type Directives,
   directives,
   newId,
+  sleep,
   sseBody,
   tokenize,
 } from "./text.ts";
@@ -98,6 +99,7 @@ export async function responses(req: Request): Promise<Response> {
   const body = await req.json() as Json;
   const texts = collectText([body.instructions, body.input]);
   const d = directives(texts);
+  await sleep(d.wait);
   const fault = openaiFault(d);
   if (fault) return fault;
   if (typeof body.model !== "string") {

@@ -1,7 +1,7 @@
 /**
  * The emulator's deterministic "model": a tokenizer, answers derived from the prompt, and the
  * fault directives a prompt can carry, e.g. `[[emulate status=429]]`, `[[emulate cut=5]]`,
- * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`.
+ * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`, `[[emulate wait=500]]`.
  */
 
 const TOKEN = /\s*(?:\w+|[^\w\s])/g;
@@ -30,6 +30,8 @@ export interface Directives {
   cacheWrite?: number;
   /** Answer with this many words of filler text. */
   words?: number;
+  /** Milliseconds to wait before answering at all (before the response headers). */
+  wait?: number;
 }
 
 const DIRECTIVE = /\[\[emulate ([^\]]*)\]\]/g;
@@ -42,7 +44,9 @@ export function directives(texts: string[]): Directives {
       for (const pair of match[1].trim().split(/\s+/)) {
         const [key, value] = pair.split("=");
         const n = Number(value);
-        if (Number.isFinite(n) && ["status", "cut", "delay", "cached", "words"].includes(key)) {
+        if (
+          Number.isFinite(n) && ["status", "cut", "delay", "cached", "words", "wait"].includes(key)
+        ) {
           found[key as keyof Directives] = n;
         }
         if (key === "cache_write" && Number.isFinite(n)) found.cacheWrite = n;

@@ -31,9 +31,9 @@ function geminiModel(ctx: RequestContext): ResolvedModel {
 
 function generateHandler(action: "generateContent" | "streamGenerateContent"): Handler {
   return async (ctx) => {
-    const model = geminiModel(ctx);
     const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
     const request = validate(GenerateRequest, body.value);
+    const model = geminiModel(ctx);
     const violation = model.image && checkImageRules(body.value, model.image);
     if (violation) {
       throw new GatewayError(400, `Invalid '${violation.field}': ${violation.message}`, {
@@ -68,9 +68,9 @@ export const streamGenerateContent = generateHandler("streamGenerateContent");
 
 /** `:countTokens`, free: the upstream's count. */
 export const countTokens: Handler = async (ctx) => {
-  const model = geminiModel(ctx);
   const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
   validate(CountTokensRequest, body.value);
+  const model = geminiModel(ctx);
   const upstream = await send(
     model.provider,
     {
