@@ -1,6 +1,6 @@
 /** The content-generation protocol through the gateway, driven by `@google/genai` and raw HTTP. */
 import assert from "node:assert/strict";
-import { GoogleGenAI, Modality } from "@google/genai";
+import { GoogleGenAI, Modality } from "./deps.ts";
 import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
 
 const stack = await startStack();

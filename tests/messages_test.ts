@@ -1,6 +1,6 @@
 /** POST /v1/messages through the gateway, driven by the official Anthropic SDK and raw HTTP. */
 import assert from "node:assert/strict";
-import Anthropic from "@anthropic-ai/sdk";
+import { Anthropic } from "./deps.ts";
 import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
 
 const stack = await startStack();

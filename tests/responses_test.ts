@@ -1,6 +1,6 @@
 /** POST /v1/responses through the gateway, driven by the official `openai` SDK and raw HTTP. */
 import assert from "node:assert/strict";
-import OpenAI from "openai";
+import { OpenAI } from "./deps.ts";
 import { DatabaseSync } from "node:sqlite";
 import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
 
