@@ -346,3 +346,23 @@ Deno.test("Google-format errors: validation 400, unknown model 404, upstream 429
   }
   assert.equal((await usageOf(gateway, key)).requests, 0);
 });
+
+Deno.test("structured output: a JSON response schema passes through and the answer follows it", async () => {
+  const { ai } = await client("gen-json");
+  const response = await ai.models.generateContent({
+    model: "gemini-test",
+    contents: "Pick a model for this task",
+    config: {
+      responseMimeType: "application/json",
+      responseJsonSchema: {
+        type: "object",
+        properties: {
+          reasoning: { type: "string" },
+          model_choice: { type: "string", enum: ["flash", "pro"] },
+        },
+        required: ["reasoning", "model_choice"],
+      },
+    },
+  });
+  assert.deepEqual(JSON.parse(response.text!), { reasoning: "Paris", model_choice: "flash" });
+});

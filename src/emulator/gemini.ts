@@ -15,7 +15,7 @@ import {
   sseBody,
   tokenize,
 } from "./text.ts";
-import { exampleArguments } from "./openai.ts";
+import { exampleArguments, exampleValue } from "./openai.ts";
 
 type Json = Record<string, unknown>;
 
@@ -102,9 +102,12 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
     ? `the tool returned ${JSON.stringify(last.find((p) => "functionResponse" in p))}`
     : collectText(last.filter((p) => "text" in p)).join(" ");
 
+  const jsonSchema = config.responseMimeType === "application/json"
+    ? config.responseJsonSchema ?? config.responseSchema ?? { type: "object" }
+    : undefined;
   const textPieces = wantsImage && !modalities.includes("TEXT")
     ? []
-    : tokenize(answer(lastText, d));
+    : tokenize(jsonSchema ? JSON.stringify(exampleValue(jsonSchema)) : answer(lastText, d));
   const fragments: Json[][] = [];
   let thoughts = 0;
   let imageOut = 0;

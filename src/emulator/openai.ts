@@ -80,18 +80,41 @@ function functionTool(body: Json): Json | undefined {
   return tools.find((t) => t.type === "function");
 }
 
-/** Example arguments for a JSON-schema object: each required property gets a plain value. */
-export function exampleArguments(schema: unknown): Json {
+/** An example value for a JSON schema: enums take their first value, strings "Paris". */
+export function exampleValue(schema: unknown): unknown {
   const s = (schema ?? {}) as {
-    properties?: Record<string, { type?: string }>;
+    type?: string | string[];
+    enum?: unknown[];
+    properties?: Record<string, unknown>;
     required?: string[];
+    items?: unknown;
+    anyOf?: unknown[];
   };
-  const args: Json = {};
-  for (const name of s.required ?? Object.keys(s.properties ?? {}).slice(0, 1)) {
-    const type = s.properties?.[name]?.type;
-    args[name] = type === "number" || type === "integer" ? 1 : type === "boolean" ? true : "Paris";
+  if (s.enum?.length) return s.enum[0];
+  if (s.anyOf?.length) return exampleValue(s.anyOf[0]);
+  const type = String(Array.isArray(s.type) ? s.type[0] : s.type ?? "object").toLowerCase();
+  switch (type) {
+    case "number":
+    case "integer":
+      return 1;
+    case "boolean":
+      return true;
+    case "array":
+      return [exampleValue(s.items)];
+    case "string":
+      return "Paris";
+    default: {
+      const out: Json = {};
+      const names = s.required ?? Object.keys(s.properties ?? {}).slice(0, 1);
+      for (const name of names) out[name] = exampleValue(s.properties?.[name]);
+      return out;
+    }
   }
-  return args;
+}
+
+/** Example arguments for a tool's JSON-schema object. */
+export function exampleArguments(schema: unknown): Json {
+  return exampleValue(schema ?? { type: "object" }) as Json;
 }
 
 /** `POST /v1/responses`. */
