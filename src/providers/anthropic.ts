@@ -5,7 +5,7 @@
  * (`anthropic-messages.md` §8) are handled here, keyed by host.
  */
 import type { ProviderEntry } from "../catalog/catalog.ts";
-import { fetchUpstream, type UpstreamCall } from "./transport.ts";
+import { sendWithAuth, type UpstreamCall } from "./transport.ts";
 
 /** The `anthropic-version` every current client sends. */
 export const ANTHROPIC_VERSION = "2023-06-01";
@@ -40,24 +40,10 @@ export function sendAnthropic(
   abort: AbortController,
   timeoutMs: number,
 ): Promise<Response> {
-  const q = quirks(provider);
-  const headers: Record<string, string> = {
+  const headers = { ...call.headers };
+  if (quirks(provider).dropBeta) delete headers["anthropic-beta"];
+  return sendWithAuth(provider, { ...call, headers }, abort, timeoutMs, {
     "x-api-key": provider.apiKey,
     "anthropic-version": ANTHROPIC_VERSION,
-    "content-type": "application/json",
-  };
-  for (const [name, value] of Object.entries(call.headers ?? {})) {
-    if (name === "anthropic-beta" && q.dropBeta) continue;
-    headers[name] = value;
-  }
-  return fetchUpstream(
-    `${provider.baseUrl}${call.path}`,
-    {
-      method: call.method ?? "POST",
-      headers,
-      body: call.body,
-    },
-    abort,
-    timeoutMs,
-  );
+  });
 }

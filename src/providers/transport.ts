@@ -2,6 +2,7 @@
  * The HTTP transport every provider module uses: one `fetch` with an abort controller and a
  * deadline for the response headers. Network failures become 502, the deadline 504.
  */
+import type { ProviderEntry } from "../catalog/catalog.ts";
 import { GatewayError } from "../http/errors.ts";
 
 /** A request already in the upstream's protocol, addressed relative to the provider's base URL. */
@@ -42,4 +43,31 @@ export async function fetchUpstream(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Sends a call to `provider` with its auth headers: the URL is the base URL plus the call's path,
+ * JSON bodies get their content type, and the call's own headers come last.
+ */
+export function sendWithAuth(
+  provider: ProviderEntry,
+  call: UpstreamCall,
+  abort: AbortController,
+  timeoutMs: number,
+  auth: Record<string, string>,
+): Promise<Response> {
+  return fetchUpstream(
+    `${provider.baseUrl}${call.path}`,
+    {
+      method: call.method ?? "POST",
+      headers: {
+        ...auth,
+        ...(call.body ? { "content-type": "application/json" } : {}),
+        ...call.headers,
+      },
+      body: call.body,
+    },
+    abort,
+    timeoutMs,
+  );
 }
