@@ -61,7 +61,7 @@ export function responsesMeter(): StreamMeter {
         deltas++;
       } else if (RESPONSES_TERMINAL.has(e.event)) {
         try {
-          usage = openaiUsage(obj(obj(JSON.parse(e.data)).response).usage) ?? usage;
+          usage = openaiUsage(obj(obj(JSON.parse(e.data())).response).usage) ?? usage;
         } catch { /* a malformed terminal event reports nothing */ }
       }
     },
@@ -106,7 +106,7 @@ export function messagesMeter(): StreamMeter {
       }
       if (e.event !== "message_start" && e.event !== "message_delta") return;
       try {
-        const data = obj(JSON.parse(e.data));
+        const data = obj(JSON.parse(e.data()));
         const usage = e.event === "message_start" ? obj(obj(data.message).usage) : obj(data.usage);
         merged = { ...merged, ...usage };
       } catch { /* ignore a malformed event */ }
@@ -140,18 +140,21 @@ export function geminiUsage(raw: unknown): Usage | null {
   };
 }
 
-/** Meter for Gemini SSE streams: usage repeats on every fragment; only the last one counts. */
+/**
+ * Meter for Gemini SSE streams: usage repeats on every fragment and only the last one counts, so
+ * only the last fragment is ever decoded.
+ */
 export function geminiSseMeter(): StreamMeter {
-  let last = "";
+  let last: SseEvent | null = null;
   let fragments = 0;
   return {
     onEvent(e) {
-      last = e.data;
+      last = e;
       fragments++;
     },
     usage() {
       try {
-        return last ? geminiUsage(obj(JSON.parse(last)).usageMetadata) : null;
+        return last ? geminiUsage(obj(JSON.parse(last.data())).usageMetadata) : null;
       } catch {
         return null;
       }

@@ -1,9 +1,9 @@
 /**
- * Streams relayed as they arrive: every upstream chunk is passed on unchanged and also decoded (as
- * SSE, or as plain text) for the meter. `onEnd` runs exactly once — when the upstream ends, fails, or the client goes
+ * Streams relayed as they arrive: every upstream chunk is passed on unchanged and also scanned (as
+ * SSE bytes, or decoded as plain text) for the meter. `onEnd` runs exactly once — when the upstream ends, fails, or the client goes
  * away (then the upstream body is cancelled, which aborts the upstream request).
  */
-import { SseDecoder, type SseEvent } from "./sse.ts";
+import { type SseEvent, SseScanner } from "./sse.ts";
 
 export type StreamEnd = "done" | "error" | "cancel";
 
@@ -25,8 +25,12 @@ export function relayStream(
   const reader = upstream.getReader();
   const decoder = new TextDecoder();
   const onEvent = options.onEvent;
-  const sse = onEvent ? new SseDecoder(onEvent) : undefined;
-  const feed = sse ? (text: string) => sse.push(text) : options.onText ?? (() => {});
+  const onText = options.onText;
+  const sse = onEvent ? new SseScanner(onEvent) : undefined;
+  const feed = (chunk: Uint8Array) => {
+    if (sse) sse.push(chunk);
+    else onText?.(decoder.decode(chunk, { stream: true }));
+  };
   let ended = false;
   const end = async (how: StreamEnd) => {
     if (ended) return;
@@ -46,13 +50,13 @@ export function relayStream(
         return;
       }
       if (result.done) {
-        feed(decoder.decode());
-        sse?.end();
+        if (sse) sse.end();
+        else onText?.(decoder.decode());
         await end("done");
         controller.close();
         return;
       }
-      feed(decoder.decode(result.value, { stream: true }));
+      feed(result.value);
       controller.enqueue(result.value);
     },
     async cancel(reason) {

@@ -1,36 +1,55 @@
 import assert from "node:assert/strict";
-import { encodeSse, SseDecoder, type SseEvent } from "../../src/http/sse.ts";
-import { LineSplitter } from "../../src/http/lines.ts";
+import { encodeSse, type SseEvent, SseScanner } from "../../src/http/sse.ts";
 
-Deno.test("LineSplitter handles LF, CRLF and CR, split anywhere", () => {
-  const text = "a\r\nb\nc\rd\r\n\r\ne";
-  for (let cut = 0; cut <= text.length; cut++) {
-    const lines: string[] = [];
-    const splitter = new LineSplitter((l) => lines.push(l));
-    splitter.push(text.slice(0, cut));
-    splitter.push(text.slice(cut));
-    splitter.end();
-    assert.deepEqual(lines, ["a", "b", "c", "d", "", "e"], `cut at ${cut}`);
+function scan(chunks: Uint8Array[]): { event: string; data: string }[] {
+  const events: SseEvent[] = [];
+  const scanner = new SseScanner((e) => events.push(e));
+  for (const chunk of chunks) scanner.push(chunk);
+  scanner.end();
+  return events.map((e) => ({ event: e.event, data: e.data() }));
+}
+
+Deno.test("SseScanner reads named and data-only events, comments, CRLF and multi-line data, split anywhere", () => {
+  const text = 'event: ping\ndata: {"type": "ping"}\n\n: comment\n\r\n' +
+    'data: {"a":"é"}\r\n\r\ndata: one\ndata: two\n\nevent: x\ndata:no-space\n\ndata: last';
+  const bytes = new TextEncoder().encode(text);
+  const expected = [
+    { event: "ping", data: '{"type": "ping"}' },
+    { event: "", data: '{"a":"é"}' },
+    { event: "", data: "one\ntwo" },
+    { event: "x", data: "no-space" },
+    { event: "", data: "last" },
+  ];
+  for (let cut = 0; cut <= bytes.length; cut++) {
+    assert.deepEqual(scan([bytes.subarray(0, cut), bytes.subarray(cut)]), expected, `cut ${cut}`);
   }
+  assert.deepEqual(scan(Array.from(bytes, (b) => new Uint8Array([b]))), expected, "byte by byte");
 });
 
-Deno.test("SseDecoder reads named and data-only events, comments and multi-line data", () => {
-  const text = 'event: ping\ndata: {"type": "ping"}\n\n: comment\n\r\n' +
-    'data: {"a":1}\r\n\r\ndata: one\ndata: two\n\nevent: x\ndata:no-space\n\ndata: last';
-  for (let cut = 0; cut <= text.length; cut += 7) {
-    const events: SseEvent[] = [];
-    const decoder = new SseDecoder((e) => events.push(e));
-    decoder.push(text.slice(0, cut));
-    decoder.push(text.slice(cut));
-    decoder.end();
-    assert.deepEqual(events, [
-      { event: "ping", data: '{"type": "ping"}' },
-      { event: "", data: '{"a":1}' },
-      { event: "", data: "one\ntwo" },
-      { event: "x", data: "no-space" },
-      { event: "", data: "last" },
-    ]);
-  }
+Deno.test("the scanner reads the recorded upstream streams event by event", async () => {
+  const transcripts = new URL("../../../shared/transcripts/", import.meta.url);
+  const names = async (file: string) => {
+    const recorded = JSON.parse(await Deno.readTextFile(new URL(file, transcripts)));
+    return scan([new TextEncoder().encode(recorded.response.body_text)]);
+  };
+  const responses = await names("openai/responses-text-stream.json");
+  assert.equal(responses[0].event, "response.created");
+  assert.equal(responses.at(-1)!.event, "response.completed");
+  assert.equal(JSON.parse(responses.at(-1)!.data).response.usage.output_tokens, 10);
+  const anthropic = await names("anthropic/messages-text-stream.json");
+  assert.deepEqual(
+    anthropic.map((e) => e.event).filter((e) => e !== "ping" && e !== "content_block_delta"),
+    [
+      "message_start",
+      "content_block_start",
+      "content_block_stop",
+      "message_delta",
+      "message_stop",
+    ],
+  );
+  const gemini = await names("gemini/stream-text.json");
+  assert.ok(gemini.length >= 3 && gemini.every((e) => e.event === ""));
+  assert.equal(JSON.parse(gemini.at(-1)!.data).usageMetadata.candidatesTokenCount, 8);
 });
 
 Deno.test("encodeSse writes event and data lines", () => {
