@@ -62,5 +62,5 @@ export function relayStream(
     async cancel(reason) {
       await Promise.all([end("cancel"), reader.cancel(reason)]);
     },
-  }, { highWaterMark: 0 });
+  }, { highWaterMark: 1 }); // read one chunk ahead of the client
 }
