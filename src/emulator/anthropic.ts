@@ -12,12 +12,12 @@ import {
   countTokens,
   type Directives,
   directives,
+  exampleValue,
   newId,
   sleep,
   sseBody,
   tokenize,
 } from "./text.ts";
-import { exampleArguments } from "./openai.ts";
 
 type Json = Record<string, unknown>;
 
@@ -137,7 +137,7 @@ export async function messages(req: Request): Promise<Response> {
     });
   }
   if (tool) {
-    const args = JSON.stringify(exampleArguments(tool.input_schema));
+    const args = JSON.stringify(exampleValue(tool.input_schema));
     const pieces = take(tokenize(args));
     if (stopReason !== "max_tokens") stopReason = "tool_use";
     blocks.push({

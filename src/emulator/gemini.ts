@@ -10,12 +10,12 @@ import {
   collectText,
   countTokens,
   directives,
+  exampleValue,
   newId,
   sleep,
   sseBody,
   tokenize,
 } from "./text.ts";
-import { exampleArguments, exampleValue } from "./openai.ts";
 
 type Json = Record<string, unknown>;
 
@@ -113,7 +113,7 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
   let imageOut = 0;
   if (declarations.length && !answeredTool) {
     const fn = declarations[0];
-    const args = exampleArguments(
+    const args = exampleValue(
       fn.parameters ?? fn.parametersJsonSchema ?? fn.parameters_json_schema,
     );
     fragments.push([{ functionCall: { name: fn.name, args }, thoughtSignature: newId("Cus", 40) }]);

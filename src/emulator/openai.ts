@@ -10,6 +10,7 @@ import {
   countTokens,
   type Directives,
   directives,
+  exampleValue,
   newId,
   sleep,
   sseBody,
@@ -80,43 +81,6 @@ function functionTool(body: Json): Json | undefined {
   return tools.find((t) => t.type === "function");
 }
 
-/** An example value for a JSON schema: enums take their first value, strings "Paris". */
-export function exampleValue(schema: unknown): unknown {
-  const s = (schema ?? {}) as {
-    type?: string | string[];
-    enum?: unknown[];
-    properties?: Record<string, unknown>;
-    required?: string[];
-    items?: unknown;
-    anyOf?: unknown[];
-  };
-  if (s.enum?.length) return s.enum[0];
-  if (s.anyOf?.length) return exampleValue(s.anyOf[0]);
-  const type = String(Array.isArray(s.type) ? s.type[0] : s.type ?? "object").toLowerCase();
-  switch (type) {
-    case "number":
-    case "integer":
-      return 1;
-    case "boolean":
-      return true;
-    case "array":
-      return [exampleValue(s.items)];
-    case "string":
-      return "Paris";
-    default: {
-      const out: Json = {};
-      const names = s.required ?? Object.keys(s.properties ?? {}).slice(0, 1);
-      for (const name of names) out[name] = exampleValue(s.properties?.[name]);
-      return out;
-    }
-  }
-}
-
-/** Example arguments for a tool's JSON-schema object. */
-export function exampleArguments(schema: unknown): Json {
-  return exampleValue(schema ?? { type: "object" }) as Json;
-}
-
 /** `POST /v1/responses`. */
 export async function responses(req: Request): Promise<Response> {
   const body = await req.json() as Json;
@@ -148,7 +112,7 @@ export async function responses(req: Request): Promise<Response> {
   let pieces: string[] = [];
   let incomplete = false;
   if (tool) {
-    const args = JSON.stringify(exampleArguments(tool.parameters));
+    const args = JSON.stringify(exampleValue(tool.parameters));
     pieces = tokenize(args);
     outputItems.push({
       id: newId("fc_", 48),

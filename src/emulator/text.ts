@@ -94,6 +94,38 @@ export function collectText(value: unknown, into: string[] = []): string[] {
   return into;
 }
 
+/** An example value for a JSON schema: enums take their first value, strings "Paris". */
+export function exampleValue(schema: unknown): unknown {
+  const s = (schema ?? {}) as {
+    type?: string | string[];
+    enum?: unknown[];
+    properties?: Record<string, unknown>;
+    required?: string[];
+    items?: unknown;
+    anyOf?: unknown[];
+  };
+  if (s.enum?.length) return s.enum[0];
+  if (s.anyOf?.length) return exampleValue(s.anyOf[0]);
+  const type = String(Array.isArray(s.type) ? s.type[0] : s.type ?? "object").toLowerCase();
+  switch (type) {
+    case "number":
+    case "integer":
+      return 1;
+    case "boolean":
+      return true;
+    case "array":
+      return [exampleValue(s.items)];
+    case "string":
+      return "Paris";
+    default: {
+      const out: Record<string, unknown> = {};
+      const names = s.required ?? Object.keys(s.properties ?? {}).slice(0, 1);
+      for (const name of names) out[name] = exampleValue(s.properties?.[name]);
+      return out;
+    }
+  }
+}
+
 /** A random id with a prefix, like the real services' ids. */
 export function newId(prefix: string, length = 24): string {
   const bytes = crypto.getRandomValues(new Uint8Array(length / 2));
