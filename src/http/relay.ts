@@ -1,7 +1,8 @@
 /**
  * Streams relayed as they arrive: every upstream chunk is passed on unchanged and also scanned (as
- * SSE bytes, or decoded as plain text) for the meter. `onEnd` runs exactly once — when the upstream ends, fails, or the client goes
- * away (then the upstream body is cancelled, which aborts the upstream request).
+ * SSE bytes, or decoded as plain text) for the meter. `onEnd` runs exactly once — when the
+ * upstream ends, fails, or the client goes away (then the upstream body is cancelled, which aborts
+ * the upstream request) — and is awaited before the client sees the end of the stream.
  */
 import { type SseEvent, SseScanner } from "./sse.ts";
 

@@ -24,7 +24,7 @@ export interface PassThrough {
   /** The request's output cap, for the reservation. */
   maxOutputTokens?: number;
   stream: boolean;
-  /** The upstream request; its body defaults to the client's with the upstream model id. */
+  /** The upstream request, already in the upstream's protocol (see `withUpstreamModel`). */
   call: UpstreamCall;
   /** Usage from a complete JSON response body. */
   usageFromJson: (body: unknown) => Usage | null;

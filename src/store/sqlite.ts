@@ -99,10 +99,8 @@ class SqliteStore implements Store {
   /** Keys looked up since another process last changed the file (see `findKey`). */
   readonly #keys = new Map<string, KeyRecord | undefined>();
   #dataVersion = -1;
-  #versionCheckedThisTurn = false;
   /** The event-loop turn's open write transaction, committed by a zero-delay timer. */
-  #turn: { committed: Promise<void>; resolve: () => void; reject: (e: unknown) => void } | null =
-    null;
+  #turn: PromiseWithResolvers<void> | null = null;
 
   constructor(db: DatabaseSync) {
     this.#db = db;
@@ -187,21 +185,15 @@ class SqliteStore implements Store {
   #write<T>(op: () => T): { result: T; committed: Promise<void> } {
     if (!this.#turn) {
       this.#db.exec("BEGIN IMMEDIATE");
-      let resolve!: () => void;
-      let reject!: (e: unknown) => void;
-      const committed = new Promise<void>((res, rej) => {
-        resolve = res;
-        reject = rej;
-      });
-      committed.catch(() => {}); // observed by whoever awaits it
-      this.#turn = { committed, resolve, reject };
+      this.#turn = Promise.withResolvers<void>();
+      this.#turn.promise.catch(() => {}); // observed by whoever awaits it
       setTimeout(() => this.#commit(), 0);
     }
     this.#db.exec("SAVEPOINT op");
     try {
       const result = op();
       this.#db.exec("RELEASE op");
-      return { result, committed: this.#turn.committed };
+      return { result, committed: this.#turn.promise };
     } catch (error) {
       this.#db.exec("ROLLBACK TO op");
       this.#db.exec("RELEASE op");
@@ -252,18 +244,14 @@ class SqliteStore implements Store {
 
   /**
    * Key lookups are cached in memory. Keys change only through the CLI, i.e. another connection,
-   * which SQLite's `data_version` reveals; it is checked once per event-loop turn, so a revoked
-   * key is refused from the next request on.
+   * which SQLite's `data_version` reveals; it is checked on every lookup (far cheaper than the
+   * join), so a revoked key is refused from the next request on.
    */
   findKey(id: string): KeyRecord | undefined {
-    if (!this.#versionCheckedThisTurn) {
-      this.#versionCheckedThisTurn = true;
-      queueMicrotask(() => this.#versionCheckedThisTurn = false);
-      const version = Number((this.#s.dataVersion.get() as Row).data_version);
-      if (version !== this.#dataVersion) {
-        this.#dataVersion = version;
-        this.#keys.clear();
-      }
+    const version = Number((this.#s.dataVersion.get() as Row).data_version);
+    if (version !== this.#dataVersion) {
+      this.#dataVersion = version;
+      this.#keys.clear();
     }
     if (this.#keys.has(id)) return this.#keys.get(id);
     const row = this.#s.keyById.get(id) as Row | undefined;
