@@ -76,9 +76,7 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   }
   if (!upstream.ok) {
     await bill.release();
-    const relayed = await relayUpstreamError(upstream, p.format);
-    if (relayed instanceof Response) return relayed;
-    throw relayed;
+    return await relayUpstreamError(upstream, p.format);
   }
   const headers = responseHeaders(upstream);
   const isSse = (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");

@@ -5,11 +5,14 @@
  */
 import { type ErrorFormat, GatewayError } from "../http/errors.ts";
 
-/** Builds what the client gets for a non-2xx upstream response. */
+/**
+ * What the client gets for a non-2xx upstream response: the upstream's own body when it is already
+ * in the client's protocol, otherwise a thrown `GatewayError` the route renders.
+ */
 export async function relayUpstreamError(
   upstream: Response,
   format: ErrorFormat,
-): Promise<Response | GatewayError> {
+): Promise<Response> {
   const text = await upstream.text().catch(() => "");
   let body: unknown;
   try {
@@ -18,7 +21,7 @@ export async function relayUpstreamError(
   const message = errorMessage(body) ?? (text.slice(0, 200) || upstream.statusText);
   const status = upstream.status;
   if (status === 401 || status === 403) {
-    return new GatewayError(
+    throw new GatewayError(
       502,
       `The upstream provider refused the gateway's credentials (status ${status}).`,
       { code: "upstream_auth_failed" },
@@ -26,7 +29,7 @@ export async function relayUpstreamError(
   }
   const relayable = (status >= 400 && status < 500) || (status === 529 && format === "anthropic");
   if (!relayable) {
-    return new GatewayError(502, `The upstream provider failed (status ${status}): ${message}`);
+    throw new GatewayError(502, `The upstream provider failed (status ${status}): ${message}`);
   }
   const headers: Record<string, string> = {};
   const retryAfter = upstream.headers.get("retry-after");
@@ -37,7 +40,7 @@ export async function relayUpstreamError(
       headers: { "content-type": "application/json", ...headers },
     });
   }
-  return new GatewayError(status, message, { headers });
+  throw new GatewayError(status, message, { headers });
 }
 
 function errorMessage(body: unknown): string | undefined {

@@ -81,9 +81,7 @@ export const countTokens: Handler = async (ctx) => {
     ctx.services.config.upstreamTimeoutMs,
   );
   if (!upstream.ok) {
-    const relayed = await relayUpstreamError(upstream, "google");
-    if (relayed instanceof Response) return relayed;
-    throw relayed;
+    return await relayUpstreamError(upstream, "google");
   }
   return new Response(upstream.body, { headers: { "content-type": "application/json" } });
 };

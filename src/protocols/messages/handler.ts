@@ -83,9 +83,7 @@ export const countTokens: Handler = async (ctx) => {
       });
     }
     if (upstream.status !== 404) {
-      const relayed = await relayUpstreamError(upstream, "anthropic");
-      if (relayed instanceof Response) return relayed;
-      throw relayed;
+      return await relayUpstreamError(upstream, "anthropic");
     }
     await upstream.body?.cancel();
   }
