@@ -315,6 +315,13 @@ Deno.test("Google-format errors: validation 400, unknown model 404, upstream 429
     ],
     ["gemini-nope", { contents: [{ parts: [{ text: "x" }] }] }, 404, "NOT_FOUND", /gemini-nope/],
     [
+      "gpt-test",
+      { contents: [{ parts: [{ text: "x" }] }] },
+      400,
+      "INVALID_ARGUMENT",
+      /`gpt-test` is not served on \/v1beta\/models\/\{model\}:generateContent; use \/v1\/responses/,
+    ],
+    [
       "gemini-test",
       { contents: [{ parts: [{ text: "[[emulate status=429]]" }] }] },
       429,

@@ -325,9 +325,9 @@ Deno.test("Messages errors are Anthropic-shaped: 401, 404 model, 400 validation,
     [
       { "x-api-key": key },
       { ...ok, model: "gpt-test" },
-      404,
-      "not_found_error",
-      /not served on \/v1\/messages/,
+      400,
+      "invalid_request_error",
+      /The model `gpt-test` is not served on \/v1\/messages; use \/v1\/responses for it\./,
     ],
     [
       { "x-api-key": key },

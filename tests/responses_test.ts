@@ -383,6 +383,12 @@ Deno.test("bad input gets 400 naming the field; unknown models 404; wrong media 
     [{ model: "gpt-test", input: "x", stream: "yes" }, "stream", 400, /boolean/],
     [{ model: "gpt-test", input: "x", instructions: 1 }, "instructions", 400, /string/],
     [{ model: "nope-1", input: "x" }, "model", 404, /The model `nope-1` does not exist/],
+    [
+      { model: "claude-test", input: "x" },
+      "model",
+      400,
+      /The model `claude-test` is not served on \/v1\/responses; use \/v1\/messages for it\./,
+    ],
   ];
   for (const [body, param, status, message] of cases) {
     const res = await post(JSON.stringify(body));

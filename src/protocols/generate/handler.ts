@@ -19,14 +19,7 @@ import { checkImageRules } from "./image_rules.ts";
 
 function geminiModel(ctx: RequestContext): ResolvedModel {
   const id = decodeURIComponent(ctx.params.model ?? "").replace(/^models\//, "");
-  const model = resolveModel(ctx, id);
-  if (model.provider.type !== "gemini") {
-    throw new GatewayError(
-      404,
-      `models/${id} is not found for API version v1beta, or is not supported for generateContent.`,
-    );
-  }
-  return model;
+  return resolveModel(ctx, id, "generate");
 }
 
 function generateHandler(action: "generateContent" | "streamGenerateContent"): Handler {

@@ -2,9 +2,8 @@
  * `POST /v1/messages` and `POST /v1/messages/count_tokens` (Anthropic Messages): to Anthropic or an
  * Anthropic-compatible provider, passed through with `anthropic-version`/`anthropic-beta`.
  */
-import type { Handler, RequestContext } from "../../context.ts";
+import type { Handler } from "../../context.ts";
 import { readJsonObject } from "../../http/body.ts";
-import { GatewayError } from "../../http/errors.ts";
 import { jsonResponse } from "../../http/json.ts";
 import { validate } from "../../http/validate.ts";
 import { anthropicUsage, messagesMeter } from "../../billing/usage.ts";
@@ -13,7 +12,6 @@ import { resolveModel } from "../../pipeline/resolve.ts";
 import { anthropicCountsTokens } from "../../providers/anthropic.ts";
 import { send } from "../../providers/index.ts";
 import { relayUpstreamError } from "../../pipeline/upstream_errors.ts";
-import type { ResolvedModel } from "../../catalog/catalog.ts";
 import { CountTokensRequest, MessagesRequest } from "./schema.ts";
 import { streamErrorEvent } from "./stream.ts";
 
@@ -26,18 +24,10 @@ function forwardedHeaders(req: Request): Record<string, string> {
   return headers;
 }
 
-function messagesModel(ctx: RequestContext, id: string): ResolvedModel {
-  const model = resolveModel(ctx, id);
-  if (model.provider.type !== "anthropic") {
-    throw new GatewayError(404, `model: ${id} is not served on /v1/messages`);
-  }
-  return model;
-}
-
 export const createMessage: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
   const request = validate(MessagesRequest, body.value);
-  const model = messagesModel(ctx, request.model);
+  const model = resolveModel(ctx, request.model, "messages");
   return passThrough({
     ctx,
     format: "anthropic",
@@ -65,7 +55,7 @@ export const createMessage: Handler = async (ctx) => {
 export const countTokens: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
   const request = validate(CountTokensRequest, body.value);
-  const model = messagesModel(ctx, request.model);
+  const model = resolveModel(ctx, request.model, "messages");
   if (anthropicCountsTokens(model.provider)) {
     const upstream = await send(
       model.provider,

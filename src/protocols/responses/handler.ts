@@ -4,7 +4,6 @@
  */
 import type { Handler } from "../../context.ts";
 import { readJsonObject } from "../../http/body.ts";
-import { GatewayError } from "../../http/errors.ts";
 import { validate } from "../../http/validate.ts";
 import { openaiUsage, responsesMeter } from "../../billing/usage.ts";
 import { passThrough, withUpstreamModel } from "../../pipeline/passthrough.ts";
@@ -12,21 +11,10 @@ import { resolveModel } from "../../pipeline/resolve.ts";
 import { ResponsesRequest } from "./schema.ts";
 import { streamErrorEvent } from "./stream.ts";
 
-const RESPONSES_PROVIDERS = new Set(["openai", "xai"]);
-
 export const createResponse: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
   const request = validate(ResponsesRequest, body.value);
-  const model = resolveModel(ctx, request.model);
-  if (!RESPONSES_PROVIDERS.has(model.provider.type)) {
-    throw new GatewayError(
-      400,
-      `The model \`${request.model}\` is not served on /v1/responses; use the ${
-        model.provider.type === "gemini" ? "/v1beta generateContent" : "/v1/messages"
-      } endpoint for it.`,
-      { param: "model", code: "model_not_supported" },
-    );
-  }
+  const model = resolveModel(ctx, request.model, "responses");
   return passThrough({
     ctx,
     format: "openai",
