@@ -2,6 +2,7 @@
  * The model catalog: public model id (exact, or a `*` pattern) → provider, upstream id and prices.
  * Pure: built from already-validated config, no I/O.
  */
+import type { ProviderType } from "../config/schema.ts";
 
 /** Integer prices in nanoUSD: token rates per million tokens, the others per unit. */
 export interface Prices {
@@ -19,7 +20,7 @@ export interface Prices {
 /** An upstream as the request path sees it. */
 export interface ProviderEntry {
   name: string;
-  type: "openai" | "xai" | "anthropic" | "gemini";
+  type: ProviderType;
   baseUrl: string;
   /** The resolved secret; empty when the provider is disabled. */
   apiKey: string;

@@ -42,17 +42,6 @@ export interface Overrides {
 
 export type Env = (name: string) => string | undefined;
 
-/** Environment variables that override settings, with the field they set. */
-export const ENV_VARS = {
-  SWITCHYARD_CONFIG: "path of the config file",
-  SWITCHYARD_HOST: "server.host",
-  SWITCHYARD_PORT: "server.port",
-  SWITCHYARD_DB: "store.path",
-  SWITCHYARD_DEFAULT_RPM: "limits.defaultRpm",
-  SWITCHYARD_MAX_BODY_BYTES: "server.maxBodyBytes",
-  SWITCHYARD_ACCESS_LOG: "server.accessLog (0 or 1)",
-} as const;
-
 /** Reads and validates the config file (if any) and applies env and flag overrides. */
 export async function loadConfig(
   file: string | undefined,
@@ -218,7 +207,7 @@ function describeIssue(issue: v.BaseIssue<unknown>): string {
 }
 
 /** Formats a key path the way a reader would type it: `models["gpt-5.4"].provider`. */
-export function formatPath(keys: readonly string[]): string {
+function formatPath(keys: readonly string[]): string {
   return keys.map((key, i) => {
     if (/^[A-Za-z_$][\w$]*$/.test(key)) return i === 0 ? key : `.${key}`;
     if (/^\d+$/.test(key)) return `[${key}]`;

@@ -38,7 +38,7 @@ export function googleError(status: number, message: string): Response {
 }
 
 /** A real 1×1 PNG, base64. */
-export const TINY_PNG =
+const TINY_PNG =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 /** IMAGE output tokens per image size, in line with spec §4.5. */

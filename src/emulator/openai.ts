@@ -20,7 +20,7 @@ import {
 type Json = Record<string, unknown>;
 
 /** OpenAI's error envelope. */
-export function openaiError(status: number, message: string, extra: Json = {}): Response {
+export function openaiError(status: number, message: string): Response {
   const type = status === 429
     ? "requests"
     : status >= 500
@@ -33,7 +33,7 @@ export function openaiError(status: number, message: string, extra: Json = {}): 
     : status === 404
     ? "model_not_found"
     : null;
-  return Response.json({ error: { message, type, param: null, code, ...extra } }, {
+  return Response.json({ error: { message, type, param: null, code } }, {
     status,
     headers: status === 429 ? { "retry-after": "1" } : {},
   });
@@ -48,7 +48,7 @@ const MESSAGES: Record<number, string> = {
 };
 
 /** Fault by directive: an error response, or undefined to go on. */
-export function openaiFault(d: Directives): Response | undefined {
+function openaiFault(d: Directives): Response | undefined {
   if (d.status) return openaiError(d.status, MESSAGES[d.status] ?? `Emulated error ${d.status}.`);
 }
 

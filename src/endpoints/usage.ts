@@ -7,8 +7,8 @@ import { nanoToUsd } from "../billing/money.ts";
 import { jsonResponse } from "../http/json.ts";
 import type { UsageSummary } from "../store/store.ts";
 
-/** The wire body of `GET /v1/usage`. Pure, so it is tested without a server. */
-export function usageBody(u: UsageSummary): Record<string, unknown> {
+/** The wire body of `GET /v1/usage`. */
+function usageBody(u: UsageSummary): Record<string, unknown> {
   const money = (prefix: string, nano: number) => ({
     [`${prefix}_usd`]: nanoToUsd(nano),
     [`${prefix}_nanousd`]: nano,

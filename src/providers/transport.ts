@@ -18,7 +18,7 @@ export interface UpstreamCall {
  * Sends the request and resolves when the upstream's headers arrive. `abort` cancels the request
  * (the client went away); it is also what the header deadline fires.
  */
-export async function fetchUpstream(
+async function fetchUpstream(
   url: string,
   init: RequestInit,
   abort: AbortController,

@@ -83,7 +83,7 @@ export const countTokens: Handler = async (ctx) => {
 };
 
 /** The local estimate: characters of every string in messages, system and tools, over four. */
-export function estimateTokens(body: Record<string, unknown>): number {
+function estimateTokens(body: Record<string, unknown>): number {
   let chars = 0;
   const walk = (value: unknown): void => {
     if (typeof value === "string") chars += value.length;
