@@ -14,6 +14,7 @@ import {
 import { usdToNano } from "../billing/money.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
 import { ConfigSchema, type PriceInput } from "./schema.ts";
+import { formatPath, issueKeys } from "../field_path.ts";
 
 /** The validated, resolved settings the server and CLI run on. */
 export interface Config {
@@ -194,7 +195,7 @@ function envInt(env: Env, name: string, min: number, max: number): number | unde
 
 /** One line for the first schema issue: `models["gpt-5.4"].price.input: must be ≥ 0`. */
 function describeIssue(issue: v.BaseIssue<unknown>): string {
-  const keys = (issue.path ?? []).map((item) => String(item.key));
+  const keys = issueKeys(issue);
   if (issue.kind === "schema" && issue.expected === "never") {
     return `${formatPath(keys)}: is not a known field`;
   }
@@ -204,13 +205,4 @@ function describeIssue(issue: v.BaseIssue<unknown>): string {
   else if (message.startsWith("Invalid type: Expected string")) message = "must be a string";
   else if (message.startsWith("Invalid type: Expected boolean")) message = "must be true or false";
   return `${where}: ${message}`;
-}
-
-/** Formats a key path the way a reader would type it: `models["gpt-5.4"].provider`. */
-function formatPath(keys: readonly string[]): string {
-  return keys.map((key, i) => {
-    if (/^[A-Za-z_$][\w$]*$/.test(key)) return i === 0 ? key : `.${key}`;
-    if (/^\d+$/.test(key)) return `[${key}]`;
-    return `[${JSON.stringify(key)}]`;
-  }).join("");
 }
