@@ -183,3 +183,9 @@ Deno.test("405 and 415 speak each route's protocol", async () => {
     },
   });
 });
+
+Deno.test("HEAD is answered by the GET route", async () => {
+  const res = await fetch(`${gateway.url}/healthz`, { method: "HEAD" });
+  assert.equal(res.status, 200);
+  assert.equal(await res.text(), "");
+});

@@ -40,10 +40,21 @@ export function sendAnthropic(
   abort: AbortController,
   timeoutMs: number,
 ): Promise<Response> {
-  const headers = { ...call.headers };
-  if (quirks(provider).dropBeta) delete headers["anthropic-beta"];
-  return sendWithAuth(provider, { ...call, headers }, abort, timeoutMs, {
-    "x-api-key": provider.apiKey,
-    "anthropic-version": ANTHROPIC_VERSION,
-  });
+  return sendWithAuth(
+    provider,
+    { ...call, headers: forwardedHeaders(provider, call.headers ?? {}) },
+    abort,
+    timeoutMs,
+    { "x-api-key": provider.apiKey, "anthropic-version": ANTHROPIC_VERSION },
+  );
+}
+
+/** The client's headers as this vendor should get them (pure). */
+export function forwardedHeaders(
+  provider: ProviderEntry,
+  headers: Record<string, string>,
+): Record<string, string> {
+  if (!quirks(provider).dropBeta) return headers;
+  const { "anthropic-beta": _dropped, ...rest } = headers;
+  return rest;
 }
