@@ -38,7 +38,9 @@ export function emptyUsage(): Usage {
 }
 
 /** Unit name on the ledger and in `/v1/usage` → (usage field, price field, per million?). */
-const UNITS: [string, keyof Usage, keyof Prices, boolean][] = [
+type FlatPrice = { [K in keyof Prices]: Prices[K] extends number ? K : never }[keyof Prices];
+
+const UNITS: [string, keyof Usage, FlatPrice, boolean][] = [
   ["input_tokens", "inputTokens", "input", true],
   ["cached_input_tokens", "cachedInputTokens", "cachedInput", true],
   ["cache_write_tokens", "cacheWriteTokens", "cacheWrite", true],
@@ -75,4 +77,21 @@ export function price(usage: Usage, prices: Prices | null): Priced {
 
 function ceilDiv(a: bigint, b: bigint): number {
   return Number((a + b - 1n) / b);
+}
+
+/**
+ * The per-image price for a request's `size` and `quality`: `imageBy["size/quality"]`, then
+ * `imageBy[size]`, then `imageBy[quality]`, then the flat `image` price. nanoUSD.
+ */
+export function imageRate(prices: Prices, size?: string, quality?: string): number {
+  const by = prices.imageBy;
+  const keys = [size && quality ? `${size}/${quality}` : "", size ?? "", quality ?? ""];
+  for (const key of keys) if (key && key in by) return by[key];
+  return prices.image;
+}
+
+/** The per-second video price for a resolution: `videoSecondBy[resolution]`, else `videoSecond`. */
+export function videoSecondRate(prices: Prices, resolution?: string): number {
+  const by = prices.videoSecondBy;
+  return resolution && resolution in by ? by[resolution] : prices.videoSecond;
 }

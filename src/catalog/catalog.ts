@@ -2,7 +2,9 @@
  * The model catalog: public model id (exact, or a `*` pattern) → provider, upstream id and prices.
  * Pure: built from already-validated config, no I/O.
  */
-import type { ProviderType } from "../config/schema.ts";
+import type { ModelKind, ProviderType } from "../config/schema.ts";
+
+export type { ModelKind } from "../config/schema.ts";
 
 /** Integer prices in nanoUSD: token rates per million tokens, the others per unit. */
 export interface Prices {
@@ -13,7 +15,11 @@ export interface Prices {
   output: number;
   imageOutput: number;
   image: number;
+  /** Per-image prices by `size/quality`, `size` or `quality` (see `imageRate`). */
+  imageBy: Record<string, number>;
   videoSecond: number;
+  /** Per-second video prices by resolution (see `videoSecondRate`). */
+  videoSecondBy: Record<string, number>;
   call: number;
 }
 
@@ -25,6 +31,8 @@ export interface ProviderEntry {
   /** The resolved secret; empty when the provider is disabled. */
   apiKey: string;
   enabled: boolean;
+  /** An `anthropic`-type provider's OpenAI-compatible base URL, for chat completions. */
+  chatBaseUrl?: string;
 }
 
 /** The image-output rules of an image model (spec §4.5). */
@@ -54,6 +62,7 @@ export interface ModelEntry {
   pattern: string;
   provider: string;
   upstream?: string;
+  kind: ModelKind;
   /** `null` when the operator marked the model free. */
   prices: Prices | null;
   image?: ImageRules;
@@ -66,6 +75,7 @@ export interface ResolvedModel {
   /** The id to send upstream. */
   upstreamId: string;
   provider: ProviderEntry;
+  kind: ModelKind;
   prices: Prices | null;
   /** Present for image models. */
   image?: ImageRules;
@@ -125,6 +135,7 @@ export class Catalog {
             id,
             upstreamId: entry.upstream ?? id,
             provider,
+            kind: entry.kind,
             prices: entry.prices,
             image: entry.image,
           },

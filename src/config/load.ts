@@ -13,7 +13,7 @@ import {
 } from "../catalog/catalog.ts";
 import { usdToNano } from "../billing/money.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
-import { ConfigSchema, type PriceInput } from "./schema.ts";
+import { ConfigSchema, type ModelKind, type PriceInput } from "./schema.ts";
 import { formatPath, issueKeys } from "../field_path.ts";
 
 /** The validated, resolved settings the server and CLI run on. */
@@ -21,10 +21,16 @@ export interface Config {
   host: string;
   port: number;
   maxBodyBytes: number;
+  /** Largest multipart upload, streamed to the upstream. */
+  maxUploadBytes: number;
   upstreamTimeoutMs: number;
   accessLog: boolean;
   dbPath: string;
   defaultRpm: number;
+  /** Background poller period for unfinished video jobs. */
+  videoPollIntervalMs: number;
+  /** Age after which an unfinished video job is expired (hold released). */
+  videoExpireAfterMs: number;
   catalog: Catalog;
   /** Lines to log once at startup (disabled providers). */
   notices: string[];
@@ -108,6 +114,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       baseUrl: p.baseUrl.replace(/\/+$/, ""),
       apiKey,
       enabled: !!apiKey,
+      chatBaseUrl: p.chatBaseUrl?.replace(/\/+$/, ""),
     };
   });
   const providerNames = new Set(providers.map((p) => p.name));
@@ -124,11 +131,23 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     if (!m.price && !m.free) {
       throw new ConfigError(`${at}: has no price; add "price" or mark it "free": true`);
     }
+    const prices = m.free ? null : toPrices(m.price!, `${at}.price`);
+    const kind = m.kind ?? "text";
+    const unpriced = prices && KIND_PRICE[kind].every((field) => {
+      const value = prices[field];
+      return typeof value === "number" ? value === 0 : Object.keys(value).length === 0;
+    });
+    if (unpriced) {
+      throw new ConfigError(
+        `${at}.price: ${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind} model needs ${KIND_PRICE[kind].join(" or ")} (or "free": true)`,
+      );
+    }
     return {
       pattern: id,
       provider: m.provider,
       upstream: m.upstream,
-      prices: m.free ? null : toPrices(m.price!, `${at}.price`),
+      kind,
+      prices,
       image: m.image && {
         sizes: m.image.sizes,
         aspectRatios: m.image.aspectRatios ?? ASPECT_RATIOS,
@@ -149,24 +168,55 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     port,
     maxBodyBytes: envInt(env, "SWITCHYARD_MAX_BODY_BYTES", 1024, Number.MAX_SAFE_INTEGER) ??
       file.server?.maxBodyBytes ?? 32 * 1024 * 1024,
+    maxUploadBytes: file.server?.maxUploadBytes ?? 256 * 1024 * 1024,
     upstreamTimeoutMs: file.server?.upstreamTimeoutMs ?? 300_000,
     accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,
     dbPath: env("SWITCHYARD_DB") ?? file.store?.path ?? "./data/switchyard.db",
     defaultRpm: envInt(env, "SWITCHYARD_DEFAULT_RPM", 0, 1_000_000) ?? file.limits?.defaultRpm ??
       120,
+    videoPollIntervalMs: file.videos?.pollIntervalMs ?? 5000,
+    videoExpireAfterMs: file.videos?.expireAfterMs ?? 24 * 3600 * 1000,
     catalog: new Catalog(models, providers),
     notices,
   };
 }
 
+/** The price fields a model of each kind is billed by; at least one must be set. */
+const KIND_PRICE: Record<ModelKind, (keyof Prices)[]> = {
+  text: ["input", "output", "imageOutput"],
+  embedding: ["input"],
+  image: ["image", "imageBy"],
+  video: ["videoSecond", "videoSecondBy"],
+};
+
 function toPrices(p: PriceInput, at: string): Prices {
-  const nano = (field: keyof PriceInput, fallback: number): number => {
-    const value = p[field];
-    if (value === undefined) return fallback;
+  const toNano = (value: number, where: string): number => {
     const result = usdToNano(value);
-    if (typeof result === "string") throw new ConfigError(`${at}.${field}: ${result}`);
+    if (typeof result === "string") throw new ConfigError(`${where}: ${result}`);
     return result;
   };
+  const nano = (
+    field:
+      | "input"
+      | "cachedInput"
+      | "cacheWrite"
+      | "cacheWrite1h"
+      | "output"
+      | "imageOutput"
+      | "image"
+      | "videoSecond"
+      | "call",
+    fallback: number,
+  ): number => {
+    const value = p[field];
+    return value === undefined ? fallback : toNano(value, `${at}.${field}`);
+  };
+  const table = (field: "imageBy" | "videoSecondBy"): Record<string, number> =>
+    Object.fromEntries(
+      Object.entries(p[field] ?? {}).map((
+        [key, usd],
+      ) => [key, toNano(usd, `${at}.${field}[${JSON.stringify(key)}]`)]),
+    );
   const input = nano("input", 0);
   const output = nano("output", 0);
   const cacheWrite = nano("cacheWrite", input);
@@ -178,7 +228,9 @@ function toPrices(p: PriceInput, at: string): Prices {
     output,
     imageOutput: nano("imageOutput", output),
     image: nano("image", 0),
+    imageBy: table("imageBy"),
     videoSecond: nano("videoSecond", 0),
+    videoSecondBy: table("videoSecondBy"),
     call: nano("call", 0),
   };
 }

@@ -30,8 +30,15 @@ export const PriceSchema = v.strictObject({
   imageOutput: v.optional(usd),
   /** USD per image returned by an images endpoint. */
   image: v.optional(usd),
+  /**
+   * USD per image by request size and quality, overriding `image`: keys are `"1024x1024/high"`,
+   * `"1024x1024"` or `"high"`, tried in that order.
+   */
+  imageBy: v.optional(v.record(v.string(), usd)),
   /** USD per second of generated video. */
   videoSecond: v.optional(usd),
+  /** USD per second of video by resolution (`"480p"`, `"720p"`…), overriding `videoSecond`. */
+  videoSecondBy: v.optional(v.record(v.string(), usd)),
   /** USD per call (web search). */
   call: v.optional(usd),
 });
@@ -42,6 +49,11 @@ const url = v.pipe(v.string("must be a string"), v.url("must be an absolute URL"
 export const ProviderSchema = v.strictObject({
   type: v.picklist(PROVIDER_TYPES, `must be one of ${PROVIDER_TYPES.join(", ")}`),
   baseUrl: url,
+  /**
+   * For an `anthropic`-type provider: its OpenAI-compatible base URL (the part before
+   * `/chat/completions`), which serves `/v1/chat/completions` with Bearer auth.
+   */
+  chatBaseUrl: v.optional(url),
   /** The upstream key, or `env:NAME` to read it from the environment variable NAME. */
   apiKey: v.optional(v.string('must be a string or "env:NAME"')),
 });
@@ -59,8 +71,14 @@ export const ImageRulesSchema = v.strictObject({
   ),
 });
 
+/** What a model produces, which decides the endpoints that serve it. */
+export const MODEL_KINDS = ["text", "embedding", "image", "video"] as const;
+export type ModelKind = typeof MODEL_KINDS[number];
+
 export const ModelSchema = v.strictObject({
   provider: v.pipe(v.string("must be a provider name"), v.minLength(1, "must not be empty")),
+  /** `text` (default: chat, Responses, Messages, generateContent), `embedding`, `image`, `video`. */
+  kind: v.optional(v.picklist(MODEL_KINDS, `must be one of ${MODEL_KINDS.join(", ")}`)),
   /** The model id sent upstream; defaults to the public id (for a pattern, the requested id). */
   upstream: v.optional(v.pipe(v.string(), v.minLength(1, "must not be empty"))),
   price: v.optional(PriceSchema),
@@ -91,6 +109,10 @@ export const ConfigSchema = v.strictObject({
       upstreamTimeoutMs: v.optional(
         v.pipe(v.number(), v.integer("must be an integer"), v.minValue(1, "must be ≥ 1")),
       ),
+      /** Largest multipart upload (`/v1/images/edits`), in bytes; streamed, never buffered whole. */
+      maxUploadBytes: v.optional(
+        v.pipe(v.number(), v.integer("must be an integer"), v.minValue(1024, "must be ≥ 1024")),
+      ),
       /** Write one JSON access-log line per request to stdout. */
       accessLog: v.optional(v.boolean("must be true or false")),
     }),
@@ -103,6 +125,16 @@ export const ConfigSchema = v.strictObject({
     /** Requests per minute for a key created without `--rpm`; 0 means unlimited. */
     defaultRpm: v.optional(
       v.pipe(v.number(), v.integer("must be an integer"), v.minValue(0, "must be ≥ 0")),
+    ),
+  })),
+  videos: v.optional(v.strictObject({
+    /** How often the background poller checks unfinished video jobs, in milliseconds. */
+    pollIntervalMs: v.optional(
+      v.pipe(v.number(), v.integer("must be an integer"), v.minValue(10, "must be ≥ 10")),
+    ),
+    /** A job still unfinished this long after submission is expired and its hold released. */
+    expireAfterMs: v.optional(
+      v.pipe(v.number(), v.integer("must be an integer"), v.minValue(1000, "must be ≥ 1000")),
     ),
   })),
   /** Merge the built-in providers and models under the file's own (default true). */

@@ -46,7 +46,9 @@ Deno.test("prices default along their chain and free models carry no prices", ()
     output: 8_000_000_000,
     imageOutput: 8_000_000_000,
     image: 0,
+    imageBy: {},
     videoSecond: 0,
+    videoSecondBy: {},
     call: 0,
   });
   const gratis = config.catalog.resolve("gratis");
@@ -54,4 +56,41 @@ Deno.test("prices default along their chain and free models carry no prices", ()
   assert.equal(gratis.model.prices, null);
   assert.equal(config.catalog.resolve("gpt-5.4").ok, false);
   assert.deepEqual(config.notices, []);
+});
+
+Deno.test("a model must be priced in the unit of its kind", () => {
+  const base = {
+    defaultCatalog: false,
+    providers: { up: { type: "openai", baseUrl: "http://127.0.0.1:1/v1", apiKey: "k" } },
+  };
+  assert.throws(
+    () =>
+      buildConfig({
+        ...base,
+        models: { img: { provider: "up", kind: "image", price: { input: 1 } } },
+      }, env({})),
+    /models.img.price: an image model needs image or imageBy/,
+  );
+  assert.throws(
+    () =>
+      buildConfig({
+        ...base,
+        models: { vid: { provider: "up", kind: "video", price: { output: 1 } } },
+      }, env({})),
+    /a video model needs videoSecond or videoSecondBy/,
+  );
+  const ok = buildConfig({
+    ...base,
+    models: {
+      vid: { provider: "up", kind: "video", price: { videoSecondBy: { "720p": 0.07 } } },
+      img: { provider: "up", kind: "image", price: { imageBy: { "1024x1024/high": 0.167 } } },
+    },
+  }, env({}));
+  const vid = ok.catalog.resolve("vid");
+  assert.ok(vid.ok);
+  assert.equal(vid.model.kind, "video");
+  assert.deepEqual(vid.model.prices?.videoSecondBy, { "720p": 70_000_000 });
+  const img = ok.catalog.resolve("img");
+  assert.ok(img.ok);
+  assert.deepEqual(img.model.prices?.imageBy, { "1024x1024/high": 167_000_000 });
 });

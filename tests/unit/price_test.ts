@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { emptyUsage, price } from "../../src/billing/price.ts";
+import { emptyUsage, imageRate, price, videoSecondRate } from "../../src/billing/price.ts";
 import type { Prices } from "../../src/catalog/catalog.ts";
 
 const prices: Prices = {
@@ -10,7 +10,9 @@ const prices: Prices = {
   output: 15_000_000_000,
   imageOutput: 30_000_000_000,
   image: 42_000_000, // $0.042 each
+  imageBy: { "1024x1024/high": 167_000_000, "1536x1024": 63_000_000, low: 11_000_000 },
   videoSecond: 50_000_000,
+  videoSecondBy: { "720p": 70_000_000 },
   call: 10_000_000,
 };
 
@@ -57,4 +59,18 @@ Deno.test("large volumes stay exact beyond float precision", () => {
   });
   // 9_999_999_999 × 75_000_000_001 / 1e6, rounded up, computed by hand in BigInt.
   assert.equal(BigInt(result.amount), (9_999_999_999n * 75_000_000_001n + 999_999n) / 1_000_000n);
+});
+
+Deno.test("image rates go from size/quality to size to quality to the flat price", () => {
+  assert.equal(imageRate(prices, "1024x1024", "high"), 167_000_000);
+  assert.equal(imageRate(prices, "1536x1024", "high"), 63_000_000);
+  assert.equal(imageRate(prices, "1024x1024", "low"), 11_000_000);
+  assert.equal(imageRate(prices, "1024x1024", "medium"), 42_000_000);
+  assert.equal(imageRate(prices), 42_000_000);
+});
+
+Deno.test("video rates are per resolution, else the flat per-second price", () => {
+  assert.equal(videoSecondRate(prices, "720p"), 70_000_000);
+  assert.equal(videoSecondRate(prices, "480p"), 50_000_000);
+  assert.equal(videoSecondRate(prices), 50_000_000);
 });
