@@ -8,6 +8,7 @@ import type { ErrorFormat } from "./http/errors.ts";
 import { getHealth } from "./endpoints/health.ts";
 import { getUsage } from "./endpoints/usage.ts";
 import { createResponse } from "./protocols/responses/handler.ts";
+import { createChatCompletion } from "./protocols/chat/handler.ts";
 import { countTokens, createMessage } from "./protocols/messages/handler.ts";
 import * as generate from "./protocols/generate/handler.ts";
 
@@ -29,6 +30,13 @@ export const routes: Route[] = [
     auth: "bearer",
     errors: "openai",
     handle: createResponse,
+  },
+  {
+    method: "POST",
+    path: "/v1/chat/completions",
+    auth: "bearer",
+    errors: "openai",
+    handle: createChatCompletion,
   },
   {
     method: "POST",

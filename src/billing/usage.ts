@@ -14,15 +14,20 @@ const obj = (value: unknown): Json =>
   typeof value === "object" && value !== null ? value as Json : {};
 
 /**
- * OpenAI Responses `usage` (also chat-style `prompt_tokens`/`completion_tokens`):
- * `input_tokens` includes cached and cache-write tokens; output includes reasoning.
+ * OpenAI Responses `usage` (also chat-style `prompt_tokens`/`completion_tokens`, embeddings'
+ * `prompt_tokens` alone): `input_tokens` includes cached and cache-write tokens; output includes
+ * reasoning. Cache reads are also taken from DeepSeek's `prompt_cache_hit_tokens` and Moonshot's
+ * top-level `cached_tokens` on their OpenAI-compatible surfaces.
  */
 export function openaiUsage(raw: unknown): Usage | null {
   const u = obj(raw);
   if (!("input_tokens" in u || "prompt_tokens" in u || "output_tokens" in u)) return null;
   const details = obj(u.input_tokens_details ?? u.prompt_tokens_details);
   const input = int(u.input_tokens ?? u.prompt_tokens);
-  const cached = Math.min(int(details.cached_tokens), input);
+  const cached = Math.min(
+    int(details.cached_tokens ?? u.prompt_cache_hit_tokens ?? u.cached_tokens),
+    input,
+  );
   const written = Math.min(int(details.cache_write_tokens), input - cached);
   return {
     ...emptyUsage(),
@@ -68,6 +73,47 @@ export function responsesMeter(): StreamMeter {
     usage: () => usage,
     outputEvents: () => deltas,
   };
+}
+
+/**
+ * Meter for chat-completions streams (unnamed `data:` events ending in `[DONE]`): usage comes in
+ * the last chunk before `[DONE]` (OpenAI's `include_usage` chunk with `choices: []`, or inside
+ * the finishing choice on some vendors), so only the last two chunks are ever decoded.
+ */
+export function chatMeter(): StreamMeter {
+  let last: SseEvent | null = null;
+  let previous: SseEvent | null = null;
+  let chunks = 0;
+  return {
+    onEvent(e) {
+      previous = last;
+      last = e;
+      chunks++;
+    },
+    usage() {
+      for (const e of [last, previous]) {
+        if (!e) continue;
+        try {
+          const data = e.data();
+          if (data === "[DONE]") continue;
+          return chatChunkUsage(JSON.parse(data));
+        } catch {
+          return null;
+        }
+      }
+      return null;
+    },
+    outputEvents: () => chunks,
+  };
+}
+
+/** The usage a chat chunk carries (top level, or in a choice), or null. */
+export function chatChunkUsage(chunk: unknown): Usage | null {
+  const c = obj(chunk);
+  if (c.usage) return openaiUsage(c.usage);
+  const choices = Array.isArray(c.choices) ? c.choices : [];
+  for (const choice of choices) if (obj(choice).usage) return openaiUsage(obj(choice).usage);
+  return null;
 }
 
 /**

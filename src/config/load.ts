@@ -139,7 +139,9 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     });
     if (unpriced) {
       throw new ConfigError(
-        `${at}.price: ${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind} model needs ${KIND_PRICE[kind].join(" or ")} (or "free": true)`,
+        `${at}.price: ${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind} model needs ${
+          KIND_PRICE[kind].join(" or ")
+        } (or "free": true)`,
       );
     }
     return {

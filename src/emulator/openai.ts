@@ -48,7 +48,7 @@ const MESSAGES: Record<number, string> = {
 };
 
 /** Fault by directive: an error response, or undefined to go on. */
-function openaiFault(d: Directives): Response | undefined {
+export function openaiFault(d: Directives): Response | undefined {
   if (d.status) return openaiError(d.status, MESSAGES[d.status] ?? `Emulated error ${d.status}.`);
 }
 

@@ -2,6 +2,7 @@
  * The provider emulator: an offline stand-in for every upstream family on one port. Each provider
  * lives under its own path prefix, so one emulator can be every provider of a config:
  *   /openai/v1/responses  /xai/v1/responses                        (Bearer)
+ *   /openai|xai/v1/chat/completions, /deepseek|moonshot|zhipu/compat/chat/completions (Bearer)
  *   /anthropic|deepseek|moonshot|zhipu/v1/messages[/count_tokens]  (x-api-key; deepseek, moonshot
  *                                                                  and zhipu have no count_tokens)
  *   /gemini/v1beta/models/{model}:generateContent|streamGenerateContent|countTokens (x-goog-api-key)
@@ -9,6 +10,7 @@
  * that key is accepted. Faults are asked for in the prompt text (see `text.ts`).
  */
 import { openaiError, responses } from "./openai.ts";
+import { chatCompletions } from "./chat.ts";
 import { anthropicError, countTokensHandler as anthropicCount, messages } from "./anthropic.ts";
 import { countTokensHandler as geminiCount, generate, googleError } from "./gemini.ts";
 import { stats } from "./text.ts";
@@ -51,6 +53,14 @@ const ROUTES: { pattern: URLPattern; family: Family; handle: Handle }[] = [
   },
   {
     pattern: new URLPattern({
+      pathname:
+        "/:vendor(openai/v1|xai/v1|deepseek/compat|moonshot/compat|zhipu/compat)/chat/completions",
+    }),
+    family: OPENAI,
+    handle: chatCompletions,
+  },
+  {
+    pattern: new URLPattern({
       pathname: "/:vendor(anthropic|deepseek|moonshot|zhipu)/v1/messages",
     }),
     family: ANTHROPIC,
@@ -77,6 +87,7 @@ const ROUTES: { pattern: URLPattern; family: Family; handle: Handle }[] = [
 
 function familyOf(pathname: string): Family {
   if (pathname.startsWith("/gemini/")) return GOOGLE;
+  if (/^\/(deepseek|moonshot|zhipu)\/compat\//.test(pathname)) return OPENAI;
   if (/^\/(anthropic|deepseek|moonshot|zhipu)\//.test(pathname)) return ANTHROPIC;
   return OPENAI;
 }

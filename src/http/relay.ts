@@ -16,6 +16,11 @@ export interface RelayOptions {
   onEnd: (how: StreamEnd) => void | Promise<void>;
   /** Bytes to send the client when the upstream fails mid-stream (a protocol error event). */
   errorTail?: () => Uint8Array | undefined;
+  /**
+   * Re-frames an SSE stream event by event: returns the encoded event to send, or null to drop
+   * it. Without it, upstream chunks pass through byte for byte.
+   */
+  rewrite?: (event: SseEvent) => string | null;
 }
 
 /** Wraps an upstream streamed body into the body we send to the client. */
@@ -25,8 +30,15 @@ export function relayStream(
 ): ReadableStream<Uint8Array> {
   const reader = upstream.getReader();
   const decoder = new TextDecoder();
-  const onEvent = options.onEvent;
-  const onText = options.onText;
+  const { onText, rewrite } = options;
+  const encoder = new TextEncoder();
+  let rewritten = "";
+  const onEvent = rewrite
+    ? (event: SseEvent) => {
+      options.onEvent?.(event);
+      rewritten += rewrite(event) ?? "";
+    }
+    : options.onEvent;
   const sse = onEvent ? new SseScanner(onEvent) : undefined;
   const feed = (chunk: Uint8Array) => {
     if (sse) sse.push(chunk);
@@ -40,25 +52,36 @@ export function relayStream(
   };
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      let result: ReadableStreamReadResult<Uint8Array>;
-      try {
-        result = await reader.read();
-      } catch {
-        await end("error");
-        const tail = options.errorTail?.();
-        if (tail) controller.enqueue(tail);
-        controller.close();
-        return;
+      const flush = () => {
+        if (!rewritten) return;
+        controller.enqueue(encoder.encode(rewritten));
+        rewritten = "";
+      };
+      for (;;) {
+        let result: ReadableStreamReadResult<Uint8Array>;
+        try {
+          result = await reader.read();
+        } catch {
+          flush();
+          await end("error");
+          const tail = options.errorTail?.();
+          if (tail) controller.enqueue(tail);
+          controller.close();
+          return;
+        }
+        if (result.done) {
+          if (sse) sse.end();
+          else onText?.(decoder.decode());
+          flush();
+          await end("done");
+          controller.close();
+          return;
+        }
+        feed(result.value);
+        if (!rewrite) return controller.enqueue(result.value);
+        if (rewritten) return flush();
+        // Everything read so far was dropped or is an unfinished event: read on.
       }
-      if (result.done) {
-        if (sse) sse.end();
-        else onText?.(decoder.decode());
-        await end("done");
-        controller.close();
-        return;
-      }
-      feed(result.value);
-      controller.enqueue(result.value);
     },
     async cancel(reason) {
       await Promise.all([end("cancel"), reader.cancel(reason)]);

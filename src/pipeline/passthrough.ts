@@ -11,6 +11,7 @@ import type { RequestContext } from "../context.ts";
 import type { JsonBody } from "../http/body.ts";
 import type { ErrorFormat } from "../http/errors.ts";
 import { relayStream } from "../http/relay.ts";
+import type { SseEvent } from "../http/sse.ts";
 import { send, type UpstreamCall } from "../providers/index.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
 
@@ -31,6 +32,8 @@ export interface PassThrough {
   meter: () => StreamMeter;
   /** An error event in the client's protocol for streams the upstream cuts. */
   errorTail?: () => Uint8Array | undefined;
+  /** Re-frames SSE events on the way back (see `relayStream`); absent: bytes pass unchanged. */
+  rewrite?: (event: SseEvent) => string | null;
 }
 
 /** The client's body with `model` replaced by the upstream id (unchanged bytes when equal). */
@@ -86,6 +89,7 @@ export async function passThrough(p: PassThrough): Promise<Response> {
       onEvent: isSse ? meter.onEvent : undefined,
       onText: meter.onText,
       errorTail: p.errorTail,
+      rewrite: isSse ? p.rewrite : undefined,
       onEnd: async (how) => {
         if (how === "cancel") abort.abort();
         const usage = meter.usage();

@@ -3,24 +3,55 @@
  * in the route's format — unknown model 404, provider without a key 503, a model whose provider
  * speaks another protocol 400 with a pointer to the endpoint that serves it.
  */
-import type { ProviderEntry, ResolvedModel } from "../catalog/catalog.ts";
+import type { ModelKind, ProviderEntry, ResolvedModel } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
 import { GatewayError } from "../http/errors.ts";
 
-/** The client protocols whose calls go to a model, with the provider types that serve each. */
-const SERVED_BY: Record<ClientProtocol, { path: string; types: ProviderEntry["type"][] }> = {
-  responses: { path: "/v1/responses", types: ["openai", "xai"] },
-  messages: { path: "/v1/messages", types: ["anthropic"] },
-  generate: { path: "/v1beta/models/{model}:generateContent", types: ["gemini"] },
+const byType = (...types: ProviderEntry["type"][]) => (p: ProviderEntry) => types.includes(p.type);
+
+/**
+ * The endpoints that call a model: the kind of model each serves and the providers that can serve
+ * it. The first entries are the models' home endpoints, named in the error for a wrong endpoint.
+ */
+const ENDPOINTS: Record<Endpoint, { path: string; kind: ModelKind; serves: Serves }> = {
+  responses: { path: "/v1/responses", kind: "text", serves: byType("openai", "xai") },
+  messages: { path: "/v1/messages", kind: "text", serves: byType("anthropic") },
+  generate: {
+    path: "/v1beta/models/{model}:generateContent",
+    kind: "text",
+    serves: byType("gemini"),
+  },
+  embeddings: { path: "/v1/embeddings", kind: "embedding", serves: byType("openai") },
+  images: { path: "/v1/images/generations", kind: "image", serves: byType("openai", "xai") },
+  videos: { path: "/v1/videos/generations", kind: "video", serves: byType("xai") },
+  chat: {
+    path: "/v1/chat/completions",
+    kind: "text",
+    serves: (p) => p.type === "openai" || p.type === "xai" || !!p.chatBaseUrl,
+  },
+  compact: { path: "/v1/responses/compact", kind: "text", serves: byType("openai") },
+  search: { path: "/v1/alpha/search", kind: "text", serves: byType("openai") },
 };
 
-export type ClientProtocol = "responses" | "messages" | "generate";
+type Serves = (provider: ProviderEntry) => boolean;
 
-/** Resolves `id` for a call in `protocol`, or throws the error the client should see. */
+/** The gateway endpoints that call a model. */
+export type Endpoint =
+  | "responses"
+  | "messages"
+  | "generate"
+  | "embeddings"
+  | "images"
+  | "videos"
+  | "chat"
+  | "compact"
+  | "search";
+
+/** Resolves `id` for a call to `endpoint`, or throws the error the client should see. */
 export function resolveModel(
   ctx: RequestContext,
   id: string,
-  protocol: ClientProtocol,
+  endpoint: Endpoint,
 ): ResolvedModel {
   const resolution = ctx.services.config.catalog.resolve(id);
   ctx.log.model = id;
@@ -40,11 +71,16 @@ export function resolveModel(
   }
   const model = resolution.model;
   ctx.log.provider = model.provider.name;
-  if (!SERVED_BY[protocol].types.includes(model.provider.type)) {
-    const home = Object.values(SERVED_BY).find((s) => s.types.includes(model.provider.type))!;
+  const served = ENDPOINTS[endpoint];
+  if (served.kind !== model.kind || !served.serves(model.provider)) {
+    const home = Object.values(ENDPOINTS).find((e) =>
+      e.kind === model.kind && e.serves(model.provider)
+    );
     throw new GatewayError(
       400,
-      `The model \`${id}\` is not served on ${SERVED_BY[protocol].path}; use ${home.path} for it.`,
+      `The model \`${id}\` is not served on ${served.path}${
+        home ? `; use ${home.path} for it` : ""
+      }.`,
       { code: "model_not_supported", param: "model" },
     );
   }

@@ -2,7 +2,8 @@
  * Anthropic Messages upstreams: Anthropic itself and the Anthropic-compatible endpoints of
  * DeepSeek, Moonshot (Kimi) and Zhipu (GLM). The base URL is the part before `/v1/messages`
  * (e.g. `https://api.deepseek.com/anthropic`); auth is `x-api-key`. Per-vendor differences
- * (`anthropic-messages.md` §8) are handled here, keyed by host.
+ * (`anthropic-messages.md` §8) are handled here, keyed by host. The vendors' OpenAI-compatible
+ * chat surfaces (`chatBaseUrl`) are reached from here too.
  */
 import type { ProviderEntry } from "../catalog/catalog.ts";
 import { sendWithAuth, type UpstreamCall } from "./transport.ts";
@@ -33,13 +34,25 @@ export function anthropicCountsTokens(provider: ProviderEntry): boolean {
   return !quirks(provider).noCountTokens;
 }
 
-/** Sends a Messages-protocol call with the operator's key. */
+/**
+ * Sends a Messages-protocol call with the operator's key, or a chat-completions call to the
+ * vendor's OpenAI-compatible surface (`call.surface`), which takes Bearer auth.
+ */
 export function sendAnthropic(
   provider: ProviderEntry,
   call: UpstreamCall,
   abort: AbortController,
   timeoutMs: number,
 ): Promise<Response> {
+  if (call.surface === "openai-compatible") {
+    return sendWithAuth(
+      { ...provider, baseUrl: provider.chatBaseUrl ?? provider.baseUrl },
+      call,
+      abort,
+      timeoutMs,
+      { authorization: `Bearer ${provider.apiKey}` },
+    );
+  }
   return sendWithAuth(
     provider,
     { ...call, headers: forwardedHeaders(provider, call.headers ?? {}) },

@@ -12,6 +12,11 @@ export interface UpstreamCall {
   path: string;
   body?: BodyInit | null;
   headers?: Record<string, string>;
+  /**
+   * `openai-compatible`: the call goes to an Anthropic-type vendor's OpenAI-compatible surface
+   * (its `chatBaseUrl`, Bearer auth) instead of its Messages API.
+   */
+  surface?: "openai-compatible";
 }
 
 /**
@@ -62,9 +67,13 @@ export function sendWithAuth(
       method: call.method ?? "POST",
       headers: {
         ...auth,
-        ...(call.body ? { "content-type": "application/json" } : {}),
+        ...(call.body && !call.headers?.["content-type"]
+          ? { "content-type": "application/json" }
+          : {}),
         ...call.headers,
       },
+      // Streamed uploads (multipart image edits) need a half-duplex request.
+      ...(call.body instanceof ReadableStream ? { duplex: "half" } : {}),
       body: call.body,
     },
     abort,

@@ -36,9 +36,10 @@ export async function startStack(
   const { providers: extraProviders, ...extraConfig } = overrides;
   const emulator = startEmulator({ requiredKey: UPSTREAM_KEY, record: true });
   const emulatorUrl = `http://127.0.0.1:${emulator.addr.port}`;
-  const provider = (type: string, prefix: string) => ({
+  const provider = (type: string, prefix: string, chatPrefix?: string) => ({
     type,
     baseUrl: `${emulatorUrl}${prefix}`,
+    ...(chatPrefix ? { chatBaseUrl: `${emulatorUrl}${chatPrefix}` } : {}),
     apiKey: "env:EMULATED_UPSTREAM_KEY",
   });
   const gateway = await startGateway({
@@ -49,9 +50,9 @@ export async function startStack(
         openai: provider("openai", "/openai/v1"),
         xai: provider("xai", "/xai/v1"),
         anthropic: provider("anthropic", "/anthropic"),
-        deepseek: provider("anthropic", "/deepseek"),
-        moonshot: provider("anthropic", "/moonshot"),
-        zhipu: provider("anthropic", "/zhipu"),
+        deepseek: provider("anthropic", "/deepseek", "/deepseek/compat"),
+        moonshot: provider("anthropic", "/moonshot", "/moonshot/compat"),
+        zhipu: provider("anthropic", "/zhipu", "/zhipu/compat"),
         gemini: provider("gemini", "/gemini"),
         ...extraProviders,
       },

@@ -1,0 +1,30 @@
+/**
+ * `POST /v1/chat/completions` request fields the gateway interprets (`openai-other.md` §1.1).
+ * Everything else — tools, response_format, reasoning_effort, audio… — passes through untouched.
+ */
+import * as v from "valibot";
+
+const positiveInt = v.pipe(
+  v.number("must be an integer"),
+  v.integer("must be an integer"),
+  v.minValue(1, "must be at least 1"),
+);
+
+export const ChatRequest = v.looseObject({
+  model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
+  messages: v.pipe(
+    v.array(
+      v.looseObject({ role: v.string("must be a string") }, "must be a message object"),
+      "must be an array of messages",
+    ),
+    v.minLength(1, "must contain at least one message"),
+  ),
+  stream: v.optional(v.nullable(v.boolean("must be a boolean"))),
+  stream_options: v.optional(v.nullable(v.looseObject({
+    include_usage: v.optional(v.nullable(v.boolean("must be a boolean"))),
+  }, "must be an object"))),
+  max_completion_tokens: v.optional(v.nullable(positiveInt)),
+  max_tokens: v.optional(v.nullable(positiveInt)),
+  n: v.optional(v.nullable(v.pipe(positiveInt, v.maxValue(128, "must be at most 128")))),
+});
+export type ChatRequest = v.InferOutput<typeof ChatRequest>;

@@ -1,0 +1,59 @@
+import assert from "node:assert/strict";
+import { withoutUsage } from "../../src/protocols/chat/stream.ts";
+import { chatChunkUsage } from "../../src/billing/usage.ts";
+
+const event = (data: string) => ({ event: "", data: () => data });
+
+Deno.test("withoutUsage drops the usage-only chunk and the usage members, keeping the rest", () => {
+  assert.equal(
+    withoutUsage(
+      event('{"id":"c","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}'),
+    ),
+    null,
+  );
+  assert.equal(
+    withoutUsage(
+      event(
+        '{"id":"c","choices":[{"index":0,"delta":{"content":"\\"usage\\":null"}}],"usage":null}',
+      ),
+    ),
+    'data: {"id":"c","choices":[{"index":0,"delta":{"content":"\\"usage\\":null"}}]}\n\n',
+  );
+  assert.equal(
+    withoutUsage(event('{"usage":null,"id":"c","choices":[]}')),
+    'data: {"id":"c","choices":[]}\n\n',
+  );
+  const moonshot = withoutUsage(
+    event(
+      '{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop","usage":{"prompt_tokens":3}}]}',
+    ),
+  );
+  assert.deepEqual(JSON.parse(moonshot!.slice(6)), {
+    id: "c",
+    choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
+  });
+  assert.equal(withoutUsage(event("[DONE]")), "data: [DONE]\n\n");
+});
+
+Deno.test("chat usage is read at the top level or inside a choice, with vendor cache fields", () => {
+  assert.equal(
+    chatChunkUsage({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 2 } })
+      ?.outputTokens,
+    2,
+  );
+  const moonshot = chatChunkUsage({
+    choices: [{ usage: { prompt_tokens: 10, completion_tokens: 1, cached_tokens: 4 } }],
+  });
+  assert.equal(moonshot?.cachedInputTokens, 4);
+  assert.equal(moonshot?.inputTokens, 6);
+  const deepseek = chatChunkUsage({
+    usage: {
+      prompt_tokens: 10,
+      completion_tokens: 1,
+      prompt_cache_hit_tokens: 7,
+      prompt_cache_miss_tokens: 3,
+    },
+  });
+  assert.equal(deepseek?.cachedInputTokens, 7);
+  assert.equal(chatChunkUsage({ choices: [{ delta: {} }], usage: null }), null);
+});
