@@ -9,6 +9,10 @@ import { getHealth } from "./endpoints/health.ts";
 import { getUsage } from "./endpoints/usage.ts";
 import { createResponse } from "./protocols/responses/handler.ts";
 import { createChatCompletion } from "./protocols/chat/handler.ts";
+import { createEmbeddings } from "./endpoints/embeddings.ts";
+import { compactResponse } from "./endpoints/compact.ts";
+import { countInputTokens } from "./endpoints/input_tokens.ts";
+import { search } from "./endpoints/search.ts";
 import { countTokens, createMessage } from "./protocols/messages/handler.ts";
 import * as generate from "./protocols/generate/handler.ts";
 
@@ -31,6 +35,19 @@ export const routes: Route[] = [
     errors: "openai",
     handle: createResponse,
   },
+  // The responses-protocol family's auxiliary endpoints (spec §4.1), all Bearer-authenticated.
+  ...([
+    ["/v1/responses/compact", compactResponse],
+    ["/v1/responses/input_tokens", countInputTokens],
+    ["/v1/embeddings", createEmbeddings],
+    ["/v1/alpha/search", search],
+  ] as const).map(([path, handle]): Route => ({
+    method: "POST",
+    path,
+    auth: "bearer",
+    errors: "openai",
+    handle,
+  })),
   {
     method: "POST",
     path: "/v1/chat/completions",

@@ -30,6 +30,11 @@ export interface OpenBill {
   inputTokens: number;
   /** The request's output cap, if it has one. */
   maxOutputTokens?: number;
+  /**
+   * For calls billed by images, video seconds or calls instead of tokens: the usage to reserve,
+   * and the usage charged when no better figure exists (a crash, an unreadable answer).
+   */
+  units?: { reserve: Usage; estimate: Usage };
 }
 
 /** A call in flight with funds reserved; settle or release it exactly once. */
@@ -58,8 +63,12 @@ export class Bill {
     if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
   }
 
-  /** Settles on the input estimate plus `outputTokens` (for streams cut before any usage). */
+  /**
+   * Settles on the input estimate plus `outputTokens` (for streams cut before any usage), or on
+   * the unit estimate of a call not billed by tokens.
+   */
   settleEstimate(outputTokens: number): Promise<void> {
+    if (this.call.units) return this.settle(this.call.units.estimate, true);
     return this.settle({ ...emptyUsage(), inputTokens: this.call.inputTokens, outputTokens }, true);
   }
 
@@ -77,9 +86,10 @@ export class Bill {
  * upstream call, before relaying its answer.
  */
 export function openBill(store: Store, call: OpenBill): Bill {
-  const input = { ...emptyUsage(), inputTokens: call.inputTokens };
+  const input = call.units?.estimate ?? { ...emptyUsage(), inputTokens: call.inputTokens };
   const reserve = price(
-    { ...input, outputTokens: call.maxOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS },
+    call.units?.reserve ??
+      { ...input, outputTokens: call.maxOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS },
     call.model.prices,
   ).amount;
   const { id, committed } = store.reserve({

@@ -225,3 +225,18 @@ export function geminiArrayMeter(): StreamMeter {
     outputEvents: () => parts.length,
   };
 }
+
+/**
+ * A local token estimate for the strings in `values` (prompt text, tools…): one token per four
+ * characters, at least one. Used where an upstream cannot count tokens.
+ */
+export function estimateTextTokens(values: unknown[]): number {
+  let chars = 0;
+  const walk = (value: unknown): void => {
+    if (typeof value === "string") chars += value.length;
+    else if (Array.isArray(value)) value.forEach(walk);
+    else if (value && typeof value === "object") Object.values(value).forEach(walk);
+  };
+  walk(values);
+  return Math.max(1, Math.ceil(chars / 4));
+}

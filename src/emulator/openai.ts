@@ -12,6 +12,7 @@ import {
   directives,
   exampleValue,
   newId,
+  opaque,
   sleep,
   sseBody,
   tokenize,
@@ -282,4 +283,64 @@ function responseObject(body: Json, s: Shape): Json {
     user: null,
     metadata: body.metadata ?? {},
   };
+}
+
+/** `POST /v1/responses/input_tokens`: the count `/v1/responses` would report as input. */
+export async function inputTokens(req: Request): Promise<Response> {
+  const body = await req.json() as Json;
+  const texts = collectText([body.instructions, body.input]);
+  const fault = openaiFault(directives(texts));
+  if (fault) return fault;
+  const count = countTokens(texts.join(" ")) +
+    (Array.isArray(body.input) ? 3 * body.input.length : 3);
+  return Response.json({ object: "response.input_tokens", input_tokens: count });
+}
+
+/**
+ * `POST /v1/responses/compact`: the user messages kept, one opaque `compaction` item, and usage
+ * (input from the text, output about a quarter of it).
+ */
+export async function compact(req: Request): Promise<Response> {
+  const body = await req.json() as Json;
+  const texts = collectText([body.instructions, body.input]);
+  const d = directives(texts);
+  await sleep(d.wait);
+  const fault = openaiFault(d);
+  if (fault) return fault;
+  if (typeof body.model !== "string") {
+    return openaiError(400, "Missing required parameter: 'model'.");
+  }
+  const items: Item[] = typeof body.input === "string"
+    ? [{ type: "message", role: "user", content: body.input }]
+    : Array.isArray(body.input)
+    ? body.input as Item[]
+    : [];
+  const kept = items
+    .filter((item) => item.role === "user")
+    .map((item) => ({
+      id: newId("msg_", 48),
+      type: "message",
+      status: "completed",
+      role: "user",
+      content: collectText(item.content).map((text) => ({ type: "input_text", text })),
+    }));
+  const input = countTokens(texts.join(" ")) + 3 * Math.max(1, items.length);
+  const output = Math.ceil(input / 4) + 8;
+  return Response.json({
+    id: newId("resp_", 48),
+    object: "response.compaction",
+    created_at: Math.floor(Date.now() / 1000),
+    output: [...kept, {
+      id: newId("cmp_", 48),
+      type: "compaction",
+      encrypted_content: opaque(texts.join(" ")),
+    }],
+    usage: {
+      input_tokens: input,
+      input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+      output_tokens: output,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: input + output,
+    },
+  });
 }

@@ -3,13 +3,16 @@
  * lives under its own path prefix, so one emulator can be every provider of a config:
  *   /openai/v1/responses  /xai/v1/responses                        (Bearer)
  *   /openai|xai/v1/chat/completions, /deepseek|moonshot|zhipu/compat/chat/completions (Bearer)
+ *   /openai/v1/responses/compact|input_tokens, /openai/v1/embeddings, /openai/v1/alpha/search
  *   /anthropic|deepseek|moonshot|zhipu/v1/messages[/count_tokens]  (x-api-key; deepseek, moonshot
  *                                                                  and zhipu have no count_tokens)
  *   /gemini/v1beta/models/{model}:generateContent|streamGenerateContent|countTokens (x-goog-api-key)
  * Requests must carry an upstream key (as the real services require); with `requiredKey` set, only
  * that key is accepted. Faults are asked for in the prompt text (see `text.ts`).
  */
-import { openaiError, responses } from "./openai.ts";
+import { compact, inputTokens, openaiError, responses } from "./openai.ts";
+import { embeddings } from "./embeddings.ts";
+import { alphaSearch } from "./search.ts";
 import { chatCompletions } from "./chat.ts";
 import { anthropicError, countTokensHandler as anthropicCount, messages } from "./anthropic.ts";
 import { countTokensHandler as geminiCount, generate, googleError } from "./gemini.ts";
@@ -51,6 +54,16 @@ const ROUTES: { pattern: URLPattern; family: Family; handle: Handle }[] = [
     family: OPENAI,
     handle: responses,
   },
+  ...([
+    ["/openai/v1/responses/compact", compact],
+    ["/openai/v1/responses/input_tokens", inputTokens],
+    ["/openai/v1/embeddings", embeddings],
+    ["/openai/v1/alpha/search", alphaSearch],
+  ] as const).map(([pathname, handle]) => ({
+    pattern: new URLPattern({ pathname }),
+    family: OPENAI,
+    handle,
+  })),
   {
     pattern: new URLPattern({
       pathname:
@@ -120,17 +133,26 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
     if (!key || (options.requiredKey && key !== options.requiredKey)) {
       return family.error(401, "Invalid API key.");
     }
+    let request = req;
     if (options.record) {
+      const bytes = req.body ? await req.bytes() : null;
+      let body: unknown = null;
+      try {
+        body = bytes && JSON.parse(new TextDecoder().decode(bytes));
+      } catch {
+        body = { bytes: bytes!.byteLength };
+      }
       seen.push({
         method: req.method,
         path: url.pathname + url.search,
         headers: Object.fromEntries(req.headers),
-        body: await req.clone().json().catch(() => null),
+        body,
       });
       if (seen.length > 200) seen.shift();
+      request = new Request(req.url, { method: req.method, headers: req.headers, body: bytes });
     }
     try {
-      return await match.route.handle(req, match.groups);
+      return await match.route.handle(request, match.groups);
     } catch (error) {
       return family.error(400, `Malformed request: ${(error as Error).message}`);
     }

@@ -170,3 +170,17 @@ export function sseBody(
     },
   });
 }
+
+/** Standard base64 of raw bytes. */
+export function base64Bytes(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/** An opaque, encrypted-looking token for `text` (as the real services' `encrypted_*` fields). */
+export function opaque(text: string): string {
+  return `gAAAA${base64Bytes(new TextEncoder().encode(text.slice(0, 60)))}`;
+}

@@ -3,7 +3,7 @@
  * relay the answer as it is — JSON whole, SSE chunk by chunk — reading usage on the way, then
  * settle exactly once. Failed calls are released unbilled.
  */
-import { type Bill, estimateInputTokens, openBill } from "../billing/ledger.ts";
+import { type Bill, estimateInputTokens, type OpenBill, openBill } from "../billing/ledger.ts";
 import type { Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
@@ -24,12 +24,15 @@ export interface PassThrough {
   body: JsonBody;
   /** The request's output cap, for the reservation. */
   maxOutputTokens?: number;
+  /** For calls not billed by tokens: what to reserve and the fallback charge (see `OpenBill`). */
+  units?: OpenBill["units"];
   stream: boolean;
   /** The upstream request, already in the upstream's protocol (see `withUpstreamModel`). */
   call: UpstreamCall;
   /** Usage from a complete JSON response body. */
   usageFromJson: (body: unknown) => Usage | null;
-  meter: () => StreamMeter;
+  /** The stream meter, for calls that can stream. */
+  meter?: () => StreamMeter;
   /** An error event in the client's protocol for streams the upstream cuts. */
   errorTail?: () => Uint8Array | undefined;
   /** Re-frames SSE events on the way back (see `relayStream`); absent: bytes pass unchanged. */
@@ -64,6 +67,7 @@ export async function passThrough(p: PassThrough): Promise<Response> {
     model: p.model,
     inputTokens: estimateInputTokens(p.body.text.length),
     maxOutputTokens: p.maxOutputTokens,
+    units: p.units,
   });
   const abort = new AbortController();
   let upstream: Response;
@@ -83,7 +87,7 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   }
   const headers = responseHeaders(upstream);
   const isSse = (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
-  const meter = p.stream ? p.meter() : undefined;
+  const meter = p.stream ? p.meter?.() : undefined;
   if (meter && upstream.body && (isSse ? meter.onEvent : meter.onText)) {
     const body = relayStream(upstream.body, {
       onEvent: isSse ? meter.onEvent : undefined,

@@ -24,6 +24,7 @@ export const TEST_PRICE = {
   cacheWrite1h: 5,
   output: 15,
   imageOutput: 30,
+  call: 0.01,
 };
 
 /**
@@ -60,6 +61,12 @@ export async function startStack(
         "gpt-test": { provider: "openai", upstream: "gpt-5.4", price: TEST_PRICE },
         "grok-test": { provider: "xai", upstream: "grok-4", price: TEST_PRICE },
         "free-test": { provider: "openai", upstream: "gpt-5-nano", free: true },
+        "embed-test": {
+          provider: "openai",
+          kind: "embedding",
+          upstream: "text-embedding-3-small",
+          price: { input: 0.02 },
+        },
         "claude-test": { provider: "anthropic", upstream: "claude-sonnet-4-5", price: TEST_PRICE },
         "deepseek-test": { provider: "deepseek", upstream: "deepseek-v4-pro", price: TEST_PRICE },
         "kimi-test": { provider: "moonshot", upstream: "kimi-k2", price: TEST_PRICE },

@@ -6,7 +6,7 @@ import type { Handler } from "../../context.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { jsonResponse } from "../../http/json.ts";
 import { validate } from "../../http/validate.ts";
-import { anthropicUsage, messagesMeter } from "../../billing/usage.ts";
+import { anthropicUsage, estimateTextTokens, messagesMeter } from "../../billing/usage.ts";
 import { passThrough, withUpstreamModel } from "../../pipeline/passthrough.ts";
 import { resolveModel } from "../../pipeline/resolve.ts";
 import { anthropicCountsTokens } from "../../providers/anthropic.ts";
@@ -77,19 +77,13 @@ export const countTokens: Handler = async (ctx) => {
     }
     await upstream.body?.cancel();
   }
-  return jsonResponse({ input_tokens: estimateTokens(body.value) }, 200, {
-    "x-switchyard-token-count": "estimate",
-  });
+  return jsonResponse(
+    {
+      input_tokens: estimateTextTokens([body.value.system, body.value.messages, body.value.tools]),
+    },
+    200,
+    {
+      "x-switchyard-token-count": "estimate",
+    },
+  );
 };
-
-/** The local estimate: characters of every string in messages, system and tools, over four. */
-function estimateTokens(body: Record<string, unknown>): number {
-  let chars = 0;
-  const walk = (value: unknown): void => {
-    if (typeof value === "string") chars += value.length;
-    else if (Array.isArray(value)) value.forEach(walk);
-    else if (value && typeof value === "object") Object.values(value).forEach(walk);
-  };
-  walk([body.system, body.messages, body.tools]);
-  return Math.max(1, Math.ceil(chars / 4));
-}

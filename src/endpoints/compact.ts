@@ -1,0 +1,37 @@
+/**
+ * `POST /v1/responses/compact` (`openai-responses.md` §8): context compaction by the OpenAI
+ * upstream, billed by the tokens in its `usage`. Models of providers that cannot compact get a 400
+ * naming the endpoint that serves them (the gateway does not compact by itself yet).
+ */
+import * as v from "valibot";
+import type { Handler } from "../context.ts";
+import { readJsonObject } from "../http/body.ts";
+import { validate } from "../http/validate.ts";
+import { openaiUsage } from "../billing/usage.ts";
+import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
+import { resolveModel } from "../pipeline/resolve.ts";
+
+export const CompactRequest = v.looseObject({
+  model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
+  input: v.optional(v.union(
+    [v.string(), v.array(v.unknown())],
+    "must be a string or an array of input items",
+  )),
+  instructions: v.optional(v.nullable(v.string("must be a string"))),
+});
+
+export const compactResponse: Handler = async (ctx) => {
+  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const request = validate(CompactRequest, body.value);
+  const model = resolveModel(ctx, request.model, "compact");
+  return await passThrough({
+    ctx,
+    format: "openai",
+    endpoint: "compact",
+    model,
+    body,
+    stream: false,
+    call: { path: "/responses/compact", body: withUpstreamModel(body, model) },
+    usageFromJson: (json) => openaiUsage((json as { usage?: unknown }).usage),
+  });
+};

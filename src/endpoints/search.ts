@@ -1,0 +1,42 @@
+/**
+ * `POST /v1/alpha/search`: the standalone web search Codex calls (`xai.md` §4.1), request
+ * `{id, model, input, commands, settings, …}` → `{output, encrypted_output}`. Forwarded to the
+ * model's OpenAI-type upstream and billed per call (the model's `call` price).
+ */
+import * as v from "valibot";
+import type { Handler } from "../context.ts";
+import { readJsonObject } from "../http/body.ts";
+import { validate } from "../http/validate.ts";
+import { emptyUsage } from "../billing/price.ts";
+import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
+import { resolveModel } from "../pipeline/resolve.ts";
+
+export const SearchRequest = v.looseObject({
+  id: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
+  model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
+  input: v.optional(v.union(
+    [v.string(), v.array(v.unknown())],
+    "must be a string or an array of input items",
+  )),
+  commands: v.optional(v.looseObject({}, "must be an object")),
+  settings: v.optional(v.looseObject({}, "must be an object")),
+});
+
+const ONE_CALL = { ...emptyUsage(), searchCalls: 1 };
+
+export const search: Handler = async (ctx) => {
+  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const request = validate(SearchRequest, body.value);
+  const model = resolveModel(ctx, request.model, "search");
+  return await passThrough({
+    ctx,
+    format: "openai",
+    endpoint: "search",
+    model,
+    body,
+    units: { reserve: ONE_CALL, estimate: ONE_CALL },
+    stream: false,
+    call: { path: "/alpha/search", body: withUpstreamModel(body, model) },
+    usageFromJson: () => ONE_CALL,
+  });
+};
