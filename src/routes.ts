@@ -13,6 +13,7 @@ import { createEmbeddings } from "./endpoints/embeddings.ts";
 import { compactResponse } from "./endpoints/compact.ts";
 import { countInputTokens } from "./endpoints/input_tokens.ts";
 import { search } from "./endpoints/search.ts";
+import { createVideoEdit, createVideoGeneration, getVideo } from "./endpoints/videos.ts";
 import { countTokens, createMessage } from "./protocols/messages/handler.ts";
 import * as generate from "./protocols/generate/handler.ts";
 
@@ -41,6 +42,8 @@ export const routes: Route[] = [
     ["/v1/responses/input_tokens", countInputTokens],
     ["/v1/embeddings", createEmbeddings],
     ["/v1/alpha/search", search],
+    ["/v1/videos/generations", createVideoGeneration],
+    ["/v1/videos/edits", createVideoEdit],
   ] as const).map(([path, handle]): Route => ({
     method: "POST",
     path,
@@ -48,6 +51,13 @@ export const routes: Route[] = [
     errors: "openai",
     handle,
   })),
+  {
+    method: "GET",
+    path: "/v1/videos/:request_id",
+    auth: "bearer",
+    errors: "openai",
+    handle: getVideo,
+  },
   {
     method: "POST",
     path: "/v1/chat/completions",

@@ -9,6 +9,7 @@ import { type ErrorFormat, errorResponse, formatForPath, GatewayError } from "./
 import { Router } from "./router.ts";
 import { type Route, routes as defaultRoutes } from "./routes.ts";
 import { log } from "./log.ts";
+import { startVideoPoller } from "./pipeline/video_jobs.ts";
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -107,7 +108,7 @@ export interface RunningServer {
   shutdown(): Promise<void>;
 }
 
-/** Starts `Deno.serve` on the configured host and port. */
+/** Starts `Deno.serve` on the configured host and port, and the background video poller. */
 export function startServer(services: Services): RunningServer {
   const handler = createHandler(services);
   const server = Deno.serve({
@@ -119,9 +120,13 @@ export function startServer(services: Services): RunningServer {
       return errorResponse("openai", new GatewayError(500, "Internal error"));
     },
   }, handler);
+  const poller = startVideoPoller(services);
   return {
     addr: server.addr as Deno.NetAddr,
     finished: server.finished,
-    shutdown: () => server.shutdown(),
+    shutdown: () => {
+      poller.stop();
+      return server.shutdown();
+    },
   };
 }

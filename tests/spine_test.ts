@@ -20,8 +20,11 @@ Deno.test("GET /v1/usage with a Bearer key returns the account's exact balance",
     balance_nanousd: 12_345_678_901,
     spent_usd: "0.00",
     spent_nanousd: 0,
+    held_usd: "0.00",
+    held_nanousd: 0,
     requests: 0,
     by_unit: {},
+    held_by_unit: {},
     by_model: {},
   });
 });

@@ -4,6 +4,7 @@
  *   /openai/v1/responses  /xai/v1/responses                        (Bearer)
  *   /openai|xai/v1/chat/completions, /deepseek|moonshot|zhipu/compat/chat/completions (Bearer)
  *   /openai/v1/responses/compact|input_tokens, /openai/v1/embeddings, /openai/v1/alpha/search
+ *   /xai/v1/videos/generations|edits (POST), /xai/v1/videos/{request_id} (GET)
  *   /anthropic|deepseek|moonshot|zhipu/v1/messages[/count_tokens]  (x-api-key; deepseek, moonshot
  *                                                                  and zhipu have no count_tokens)
  *   /gemini/v1beta/models/{model}:generateContent|streamGenerateContent|countTokens (x-goog-api-key)
@@ -13,6 +14,7 @@
 import { compact, inputTokens, openaiError, responses } from "./openai.ts";
 import { embeddings } from "./embeddings.ts";
 import { alphaSearch } from "./search.ts";
+import { createVideo, getVideo } from "./videos.ts";
 import { chatCompletions } from "./chat.ts";
 import { anthropicError, countTokensHandler as anthropicCount, messages } from "./anthropic.ts";
 import { countTokensHandler as geminiCount, generate, googleError } from "./gemini.ts";
@@ -48,7 +50,18 @@ const GOOGLE: Family = { key: (req) => req.headers.get("x-goog-api-key"), error:
 
 type Handle = (req: Request, groups: Record<string, string | undefined>) => Promise<Response>;
 
-const ROUTES: { pattern: URLPattern; family: Family; handle: Handle }[] = [
+const ROUTES: { pattern: URLPattern; family: Family; handle: Handle; method?: "GET" }[] = [
+  {
+    pattern: new URLPattern({ pathname: "/xai/v1/videos/:mode(generations|edits)" }),
+    family: OPENAI,
+    handle: (req, g) => createVideo(req, g.mode as "generations" | "edits"),
+  },
+  {
+    pattern: new URLPattern({ pathname: "/xai/v1/videos/:id" }),
+    family: OPENAI,
+    handle: (_req, g) => Promise.resolve(getVideo(g.id!)),
+    method: "GET",
+  },
   {
     pattern: new URLPattern({ pathname: "/:vendor(openai|xai)/v1/responses" }),
     family: OPENAI,
@@ -126,7 +139,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
       }
     }
     const family = match?.route.family ?? familyOf(url.pathname);
-    if (!match || req.method !== "POST") {
+    if (!match || req.method !== (match.route.method ?? "POST")) {
       return family.error(404, `Not found: ${req.method} ${url.pathname}`);
     }
     const key = family.key(req);

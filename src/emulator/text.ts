@@ -1,7 +1,8 @@
 /**
  * The emulator's deterministic "model": a tokenizer, answers derived from the prompt, and the
  * fault directives a prompt can carry, e.g. `[[emulate status=429]]`, `[[emulate cut=5]]`,
- * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`, `[[emulate wait=500]]`.
+ * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`, `[[emulate wait=500]]`,
+ * and for video jobs `[[emulate ready=800 seconds=5]]`, `[[emulate fail=1]]`, `[[emulate expire=1]]`.
  */
 
 const TOKEN = /\s*(?:\w+|[^\w\s])/g;
@@ -32,7 +33,28 @@ export interface Directives {
   words?: number;
   /** Milliseconds to wait before answering at all (before the response headers). */
   wait?: number;
+  /** Video jobs: milliseconds from submission until the job is finished. */
+  ready?: number;
+  /** Video jobs: finish as `failed` (1) instead of `done`. */
+  fail?: number;
+  /** Video jobs: finish as `expired` (1) instead of `done`. */
+  expire?: number;
+  /** Video jobs: seconds actually generated (default: the requested duration). */
+  seconds?: number;
 }
+
+const NUMERIC = [
+  "status",
+  "cut",
+  "delay",
+  "cached",
+  "words",
+  "wait",
+  "ready",
+  "fail",
+  "expire",
+  "seconds",
+];
 
 const DIRECTIVE = /\[\[emulate ([^\]]*)\]\]/g;
 
@@ -45,7 +67,7 @@ export function directives(texts: string[]): Directives {
         const [key, value] = pair.split("=");
         const n = Number(value);
         if (
-          Number.isFinite(n) && ["status", "cut", "delay", "cached", "words", "wait"].includes(key)
+          Number.isFinite(n) && NUMERIC.includes(key)
         ) {
           found[key as keyof Directives] = n;
         }

@@ -13,6 +13,9 @@ import type {
   Reservation,
   Store,
   UsageSummary,
+  VideoJob,
+  VideoJobStatus,
+  VideoOutcome,
 } from "./store.ts";
 
 const MIGRATIONS: string[] = [
@@ -56,6 +59,25 @@ const MIGRATIONS: string[] = [
      settled_at INTEGER
    );
    CREATE INDEX ledger_account ON ledger (account_id, kind, status);`,
+  // Asynchronous video jobs; ledger_id is the job's hold, settled or released when it finishes.
+  `CREATE TABLE video_jobs (
+     id TEXT PRIMARY KEY,
+     upstream_id TEXT NOT NULL,
+     account_id INTEGER NOT NULL REFERENCES accounts(id),
+     key_id TEXT NOT NULL,
+     ledger_id INTEGER NOT NULL,
+     model TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     rate INTEGER NOT NULL,
+     held_seconds INTEGER NOT NULL,
+     status TEXT NOT NULL CHECK (status IN ('pending', 'done', 'failed', 'expired')),
+     billed_seconds INTEGER,
+     amount INTEGER,
+     result TEXT,
+     created_at INTEGER NOT NULL,
+     finished_at INTEGER
+   );
+   CREATE INDEX video_jobs_pending ON video_jobs (created_at) WHERE status = 'pending';`,
 ];
 
 type Row = Record<string, unknown>;
@@ -140,7 +162,28 @@ class SqliteStore implements Store {
       ),
       holds: p(
         `SELECT id, account_id, estimate FROM ledger WHERE kind = 'charge' AND status = 'held'
+           AND id NOT IN (SELECT ledger_id FROM video_jobs WHERE status = 'pending')
          ORDER BY id`,
+      ),
+      heldByUnit: p(`SELECT json_extract(u.value, '$.unit') AS unit,
+                            sum(json_extract(u.value, '$.quantity')) AS quantity,
+                            sum(json_extract(u.value, '$.amount')) AS amount
+                     FROM ledger l, json_each(l.estimate, '$.units') u
+                     WHERE l.account_id = ? AND l.kind = 'charge' AND l.status = 'held'
+                     GROUP BY 1 ORDER BY 1`),
+      insertVideoJob: p(
+        `INSERT INTO video_jobs (id, upstream_id, account_id, key_id, ledger_id, model, provider,
+                                 rate, held_seconds, status, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
+      ),
+      videoJob: p(`SELECT * FROM video_jobs WHERE id = ?`),
+      pendingVideoJobs: p(
+        `SELECT * FROM video_jobs WHERE status = 'pending' ORDER BY created_at LIMIT ?`,
+      ),
+      finishVideoJob: p(
+        `UPDATE video_jobs SET status = ?, billed_seconds = ?, amount = ?, result = ?,
+                               finished_at = ?
+         WHERE id = ? AND status = 'pending' RETURNING ledger_id`,
       ),
       insertKey: p(
         `INSERT INTO keys (id, account_id, hash, prefix, rpm, created_at)
@@ -318,6 +361,51 @@ class SqliteStore implements Store {
     }));
   }
 
+  insertVideoJob(job: VideoJob): Promise<void> {
+    return this.#write(() =>
+      this.#s.insertVideoJob.run(
+        job.id,
+        job.upstreamId,
+        job.accountId,
+        job.keyId,
+        job.ledgerId,
+        job.model,
+        job.provider,
+        job.rate,
+        job.heldSeconds,
+        job.createdAt,
+      )
+    ).committed;
+  }
+
+  videoJob(id: string): VideoJob | undefined {
+    const row = this.#s.videoJob.get(id) as Row | undefined;
+    return row && toVideoJob(row);
+  }
+
+  pendingVideoJobs(limit: number): VideoJob[] {
+    return (this.#s.pendingVideoJobs.all(limit) as Row[]).map(toVideoJob);
+  }
+
+  async finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean> {
+    const { result, committed } = this.#write(() => {
+      const done = outcome.status === "done";
+      const row = this.#s.finishVideoJob.get(
+        outcome.status,
+        done ? outcome.billedSeconds ?? 0 : null,
+        done ? outcome.charge?.amount ?? 0 : null,
+        outcome.result,
+        Date.now(),
+        id,
+      ) as Row | undefined;
+      if (!row) return false;
+      this.#settle(Number(row.ledger_id), done ? outcome.charge! : null);
+      return true;
+    });
+    await committed;
+    return result;
+  }
+
   usage(accountId: number): UsageSummary {
     const account = toAccount(this.#s.accountById.get(accountId) as Row);
     const byUnit: UsageSummary["byUnit"] = {};
@@ -328,8 +416,12 @@ class SqliteStore implements Store {
     for (const row of this.#s.byModel.all(accountId) as Row[]) {
       byModel[String(row.model)] = { requests: Number(row.requests), amount: Number(row.amount) };
     }
+    const heldByUnit: UsageSummary["heldByUnit"] = {};
+    for (const row of this.#s.heldByUnit.all(accountId) as Row[]) {
+      heldByUnit[String(row.unit)] = { quantity: Number(row.quantity), amount: Number(row.amount) };
+    }
     const requests = Number((this.#s.requests.get(accountId) as Row).n);
-    return { account, requests, byUnit, byModel };
+    return { account, requests, byUnit, byModel, heldByUnit };
   }
 
   close(): void {
@@ -359,5 +451,26 @@ function toKey(row: Row): KeyRecord {
     rpm: row.rpm === null ? null : Number(row.rpm),
     createdAt: Number(row.created_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+  };
+}
+
+function toVideoJob(row: Row): VideoJob {
+  const num = (value: unknown) => value === null ? null : Number(value);
+  return {
+    id: String(row.id),
+    upstreamId: String(row.upstream_id),
+    accountId: Number(row.account_id),
+    keyId: String(row.key_id),
+    ledgerId: Number(row.ledger_id),
+    model: String(row.model),
+    provider: String(row.provider),
+    rate: Number(row.rate),
+    heldSeconds: Number(row.held_seconds),
+    status: String(row.status) as VideoJobStatus,
+    billedSeconds: num(row.billed_seconds),
+    amount: num(row.amount),
+    result: row.result === null ? null : String(row.result),
+    createdAt: Number(row.created_at),
+    finishedAt: num(row.finished_at),
   };
 }

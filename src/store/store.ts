@@ -83,6 +83,45 @@ export interface UsageSummary {
   requests: number;
   byUnit: Record<string, { quantity: number; amount: number }>;
   byModel: Record<string, { requests: number; amount: number }>;
+  /** Calls still held (in flight, or video jobs not finished), by unit of their estimate. */
+  heldByUnit: Record<string, { quantity: number; amount: number }>;
+}
+
+export type VideoJobStatus = "pending" | "done" | "failed" | "expired";
+
+/** An asynchronous video job: the client's handle on an upstream job and on its held funds. */
+export interface VideoJob {
+  /** The `request_id` the client polls. */
+  id: string;
+  upstreamId: string;
+  accountId: number;
+  keyId: string;
+  /** The job's ledger entry, held from submission until the job finishes. */
+  ledgerId: number;
+  /** The model id the client asked for. */
+  model: string;
+  provider: string;
+  /** Price per generated second, nanoUSD, fixed at submission. */
+  rate: number;
+  /** Seconds held at submission. */
+  heldSeconds: number;
+  status: VideoJobStatus;
+  /** Seconds charged once done. */
+  billedSeconds: number | null;
+  /** nanoUSD charged once done. */
+  amount: number | null;
+  /** The upstream's final answer (JSON text), once finished. */
+  result: string | null;
+  createdAt: number;
+  finishedAt: number | null;
+}
+
+/** How a pending job ended. `charge` is required for `done` and ignored otherwise. */
+export interface VideoOutcome {
+  status: Exclude<VideoJobStatus, "pending">;
+  billedSeconds?: number;
+  charge?: Charge;
+  result: string;
 }
 
 export interface Store {
@@ -112,8 +151,22 @@ export interface Store {
    * was already settled.
    */
   settle(id: number, charge: Charge | null): Promise<boolean>;
-  /** Entries left `held` by calls that never settled (after a crash). */
+  /**
+   * Entries left `held` by calls that never settled (after a crash). Holds of unfinished video
+   * jobs are not among them: those jobs go on after a restart.
+   */
   pendingHolds(): PendingHold[];
+  /** Records a submitted video job (its hold already reserved); resolves once durable. */
+  insertVideoJob(job: VideoJob): Promise<void>;
+  videoJob(id: string): VideoJob | undefined;
+  /** Unfinished jobs, oldest first. */
+  pendingVideoJobs(limit: number): VideoJob[];
+  /**
+   * Finishes a pending job exactly once, in one transaction with its ledger entry: `done`
+   * settles the hold on `charge`, `failed`/`expired` release it. Resolves, once committed, to
+   * false when the job had already finished (another poll got there first).
+   */
+  finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean>;
   usage(accountId: number): UsageSummary;
   close(): void;
 }

@@ -13,6 +13,8 @@ export interface Stack {
     { method: string; path: string; headers: Record<string, string>; body: unknown }[]
   >;
   emulatorStats(): Promise<Record<string, number>>;
+  /** Starts a new gateway on the same config and store (after `gateway.crash()`); returns it. */
+  restart(): Promise<Gateway>;
   stop(): Promise<void>;
 }
 
@@ -43,7 +45,7 @@ export async function startStack(
     ...(chatPrefix ? { chatBaseUrl: `${emulatorUrl}${chatPrefix}` } : {}),
     apiKey: "env:EMULATED_UPSTREAM_KEY",
   });
-  const gateway = await startGateway({
+  const gatewayOptions = {
     config: {
       server: { maxBodyBytes: 65536 },
       defaultCatalog: false,
@@ -61,6 +63,12 @@ export async function startStack(
         "gpt-test": { provider: "openai", upstream: "gpt-5.4", price: TEST_PRICE },
         "grok-test": { provider: "xai", upstream: "grok-4", price: TEST_PRICE },
         "free-test": { provider: "openai", upstream: "gpt-5-nano", free: true },
+        "video-test": {
+          provider: "xai",
+          kind: "video",
+          upstream: "grok-imagine-video",
+          price: { videoSecond: 0.05, videoSecondBy: { "720p": 0.07 } },
+        },
         "embed-test": {
           provider: "openai",
           kind: "embedding",
@@ -100,13 +108,20 @@ export async function startStack(
       ...extraConfig,
     },
     env: { EMULATED_UPSTREAM_KEY: UPSTREAM_KEY },
-  });
+  };
+  let gateway = await startGateway(gatewayOptions);
   return {
-    gateway,
+    get gateway() {
+      return gateway;
+    },
     emulator,
     emulatorUrl,
     upstreamRequests: async () => await (await fetch(`${emulatorUrl}/_emulator/requests`)).json(),
     emulatorStats: async () => await (await fetch(`${emulatorUrl}/_emulator/stats`)).json(),
+    async restart() {
+      gateway = await startGateway({ ...gatewayOptions, dir: gateway.dir });
+      return gateway;
+    },
     async stop() {
       await gateway.stop();
       await emulator.shutdown();

@@ -1,0 +1,156 @@
+/**
+ * The xAI-shaped asynchronous video API (`xai.md` §2): `POST /v1/videos/generations` and
+ * `/v1/videos/edits` hold funds for the requested seconds and answer `{request_id}`;
+ * `GET /v1/videos/{request_id}` polls the job — visible only to the account that created it —
+ * and settles it exactly once when it is done (see `pipeline/video_jobs.ts`).
+ */
+import * as v from "valibot";
+import type { Handler, RequestContext } from "../context.ts";
+import { readJsonObject } from "../http/body.ts";
+import { GatewayError } from "../http/errors.ts";
+import { jsonResponse } from "../http/json.ts";
+import { validate } from "../http/validate.ts";
+import { openBill } from "../billing/ledger.ts";
+import { emptyUsage, videoSecondRate } from "../billing/price.ts";
+import { withUpstreamModel } from "../pipeline/passthrough.ts";
+import { resolveModel } from "../pipeline/resolve.ts";
+import { relayUpstreamError } from "../pipeline/upstream_errors.ts";
+import { refreshJob, renderVideo } from "../pipeline/video_jobs.ts";
+import { send } from "../providers/index.ts";
+
+const ASPECT_RATIOS = ["1:1", "16:9", "9:16", "4:3", "3:4", "3:2", "2:3"];
+const text = v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"));
+const media = v.looseObject({ url: text }, "must be an object with a url");
+
+export const VideoGenerationRequest = v.looseObject({
+  model: text,
+  prompt: text,
+  duration: v.optional(v.pipe(
+    v.number("must be an integer"),
+    v.integer("must be an integer"),
+    v.minValue(1, "must be between 1 and 15"),
+    v.maxValue(15, "must be between 1 and 15"),
+  )),
+  aspect_ratio: v.optional(v.picklist(ASPECT_RATIOS, `must be one of ${ASPECT_RATIOS.join(", ")}`)),
+  resolution: v.optional(v.picklist(["480p", "720p", "1080p"], "must be 480p, 720p or 1080p")),
+  image: v.optional(media),
+  reference_images: v.optional(v.array(media, "must be an array of {url} objects")),
+});
+
+export const VideoEditRequest = v.looseObject({ model: text, prompt: text, video: media });
+
+/** Generation defaults (billed like explicit values): 8 seconds at 480p. */
+const DEFAULT_SECONDS = 8;
+const DEFAULT_RESOLUTION = "480p";
+/** Edits keep the input's length (at most 8.7 s) and resolution (capped at 720p). */
+const EDIT_HELD_SECONDS = 9;
+const EDIT_RESOLUTION = "720p";
+
+function submit(mode: "generations" | "edits"): Handler {
+  return async (ctx) => {
+    const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+    let seconds = EDIT_HELD_SECONDS;
+    let resolution = EDIT_RESOLUTION;
+    if (mode === "generations") {
+      const request = validate(VideoGenerationRequest, body.value);
+      seconds = request.duration ?? DEFAULT_SECONDS;
+      resolution = request.resolution ?? DEFAULT_RESOLUTION;
+    } else {
+      validate(VideoEditRequest, body.value);
+      for (const field of ["duration", "aspect_ratio", "resolution"]) {
+        if (field in body.value) {
+          throw new GatewayError(
+            400,
+            `${field} is not supported for video edits: the output keeps the input video's length, aspect ratio and resolution.`,
+            { param: field, code: "unsupported_parameter" },
+          );
+        }
+      }
+    }
+    return await createJob(ctx, mode, body, seconds, resolution);
+  };
+}
+
+async function createJob(
+  ctx: RequestContext,
+  mode: "generations" | "edits",
+  body: Awaited<ReturnType<typeof readJsonObject>>,
+  seconds: number,
+  resolution: string,
+): Promise<Response> {
+  const { config, store } = ctx.services;
+  const principal = ctx.principal!;
+  const model = resolveModel(ctx, String(body.value.model), "videos");
+  const rate = model.prices ? videoSecondRate(model.prices, resolution) : 0;
+  const held = { ...emptyUsage(), videoSeconds: seconds };
+  const bill = openBill(store, {
+    principal,
+    requestId: ctx.requestId,
+    endpoint: `videos.${mode}`,
+    model: { ...model, prices: model.prices && { ...model.prices, videoSecond: rate } },
+    inputTokens: 0,
+    units: { reserve: held, estimate: held },
+  });
+  let upstream: Response;
+  try {
+    [upstream] = await Promise.all([
+      send(
+        model.provider,
+        { path: `/videos/${mode}`, body: withUpstreamModel(body, model) },
+        new AbortController(),
+        config.upstreamTimeoutMs,
+      ),
+      bill.durable,
+    ]);
+  } catch (error) {
+    await bill.release();
+    throw error;
+  }
+  if (!upstream.ok) {
+    await bill.release();
+    return await relayUpstreamError(upstream, "openai");
+  }
+  const answer = await upstream.json().catch(() => null) as { request_id?: unknown } | null;
+  if (typeof answer?.request_id !== "string") {
+    await bill.release();
+    throw new GatewayError(502, "The upstream accepted the video job but sent no request_id.");
+  }
+  const id = crypto.randomUUID();
+  await store.insertVideoJob({
+    id,
+    upstreamId: answer.request_id,
+    accountId: principal.accountId,
+    keyId: principal.keyId,
+    ledgerId: bill.id,
+    model: model.id,
+    provider: model.provider.name,
+    rate,
+    heldSeconds: seconds,
+    status: "pending",
+    billedSeconds: null,
+    amount: null,
+    result: null,
+    createdAt: Date.now(),
+    finishedAt: null,
+  });
+  ctx.log.video_job = id;
+  return jsonResponse({ request_id: id });
+}
+
+export const createVideoGeneration: Handler = submit("generations");
+export const createVideoEdit: Handler = submit("edits");
+
+/** `GET /v1/videos/{request_id}`: another account's job is indistinguishable from none (404). */
+export const getVideo: Handler = async (ctx) => {
+  const id = ctx.params.request_id;
+  const job = ctx.services.store.videoJob(id);
+  if (!job || job.accountId !== ctx.principal!.accountId) {
+    throw new GatewayError(404, `No video job found with request_id ${id}.`, {
+      code: "not_found",
+      param: "request_id",
+    });
+  }
+  ctx.log.model = job.model;
+  const view = await refreshJob(ctx.services, job);
+  return jsonResponse(renderVideo(view.job, view.pendingBody));
+};
