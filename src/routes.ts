@@ -13,6 +13,7 @@ import { createEmbeddings } from "./endpoints/embeddings.ts";
 import { compactResponse } from "./endpoints/compact.ts";
 import { countInputTokens } from "./endpoints/input_tokens.ts";
 import { search } from "./endpoints/search.ts";
+import { createImage, editImage } from "./endpoints/images.ts";
 import { createVideoEdit, createVideoGeneration, getVideo } from "./endpoints/videos.ts";
 import { countTokens, createMessage } from "./protocols/messages/handler.ts";
 import * as generate from "./protocols/generate/handler.ts";
@@ -42,6 +43,8 @@ export const routes: Route[] = [
     ["/v1/responses/input_tokens", countInputTokens],
     ["/v1/embeddings", createEmbeddings],
     ["/v1/alpha/search", search],
+    ["/v1/images/generations", createImage],
+    ["/v1/images/edits", editImage],
     ["/v1/videos/generations", createVideoGeneration],
     ["/v1/videos/edits", createVideoEdit],
   ] as const).map(([path, handle]): Route => ({

@@ -2,6 +2,6 @@
  * Test-only dependencies: the official clients our users run, kept out of deno.json's imports so
  * the server never resolves them.
  */
-export { default as OpenAI } from "npm:openai@^7.55.0";
+export { default as OpenAI, toFile } from "npm:openai@^7.55.0";
 export { default as Anthropic } from "npm:@anthropic-ai/sdk@^1.11.0";
 export { GoogleGenAI, Modality } from "npm:@google/genai@^3.1.0";

@@ -51,15 +51,13 @@ export class Bill {
 
   /**
    * Charges `usage` (estimated when the upstream reported none) and resolves once the charge is
-   * committed; later calls are no-ops.
+   * committed; later calls are no-ops. `prices` replaces the model's when the answer itself
+   * decides the rate (an image's size and quality).
    */
-  async settle(usage: Usage, estimated = false): Promise<void> {
+  async settle(usage: Usage, estimated = false, prices = this.call.model.prices): Promise<void> {
     if (this.#done) return;
     this.#done = true;
-    const settled = await this.store.settle(this.id, {
-      ...price(usage, this.call.model.prices),
-      estimated,
-    });
+    const settled = await this.store.settle(this.id, { ...price(usage, prices), estimated });
     if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
   }
 

@@ -14,6 +14,7 @@ import {
   newId,
   sleep,
   sseBody,
+  TINY_PNG,
   tokenize,
 } from "./text.ts";
 
@@ -36,10 +37,6 @@ export function googleError(status: number, message: string): Response {
     error: { code: status, message, status: STATUS[status] ?? "UNKNOWN" },
   }, { status });
 }
-
-/** A real 1×1 PNG, base64. */
-const TINY_PNG =
-  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 /** IMAGE output tokens per image size, in line with spec §4.5. */
 function imageTokens(model: string, size: string): number {

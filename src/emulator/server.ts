@@ -5,6 +5,7 @@
  *   /openai|xai/v1/chat/completions, /deepseek|moonshot|zhipu/compat/chat/completions (Bearer)
  *   /openai/v1/responses/compact|input_tokens, /openai/v1/embeddings, /openai/v1/alpha/search
  *   /xai/v1/videos/generations|edits (POST), /xai/v1/videos/{request_id} (GET)
+ *   /openai|xai/v1/images/generations|edits (JSON, or multipart for edits)
  *   /anthropic|deepseek|moonshot|zhipu/v1/messages[/count_tokens]  (x-api-key; deepseek, moonshot
  *                                                                  and zhipu have no count_tokens)
  *   /gemini/v1beta/models/{model}:generateContent|streamGenerateContent|countTokens (x-goog-api-key)
@@ -15,6 +16,7 @@ import { compact, inputTokens, openaiError, responses } from "./openai.ts";
 import { embeddings } from "./embeddings.ts";
 import { alphaSearch } from "./search.ts";
 import { createVideo, getVideo } from "./videos.ts";
+import { images } from "./images.ts";
 import { chatCompletions } from "./chat.ts";
 import { anthropicError, countTokensHandler as anthropicCount, messages } from "./anthropic.ts";
 import { countTokensHandler as geminiCount, generate, googleError } from "./gemini.ts";
@@ -51,6 +53,13 @@ const GOOGLE: Family = { key: (req) => req.headers.get("x-goog-api-key"), error:
 type Handle = (req: Request, groups: Record<string, string | undefined>) => Promise<Response>;
 
 const ROUTES: { pattern: URLPattern; family: Family; handle: Handle; method?: "GET" }[] = [
+  {
+    pattern: new URLPattern({
+      pathname: "/:vendor(openai|xai)/v1/images/:mode(generations|edits)",
+    }),
+    family: OPENAI,
+    handle: (req, g) => images(req, g.mode as "generations" | "edits", g.vendor!),
+  },
   {
     pattern: new URLPattern({ pathname: "/xai/v1/videos/:mode(generations|edits)" }),
     family: OPENAI,
@@ -148,7 +157,12 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
     }
     let request = req;
     if (options.record) {
-      const bytes = req.body ? await req.bytes() : null;
+      let bytes: Uint8Array<ArrayBuffer> | null = null;
+      try {
+        bytes = req.body ? await req.bytes() : null;
+      } catch {
+        return family.error(400, "The request body was cut off.");
+      }
       let body: unknown = null;
       try {
         body = bytes && JSON.parse(new TextDecoder().decode(bytes));

@@ -206,3 +206,7 @@ export function base64Bytes(bytes: Uint8Array): string {
 export function opaque(text: string): string {
   return `gAAAA${base64Bytes(new TextEncoder().encode(text.slice(0, 60)))}`;
 }
+
+/** A real 1×1 PNG, base64: the emulator's generated image. */
+export const TINY_PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";

@@ -29,7 +29,7 @@ export const compactResponse: Handler = async (ctx) => {
     format: "openai",
     endpoint: "compact",
     model,
-    body,
+    inputChars: body.text.length,
     stream: false,
     call: { path: "/responses/compact", body: withUpstreamModel(body, model) },
     usageFromJson: (json) => openaiUsage((json as { usage?: unknown }).usage),

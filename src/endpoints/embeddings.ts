@@ -42,7 +42,7 @@ export const createEmbeddings: Handler = async (ctx) => {
     format: "openai",
     endpoint: "embeddings",
     model,
-    body,
+    inputChars: body.text.length,
     maxOutputTokens: 0,
     stream: false,
     call: { path: "/embeddings", body: withUpstreamModel(body, model) },

@@ -33,7 +33,7 @@ export const search: Handler = async (ctx) => {
     format: "openai",
     endpoint: "search",
     model,
-    body,
+    inputChars: body.text.length,
     units: { reserve: ONE_CALL, estimate: ONE_CALL },
     stream: false,
     call: { path: "/alpha/search", body: withUpstreamModel(body, model) },

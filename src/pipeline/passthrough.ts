@@ -6,7 +6,7 @@
 import { type Bill, estimateInputTokens, type OpenBill, openBill } from "../billing/ledger.ts";
 import type { Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
-import type { ResolvedModel } from "../catalog/catalog.ts";
+import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
 import type { JsonBody } from "../http/body.ts";
 import type { ErrorFormat } from "../http/errors.ts";
@@ -21,7 +21,8 @@ export interface PassThrough {
   /** Ledger endpoint name, e.g. `responses`. */
   endpoint: string;
   model: ResolvedModel;
-  body: JsonBody;
+  /** Size of the request's text, for the input estimate (characters; 0 when not text). */
+  inputChars: number;
   /** The request's output cap, for the reservation. */
   maxOutputTokens?: number;
   /** For calls not billed by tokens: what to reserve and the fallback charge (see `OpenBill`). */
@@ -31,6 +32,8 @@ export interface PassThrough {
   call: UpstreamCall;
   /** Usage from a complete JSON response body. */
   usageFromJson: (body: unknown) => Usage | null;
+  /** Prices from a complete JSON response body, when the answer decides the rate. */
+  pricesFromJson?: (body: unknown) => Prices | null;
   /** The stream meter, for calls that can stream. */
   meter?: () => StreamMeter;
   /** An error event in the client's protocol for streams the upstream cuts. */
@@ -65,7 +68,7 @@ export async function passThrough(p: PassThrough): Promise<Response> {
     requestId: ctx.requestId,
     endpoint: p.endpoint,
     model: p.model,
-    inputTokens: estimateInputTokens(p.body.text.length),
+    inputTokens: estimateInputTokens(p.inputChars),
     maxOutputTokens: p.maxOutputTokens,
     units: p.units,
   });
@@ -110,9 +113,14 @@ export async function passThrough(p: PassThrough): Promise<Response> {
     throw error;
   }
   let usage: Usage | null = null;
+  let prices = p.model.prices;
   try {
-    usage = p.usageFromJson(JSON.parse(text));
+    const json = JSON.parse(text);
+    usage = p.usageFromJson(json);
+    if (p.pricesFromJson) prices = p.pricesFromJson(json);
   } catch { /* not JSON: estimated below */ }
-  await (usage ? bill.settle(usage) : bill.settleEstimate(Math.ceil(text.length / 4)));
+  await (usage
+    ? bill.settle(usage, false, prices)
+    : bill.settleEstimate(Math.ceil(text.length / 4)));
   return new Response(text, { status: upstream.status, headers });
 }

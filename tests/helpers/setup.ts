@@ -69,6 +69,18 @@ export async function startStack(
           upstream: "grok-imagine-video",
           price: { videoSecond: 0.05, videoSecondBy: { "720p": 0.07 } },
         },
+        "image-test": {
+          provider: "openai",
+          kind: "image",
+          upstream: "gpt-image-1",
+          price: { image: 0.042, imageBy: { "1024x1024/high": 0.167, low: 0.011, medium: 0.04 } },
+        },
+        "grok-image-test": {
+          provider: "xai",
+          kind: "image",
+          upstream: "grok-imagine-image",
+          price: { image: 0.02 },
+        },
         "embed-test": {
           provider: "openai",
           kind: "embedding",

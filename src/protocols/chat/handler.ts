@@ -32,7 +32,7 @@ export const createChatCompletion: Handler = async (ctx) => {
     format: "openai",
     endpoint: "chat",
     model,
-    body,
+    inputChars: body.text.length,
     maxOutputTokens: cap ? cap * (request.n ?? 1) : undefined,
     stream,
     call: {

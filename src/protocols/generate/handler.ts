@@ -40,7 +40,7 @@ function generateHandler(action: "generateContent" | "streamGenerateContent"): H
       format: "google",
       endpoint: action,
       model,
-      body,
+      inputChars: body.text.length,
       maxOutputTokens: request.generationConfig?.maxOutputTokens,
       stream,
       call: {

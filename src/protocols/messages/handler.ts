@@ -33,7 +33,7 @@ export const createMessage: Handler = async (ctx) => {
     format: "anthropic",
     endpoint: "messages",
     model,
-    body,
+    inputChars: body.text.length,
     maxOutputTokens: request.max_tokens,
     stream: request.stream === true,
     call: {

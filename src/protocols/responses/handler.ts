@@ -20,7 +20,7 @@ export const createResponse: Handler = async (ctx) => {
     format: "openai",
     endpoint: "responses",
     model,
-    body,
+    inputChars: body.text.length,
     maxOutputTokens: request.max_output_tokens ?? undefined,
     stream: request.stream === true,
     call: { path: "/responses", body: withUpstreamModel(body, model) },
