@@ -6,7 +6,7 @@
  */
 import * as v from "valibot";
 import type { Handler, RequestContext } from "../context.ts";
-import { readJsonObject } from "../http/body.ts";
+import { type JsonBody, readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
@@ -74,7 +74,7 @@ function submit(mode: "generations" | "edits"): Handler {
 async function createJob(
   ctx: RequestContext,
   mode: "generations" | "edits",
-  body: Awaited<ReturnType<typeof readJsonObject>>,
+  body: JsonBody,
   seconds: number,
   resolution: string,
 ): Promise<Response> {
