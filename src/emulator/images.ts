@@ -109,32 +109,21 @@ export async function images(
   }
   const prefix = mode === "generations" ? "image_generation" : "image_edit";
   const partials = Math.min(3, Math.max(0, Number(fields.partial_images ?? 0)));
+  const event = (kind: "partial_image" | "completed", extra: Json) => {
+    const type = `${prefix}.${kind}`;
+    const data = { type, b64_json: TINY_PNG, created_at: created, ...shape, ...extra };
+    return encodeSse(JSON.stringify(data), type);
+  };
+  const perImageUsage = {
+    ...usage,
+    output_tokens: perImage,
+    output_tokens_details: { image_tokens: perImage, text_tokens: 0 },
+    total_tokens: usage.input_tokens + perImage,
+  };
   async function* events(): AsyncGenerator<string> {
     for (let image = 0; image < n; image++) {
-      for (let p = 0; p < partials; p++) {
-        const type = `${prefix}.partial_image`;
-        yield encodeSse(
-          JSON.stringify({
-            type,
-            b64_json: TINY_PNG,
-            created_at: created,
-            ...shape,
-            partial_image_index: p,
-          }),
-          type,
-        );
-      }
-      const type = `${prefix}.completed`;
-      yield encodeSse(
-        JSON.stringify({
-          type,
-          b64_json: TINY_PNG,
-          created_at: created,
-          ...shape,
-          usage: { ...usage, output_tokens: perImage, total_tokens: usage.input_tokens + perImage },
-        }),
-        type,
-      );
+      for (let p = 0; p < partials; p++) yield event("partial_image", { partial_image_index: p });
+      yield event("completed", { usage: perImageUsage });
     }
   }
   return new Response(sseBody(events, d), {

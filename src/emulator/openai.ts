@@ -82,8 +82,18 @@ function functionTool(body: Json): Json | undefined {
   return tools.find((t) => t.type === "function");
 }
 
-/** `POST /v1/responses`. */
-export async function responses(req: Request): Promise<Response> {
+interface ResponsesCall {
+  body: Json;
+  /** The prompt's texts (instructions and input). */
+  texts: string[];
+  d: Directives;
+}
+
+/**
+ * Reads a Responses-family request (responses, compact): after any `wait`, the fault it asks for
+ * or a missing `model` is the answer instead.
+ */
+async function readResponsesCall(req: Request): Promise<ResponsesCall | Response> {
   const body = await req.json() as Json;
   const texts = collectText([body.instructions, body.input]);
   const d = directives(texts);
@@ -93,9 +103,21 @@ export async function responses(req: Request): Promise<Response> {
   if (typeof body.model !== "string") {
     return openaiError(400, "Missing required parameter: 'model'.");
   }
+  return { body, texts, d };
+}
 
-  const inputTokens = countTokens(texts.join(" ")) +
-    (Array.isArray(body.input) ? 3 * body.input.length : 3);
+/** Input tokens as `/v1/responses` reports them: the text's tokens plus 3 per input item. */
+function inputTokenCount(body: Json, texts: string[]): number {
+  return countTokens(texts.join(" ")) + (Array.isArray(body.input) ? 3 * body.input.length : 3);
+}
+
+/** `POST /v1/responses`. */
+export async function responses(req: Request): Promise<Response> {
+  const call = await readResponsesCall(req);
+  if (call instanceof Response) return call;
+  const { body, texts, d } = call;
+
+  const inputTokens = inputTokenCount(body, texts);
   const cached = Math.min(d.cached ?? 0, inputTokens);
   const id = newId("resp_", 48);
   const createdAt = Math.floor(Date.now() / 1000);
@@ -291,9 +313,10 @@ export async function inputTokens(req: Request): Promise<Response> {
   const texts = collectText([body.instructions, body.input]);
   const fault = openaiFault(directives(texts));
   if (fault) return fault;
-  const count = countTokens(texts.join(" ")) +
-    (Array.isArray(body.input) ? 3 * body.input.length : 3);
-  return Response.json({ object: "response.input_tokens", input_tokens: count });
+  return Response.json({
+    object: "response.input_tokens",
+    input_tokens: inputTokenCount(body, texts),
+  });
 }
 
 /**
@@ -301,15 +324,9 @@ export async function inputTokens(req: Request): Promise<Response> {
  * (input from the text, output about a quarter of it).
  */
 export async function compact(req: Request): Promise<Response> {
-  const body = await req.json() as Json;
-  const texts = collectText([body.instructions, body.input]);
-  const d = directives(texts);
-  await sleep(d.wait);
-  const fault = openaiFault(d);
-  if (fault) return fault;
-  if (typeof body.model !== "string") {
-    return openaiError(400, "Missing required parameter: 'model'.");
-  }
+  const call = await readResponsesCall(req);
+  if (call instanceof Response) return call;
+  const { body, texts } = call;
   const items: Item[] = typeof body.input === "string"
     ? [{ type: "message", role: "user", content: body.input }]
     : Array.isArray(body.input)

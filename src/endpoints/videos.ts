@@ -12,11 +12,9 @@ import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
 import { openBill } from "../billing/ledger.ts";
 import { emptyUsage, videoSecondRate } from "../billing/price.ts";
-import { withUpstreamModel } from "../pipeline/passthrough.ts";
+import { sendHeld, withUpstreamModel } from "../pipeline/passthrough.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
-import { relayUpstreamError } from "../pipeline/upstream_errors.ts";
 import { refreshJob, renderVideo } from "../pipeline/video_jobs.ts";
-import { send } from "../providers/index.ts";
 
 const ASPECT_RATIOS = ["1:1", "16:9", "9:16", "4:3", "3:4", "3:2", "2:3"];
 const text = v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"));
@@ -78,7 +76,7 @@ async function createJob(
   seconds: number,
   resolution: string,
 ): Promise<Response> {
-  const { config, store } = ctx.services;
+  const { store } = ctx.services;
   const principal = ctx.principal!;
   const model = resolveModel(ctx, String(body.value.model), "videos");
   const rate = model.prices ? videoSecondRate(model.prices, resolution) : 0;
@@ -91,26 +89,15 @@ async function createJob(
     inputTokens: 0,
     units: { reserve: held, estimate: held },
   });
-  let upstream: Response;
-  try {
-    [upstream] = await Promise.all([
-      send(
-        model.provider,
-        { path: `/videos/${mode}`, body: withUpstreamModel(body, model) },
-        new AbortController(),
-        config.upstreamTimeoutMs,
-      ),
-      bill.durable,
-    ]);
-  } catch (error) {
-    await bill.release();
-    throw error;
-  }
-  if (!upstream.ok) {
-    await bill.release();
-    return await relayUpstreamError(upstream, "openai");
-  }
-  const answer = await upstream.json().catch(() => null) as { request_id?: unknown } | null;
+  const sent = await sendHeld(
+    ctx,
+    bill,
+    model,
+    { path: `/videos/${mode}`, body: withUpstreamModel(body, model) },
+    "openai",
+  );
+  if (!sent.ok) return sent.response;
+  const answer = await sent.upstream.json().catch(() => null) as { request_id?: unknown } | null;
   if (typeof answer?.request_id !== "string") {
     await bill.release();
     throw new GatewayError(502, "The upstream accepted the video job but sent no request_id.");

@@ -59,10 +59,41 @@ function responseHeaders(upstream: Response): Headers {
   return headers;
 }
 
+/** The upstream's 2xx answer, or the response the client gets for its failure. */
+export type HeldAnswer = { ok: true; upstream: Response } | { ok: false; response: Response };
+
+/**
+ * Sends a call whose funds `bill` holds: the hold commits while the request travels, and both are
+ * done before anything is relayed. A failed call (no answer, or a non-2xx one) releases the hold
+ * unbilled; a non-2xx answer becomes the client's error response (or a thrown `GatewayError`).
+ */
+export async function sendHeld(
+  ctx: RequestContext,
+  bill: Bill,
+  model: ResolvedModel,
+  call: UpstreamCall,
+  format: ErrorFormat,
+  abort = new AbortController(),
+): Promise<HeldAnswer> {
+  let upstream: Response;
+  try {
+    [upstream] = await Promise.all([
+      send(model.provider, call, abort, ctx.services.config.upstreamTimeoutMs),
+      bill.durable,
+    ]);
+  } catch (error) {
+    await bill.release();
+    throw error;
+  }
+  if (upstream.ok) return { ok: true, upstream };
+  await bill.release();
+  return { ok: false, response: await relayUpstreamError(upstream, format) };
+}
+
 /** Runs a same-protocol call end to end. */
 export async function passThrough(p: PassThrough): Promise<Response> {
   const { ctx } = p;
-  const { config, store } = ctx.services;
+  const { store } = ctx.services;
   const bill: Bill = openBill(store, {
     principal: ctx.principal!,
     requestId: ctx.requestId,
@@ -73,21 +104,9 @@ export async function passThrough(p: PassThrough): Promise<Response> {
     units: p.units,
   });
   const abort = new AbortController();
-  let upstream: Response;
-  try {
-    // The hold commits while the request travels; both must be done before anything is relayed.
-    [upstream] = await Promise.all([
-      send(p.model.provider, p.call, abort, config.upstreamTimeoutMs),
-      bill.durable,
-    ]);
-  } catch (error) {
-    await bill.release();
-    throw error;
-  }
-  if (!upstream.ok) {
-    await bill.release();
-    return await relayUpstreamError(upstream, p.format);
-  }
+  const answer = await sendHeld(ctx, bill, p.model, p.call, p.format, abort);
+  if (!answer.ok) return answer.response;
+  const upstream = answer.upstream;
   const headers = responseHeaders(upstream);
   const isSse = (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
   const meter = p.stream ? p.meter?.() : undefined;
