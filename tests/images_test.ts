@@ -206,9 +206,42 @@ Deno.test("uploads past the limit get 413, declared or discovered while streamin
   assert.equal(usage.held_nanousd, 0);
 });
 
+Deno.test("JSON edits (images[] by URL) are passed through and billed per image", async () => {
+  const { key } = await client("img-edit-json");
+  const post = (body: unknown) =>
+    fetch(`${gateway.url}/v1/images/edits`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const res = await post({
+    model: "image-test",
+    prompt: "Combine",
+    images: [{ image_url: "https://example.com/a.png" }, { file_id: "file-1" }],
+    n: 2,
+    quality: "low",
+  });
+  assert.equal(res.status, 200);
+  assert.equal((await res.json()).data.length, 2);
+  const seen = (await stack.upstreamRequests()).at(-1)!;
+  assert.equal(seen.path, "/openai/v1/images/edits");
+  assert.equal((seen.body as { model: string }).model, "gpt-image-1");
+  const missing = await post({ model: "image-test", prompt: "x", images: [] });
+  assert.equal(missing.status, 400);
+  assert.equal((await missing.json()).error.param, "images");
+  assert.equal((await usageOf(gateway, key)).spent_nanousd, 2 * 11_000_000);
+});
+
 Deno.test("image errors: no model, wrong kind of model, upstream validation relayed", async () => {
   const { key, openai } = await client("img-errors");
   const boundary = "----switchyard-errors";
+  const noBoundary = await fetch(`${gateway.url}/v1/images/edits`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "multipart/form-data" },
+    body: "x",
+  });
+  assert.equal(noBoundary.status, 400);
+  assert.match((await noBoundary.json()).error.message, /boundary/);
   const noModel = await postEdit(key, multipart(boundary, [["prompt", "x"]]), boundary);
   assert.equal(noModel.status, 400);
   assert.equal((await noModel.json()).error.param, "model");

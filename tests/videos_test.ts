@@ -147,9 +147,10 @@ Deno.test("another account's key gets 404 for a job, exactly as for an unknown i
   assert.equal((await poll(gateway, owner, request_id)).status, 200);
 });
 
-Deno.test("failed and expired jobs release their hold and charge nothing", async () => {
+Deno.test("failed, expired and upstream-unknown jobs release their hold and charge nothing", async () => {
   const { key } = await gateway.createKey("video-failed", "--credit", "5");
-  for (const [directive, status] of [["fail=1", "failed"], ["expire=1", "expired"]]) {
+  const outcomes = [["fail=1", "failed"], ["expire=1", "expired"], ["gone=1", "expired"]];
+  for (const [directive, status] of outcomes) {
     const { request_id } = await (await submit(gateway, key, {
       model: "video-test",
       prompt: `doomed [[emulate ready=100 ${directive}]]`,
@@ -214,6 +215,27 @@ Deno.test("video submissions are validated and need the balance for their hold",
   const usage = await usageOf(gateway, key);
   assert.equal(usage.held_nanousd, 0);
   assert.equal(usage.spent_nanousd, 0);
+});
+
+Deno.test("a job unfinished after videos.expireAfterMs is expired and its hold released", async () => {
+  const short = await startStack({ videos: { pollIntervalMs: 60_000, expireAfterMs: 1000 } });
+  try {
+    const { key } = await short.gateway.createKey("video-expire-age", "--credit", "5");
+    const { request_id } = await (await submit(short.gateway, key, {
+      model: "video-test",
+      prompt: "never ready [[emulate ready=60000]]",
+    })).json();
+    assert.equal((await (await poll(short.gateway, key, request_id)).json()).status, "pending");
+    await new Promise((r) => setTimeout(r, 1100));
+    const body = await (await poll(short.gateway, key, request_id)).json();
+    assert.equal(body.status, "expired");
+    assert.deepEqual(body.usage, { cost_in_usd_ticks: 0, video_seconds: 0 });
+    const usage = await usageOf(short.gateway, key);
+    assert.equal(usage.held_nanousd, 0);
+    assert.equal(usage.spent_nanousd, 0);
+  } finally {
+    await short.stop();
+  }
 });
 
 Deno.test("the background poller settles jobs nobody polls", async () => {

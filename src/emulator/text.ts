@@ -2,7 +2,8 @@
  * The emulator's deterministic "model": a tokenizer, answers derived from the prompt, and the
  * fault directives a prompt can carry, e.g. `[[emulate status=429]]`, `[[emulate cut=5]]`,
  * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`, `[[emulate wait=500]]`,
- * and for video jobs `[[emulate ready=800 seconds=5]]`, `[[emulate fail=1]]`, `[[emulate expire=1]]`.
+ * and for video jobs `[[emulate ready=800 seconds=5]]`, `[[emulate fail=1]]`, `[[emulate expire=1]]`,
+ * `[[emulate gone=1]]`.
  */
 
 const TOKEN = /\s*(?:\w+|[^\w\s])/g;
@@ -41,6 +42,8 @@ export interface Directives {
   expire?: number;
   /** Video jobs: seconds actually generated (default: the requested duration). */
   seconds?: number;
+  /** Video jobs: once ready, the job is unknown upstream (404), as a job past its retention. */
+  gone?: number;
 }
 
 const NUMERIC = [
@@ -54,6 +57,7 @@ const NUMERIC = [
   "fail",
   "expire",
   "seconds",
+  "gone",
 ];
 
 const DIRECTIVE = /\[\[emulate ([^\]]*)\]\]/g;

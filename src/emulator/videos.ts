@@ -57,8 +57,10 @@ export async function createVideo(req: Request, mode: "generations" | "edits"): 
 /** `GET /v1/videos/{request_id}`. */
 export function getVideo(id: string): Response {
   const job = jobs.get(id);
-  if (!job) return openaiError(404, `No video generation request found with id ${id}`);
-  const elapsed = Date.now() - job.createdAt;
+  const elapsed = job ? Date.now() - job.createdAt : 0;
+  if (!job || (job.d.gone && elapsed >= job.readyAfterMs)) {
+    return openaiError(404, `No video generation request found with id ${id}`);
+  }
   if (elapsed < job.readyAfterMs) {
     return Response.json({
       status: "pending",
