@@ -13,6 +13,7 @@ import { startServer } from "./src/server.ts";
 import { flushLog, log } from "./src/log.ts";
 import { recoverHolds } from "./src/billing/ledger.ts";
 import { startEmulator } from "./src/emulator/server.ts";
+import { clearSpool } from "./src/http/multipart.ts";
 import {
   accountJson,
   CliError,
@@ -137,6 +138,8 @@ async function serve(config: Awaited<ReturnType<typeof loadConfig>>): Promise<nu
   for (const notice of config.notices) log("warn", notice);
   const recovered = await recoverHolds(store);
   if (recovered) log("warn", "settled calls left open by an earlier crash", { calls: recovered });
+  const leftovers = await clearSpool(config.spoolDir);
+  if (leftovers) log("warn", "removed uploads left by an earlier crash", { files: leftovers });
   const server = startServer({ config, store });
   log("info", "listening", {
     host: server.addr.hostname,

@@ -2,11 +2,14 @@
 import type { Principal } from "./auth/authenticate.ts";
 import type { Config } from "./config/load.ts";
 import type { Store } from "./store/store.ts";
+import type { LiveStream } from "./http/relay.ts";
 
 /** Long-lived services shared by every request. */
 export interface Services {
   config: Config;
   store: Store;
+  /** Streams in flight, which a draining server cuts once its drain time is over. */
+  live?: Set<LiveStream>;
 }
 
 export interface RequestContext {

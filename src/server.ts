@@ -12,6 +12,8 @@ import { log } from "./log.ts";
 import { startVideoPoller } from "./pipeline/video_jobs.ts";
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+/** How long the owner of an upstream object (a stored response) is remembered. */
+const OBJECT_RETENTION_MS = 30 * 24 * 3600 * 1000;
 
 /** Builds the request handler for the given services (and routing table, for tests). */
 export function createHandler(
@@ -108,8 +110,14 @@ export interface RunningServer {
   shutdown(): Promise<void>;
 }
 
-/** Starts `Deno.serve` on the configured host and port, and the background video poller. */
+/**
+ * Starts `Deno.serve` on the configured host and port, and the background video poller. Shutdown
+ * drains: no new connections, calls in flight finish, and streams still open after
+ * `drainTimeoutMs` are cut (ended with the protocol's error event, billed for what was relayed).
+ */
 export function startServer(services: Services): RunningServer {
+  services.live ??= new Set();
+  const live = services.live;
   const handler = createHandler(services);
   const server = Deno.serve({
     hostname: services.config.host,
@@ -121,12 +129,31 @@ export function startServer(services: Services): RunningServer {
     },
   }, handler);
   const poller = startVideoPoller(services);
+  // Upstream objects are kept as long as providers keep stored responses (OpenAI: 30 days).
+  const prune = () => {
+    try {
+      services.store.pruneObjects(Date.now() - OBJECT_RETENTION_MS);
+    } catch (error) {
+      log("error", "pruning upstream objects failed", { error: String(error) });
+    }
+  };
+  prune();
+  const pruner = setInterval(prune, 6 * 3600 * 1000);
   return {
     addr: server.addr as Deno.NetAddr,
     finished: server.finished,
-    shutdown: () => {
+    shutdown: async () => {
       poller.stop();
-      return server.shutdown();
+      clearInterval(pruner);
+      const drained = server.shutdown();
+      const timer = setTimeout(() => {
+        for (const stream of live) stream.cut("drain");
+      }, services.config.drainTimeoutMs);
+      try {
+        await drained;
+      } finally {
+        clearTimeout(timer);
+      }
     },
   };
 }

@@ -114,6 +114,27 @@ Deno.test("a streamed generation relays the image events and bills the completed
   assert.equal(usage.spent_nanousd, 167_000_000);
 });
 
+Deno.test("a streamed generation is billed at the size and quality its completed events state", async () => {
+  const { key } = await client("img-stream-auto");
+  const res = await fetch(`${gateway.url}/v1/images/generations`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      model: "image-test",
+      prompt: "fine detail [[emulate detail=1]]",
+      stream: true,
+      n: 2,
+      quality: "auto",
+    }),
+  });
+  const text = await res.text();
+  assert.equal(text.match(/"quality":"high"/g)?.length, 2);
+  assert.equal(text.match(/event: image_generation\.completed/g)?.length, 2);
+  const usage = await usageOf(gateway, key);
+  assert.equal(usage.by_unit.images.quantity, 2);
+  assert.equal(usage.spent_nanousd, 2 * 167_000_000, "the high rate, as delivered");
+});
+
 /** A multipart body built by hand, in the given field order. */
 function multipart(
   boundary: string,
@@ -185,6 +206,59 @@ Deno.test("the model field may come after the files, and a chunked upload stream
   const rewritten = body.length - "image-test".length + "gpt-image-1".length;
   assert.deepEqual(seen.body, { bytes: rewritten });
   assert.equal((await usageOf(gateway, key)).spent_nanousd, 2 * 40_000_000);
+});
+
+Deno.test("every priced field counts wherever it stands in the form, and model may appear once", async () => {
+  const { key } = await client("img-fields-after");
+  const boundary = "----switchyard-fields";
+  const body = multipart(boundary, [
+    ["model", "image-test"],
+    ["image", PNG, "a.png"],
+    ["prompt", "ten of them"],
+    ["quality", "high"],
+    ["size", "1024x1024"],
+    ["n", "10"],
+  ]);
+  const res = await postEdit(key, body, boundary);
+  assert.equal(res.status, 200, await res.clone().text());
+  const answer = await res.json();
+  assert.equal(answer.data.length, 10);
+  assert.equal(answer.quality, "high");
+  assert.equal((await usageOf(gateway, key)).spent_nanousd, 10 * 167_000_000);
+  // An account that cannot cover ten high-quality images is refused before the upstream.
+  const { key: poor } = await gateway.createKey("img-fields-poor", "--credit", "0.05");
+  const before = (await stack.upstreamRequests()).length;
+  const refused = await postEdit(poor, body, boundary);
+  assert.equal(refused.status, 402);
+  assert.match((await refused.json()).error.message, /1\.67 USD/);
+  assert.equal((await stack.upstreamRequests()).length, before);
+  const poorUsage = await usageOf(gateway, poor);
+  assert.equal(poorUsage.balance_nanousd, 50_000_000);
+  // A second model field is refused, wherever it stands.
+  const twice = multipart(boundary, [
+    ["model", "image-test"],
+    ["image", PNG, "a.png"],
+    ["prompt", "x"],
+    ["model", "gpt-image-1"],
+  ]);
+  const duplicate = await postEdit(key, twice, boundary);
+  assert.equal(duplicate.status, 400);
+  const { error } = await duplicate.json();
+  assert.equal(error.param, "model");
+  assert.match(error.message, /more than once/);
+});
+
+Deno.test("a key without balance is refused before its upload is read", async () => {
+  const { key } = await gateway.createKey("img-no-balance");
+  const boundary = "----switchyard-nobalance";
+  const body = multipart(boundary, [
+    ["image", new Uint8Array(150_000), "big.png"],
+    ["prompt", "x"],
+    ["model", "image-test"],
+  ]);
+  const res = await postEdit(key, chunked(body), boundary);
+  assert.equal(res.status, 402);
+  assert.equal((await res.json()).error.code, "insufficient_balance");
 });
 
 Deno.test("uploads past the limit get 413, declared or discovered while streaming, and cost nothing", async () => {

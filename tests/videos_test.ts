@@ -206,6 +206,17 @@ Deno.test("video submissions are validated and need the balance for their hold",
   assert.equal((await chatModel.json()).error.code, "model_not_supported");
   const poor = await submit(gateway, key, { model: "video-test", prompt: "x", duration: 3 }); // $0.15
   assert.equal(poor.status, 402);
+  // A resolution the catalog has no price for is refused, naming the ones it has.
+  const unpriced = await submit(gateway, key, {
+    model: "video-test",
+    prompt: "x",
+    duration: 1,
+    resolution: "1080p",
+  });
+  assert.equal(unpriced.status, 400);
+  const { error } = await unpriced.json();
+  assert.equal(error.param, "resolution");
+  assert.match(error.message, /1080p is not offered .* use one of 480p, 720p/);
   const upstreamError = await submit(gateway, key, {
     model: "video-test",
     prompt: "[[emulate status=429]]",

@@ -1,40 +1,42 @@
 /**
- * The billing engine's stateful half: reserve before the call (402 when the available balance
- * cannot cover the estimate), settle exactly once after it, release when the call failed.
+ * The billing engine's stateful half: hold funds before the call (402 when the available balance
+ * cannot cover the hold), settle exactly once after it, release when the call failed.
  */
 import type { Principal } from "../auth/authenticate.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { GatewayError } from "../http/errors.ts";
 import { nanoToUsd } from "./money.ts";
-import { emptyUsage, price, type Usage } from "./price.ts";
+import { inputTotal, price, type Usage } from "./price.ts";
 import type { Store } from "../store/store.ts";
 import { log } from "../log.ts";
-
-/** Output tokens reserved when the request sets no output cap. */
-export const DEFAULT_RESERVED_OUTPUT_TOKENS = 1024;
-
-/**
- * Input tokens estimated from a request body: one token per four characters, rounded up. Used for
- * the reservation, for crash recovery and for cut streams whose upstream reported nothing.
- */
-export function estimateInputTokens(bodyChars: number): number {
-  return Math.ceil(bodyChars / 4);
-}
+import { tokensForBytes } from "./estimate.ts";
 
 export interface OpenBill {
   principal: Principal;
   requestId: string;
   endpoint: string;
   model: ResolvedModel;
-  /** Estimated input tokens of the request. */
-  inputTokens: number;
-  /** The request's output cap, if it has one. */
-  maxOutputTokens?: number;
+  /** nanoUSD to hold while the call runs (an upper bound on its cost). */
+  reserve: number;
   /**
-   * For calls billed by images, video seconds or calls instead of tokens: the usage to reserve,
-   * and the usage charged when no better figure exists (a crash, an unreadable answer).
+   * The usage charged when nothing better is known — a crash, an unreadable answer, a stream cut
+   * before the upstream reported anything: the typical input estimate, or the units asked for.
    */
-  units?: { reserve: Usage; estimate: Usage };
+  estimate: Usage;
+  /** Input tokens held: an estimate of the input never exceeds it. */
+  inputBound?: number;
+  /** The output cap the call runs under: an estimate of the output never exceeds it. */
+  outputCap?: number;
+}
+
+/** The 402 for a call the available balance cannot cover. */
+export function insufficientBalance(principal: Principal, needed: number): GatewayError {
+  return new GatewayError(
+    402,
+    `Insufficient balance: this call needs ${
+      nanoToUsd(needed)
+    } USD available on account ${principal.accountName}. Add credit and retry.`,
+  );
 }
 
 /** A call in flight with funds reserved; settle or release it exactly once. */
@@ -50,8 +52,8 @@ export class Bill {
   ) {}
 
   /**
-   * Charges `usage` (estimated when the upstream reported none) and resolves once the charge is
-   * committed; later calls are no-ops. `prices` replaces the model's when the answer itself
+   * Charges `usage` (estimated when the upstream did not report it) and resolves once the charge
+   * is committed; later calls are no-ops. `prices` replaces the model's when the answer itself
    * decides the rate (an image's size and quality).
    */
   async settle(usage: Usage, estimated = false, prices = this.call.model.prices): Promise<void> {
@@ -61,13 +63,37 @@ export class Bill {
     if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
   }
 
-  /**
-   * Settles on the input estimate plus `outputTokens` (for streams cut before any usage), or on
-   * the unit estimate of a call not billed by tokens.
-   */
+  /** Settles on the estimate plus `outputTokens` (an answer whose usage could not be read). */
   settleEstimate(outputTokens: number): Promise<void> {
-    if (this.call.units) return this.settle(this.call.units.estimate, true);
-    return this.settle({ ...emptyUsage(), inputTokens: this.call.inputTokens, outputTokens }, true);
+    return this.settle(this.#estimated(null, outputTokens), true);
+  }
+
+  /**
+   * Settles a stream. Its final usage, when it arrived, is the charge. A stream that ended before
+   * — the client went away, the upstream cut it, a time limit or a drain — is charged the larger
+   * of what the upstream reported and what was relayed: input as reported (else the estimate),
+   * output at least the relayed bytes' estimate (never past the cap), units at least as asked.
+   */
+  settleRelayed(
+    reported: Usage | null,
+    complete: boolean,
+    outputBytes: number,
+    prices = this.call.model.prices,
+  ): Promise<void> {
+    if (complete && reported) return this.settle(reported, false, prices);
+    return this.settle(this.#estimated(reported, tokensForBytes(outputBytes)), true, prices);
+  }
+
+  #estimated(reported: Usage | null, outputTokens: number): Usage {
+    const { estimate, outputCap, inputBound } = this.call;
+    const u: Usage = { ...(reported ?? estimate) };
+    if (inputTotal(u) === 0) u.inputTokens = Math.min(estimate.inputTokens, inputBound ?? Infinity);
+    const room = (outputCap ?? Infinity) - u.imageOutputTokens;
+    u.outputTokens = Math.max(u.outputTokens, Math.min(outputTokens, Math.max(0, room)));
+    u.images = Math.max(u.images, estimate.images);
+    u.videoSeconds = Math.max(u.videoSeconds, estimate.videoSeconds);
+    u.searchCalls = Math.max(u.searchCalls, estimate.searchCalls);
+    return u;
   }
 
   /** Removes the reservation without charging (the call failed). */
@@ -79,17 +105,11 @@ export class Bill {
 }
 
 /**
- * Reserves funds for a call; throws 402 when the available balance cannot cover them. The held
+ * Holds `call.reserve` for a call; throws 402 when the available balance cannot cover it. The held
  * ledger entry commits within this event-loop turn: await `bill.durable` together with the
  * upstream call, before relaying its answer.
  */
 export function openBill(store: Store, call: OpenBill): Bill {
-  const input = call.units?.estimate ?? { ...emptyUsage(), inputTokens: call.inputTokens };
-  const reserve = price(
-    call.units?.reserve ??
-      { ...input, outputTokens: call.maxOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS },
-    call.model.prices,
-  ).amount;
   const { id, committed } = store.reserve({
     requestId: call.requestId,
     keyId: call.principal.keyId,
@@ -97,17 +117,10 @@ export function openBill(store: Store, call: OpenBill): Bill {
     endpoint: call.endpoint,
     model: call.model.id,
     provider: call.model.provider.name,
-    reserve,
-    estimate: price(input, call.model.prices),
+    reserve: call.reserve,
+    estimate: price(call.estimate, call.model.prices),
   });
-  if (id === null) {
-    throw new GatewayError(
-      402,
-      `Insufficient balance: this call needs up to ${
-        nanoToUsd(reserve)
-      } USD available on account ${call.principal.accountName}. Add credit and retry.`,
-    );
-  }
+  if (id === null) throw insufficientBalance(call.principal, call.reserve);
   return new Bill(store, id, call, committed);
 }
 

@@ -6,21 +6,35 @@ import type { ModelKind, ProviderType } from "../config/schema.ts";
 
 export type { ModelKind } from "../config/schema.ts";
 
-/** Integer prices in nanoUSD: token rates per million tokens, the others per unit. */
-export interface Prices {
+/** Token rates in nanoUSD per million tokens. */
+export interface TokenRates {
   input: number;
   cachedInput: number;
   cacheWrite: number;
   cacheWrite1h: number;
   output: number;
   imageOutput: number;
+}
+
+/**
+ * Integer prices in nanoUSD: token rates per million tokens, the others per unit. Tables keyed by
+ * strings a client sends (sizes, resolutions, tiers) are `Map`s, so no client string reaches an
+ * object's prototype.
+ */
+export interface Prices extends TokenRates {
   image: number;
   /** Per-image prices by `size/quality`, `size` or `quality` (see `imageRate`). */
-  imageBy: Record<string, number>;
+  imageBy: Map<string, number>;
   videoSecond: number;
   /** Per-second video prices by resolution (see `videoSecondRate`). */
-  videoSecondBy: Record<string, number>;
+  videoSecondBy: Map<string, number>;
   call: number;
+  /** Token rates by service tier (`priority`, `flex`…); a tier not listed is not offered. */
+  tiers: Map<string, TokenRates>;
+  /** Rates for calls whose input exceeds `above` tokens (every token of the call). */
+  longContext?: { above: number; rates: TokenRates };
+  /** Price per hosted tool call, by tool (see `HOSTED_TOOLS`). */
+  tools: Map<string, number>;
 }
 
 /** An upstream as the request path sees it. */
@@ -65,6 +79,8 @@ export interface ModelEntry {
   kind: ModelKind;
   /** `null` when the operator marked the model free. */
   prices: Prices | null;
+  /** The most output tokens one call can produce (text models). */
+  maxOutputTokens?: number;
   image?: ImageRules;
 }
 
@@ -77,6 +93,8 @@ export interface ResolvedModel {
   provider: ProviderEntry;
   kind: ModelKind;
   prices: Prices | null;
+  /** The most output tokens one call can produce, from the catalog. */
+  maxOutputTokens?: number;
   /** Present for image models. */
   image?: ImageRules;
 }
@@ -84,6 +102,10 @@ export interface ResolvedModel {
 export type Resolution =
   | { ok: true; model: ResolvedModel }
   | { ok: false; reason: "unknown" | "disabled"; provider?: string };
+
+/** The longest model id a client may send. */
+export const MAX_MODEL_ID = 256;
+const CACHE_SIZE = 10_000;
 
 /** Model lookup with exact ids first, then the most specific matching pattern. */
 export class Catalog {
@@ -118,10 +140,14 @@ export class Catalog {
     return this.#providers.get(name);
   }
 
-  /** Resolves a requested model id to its provider, upstream id and prices. */
+  /**
+   * Resolves a requested model id to its provider, upstream id and prices. Ids longer than
+   * `MAX_MODEL_ID` are unknown. Only ids that resolve are cached, at most `CACHE_SIZE` of them.
+   */
   resolve(id: string): Resolution {
     const cached = this.#cache.get(id);
     if (cached) return cached;
+    if (id.length > MAX_MODEL_ID) return { ok: false, reason: "unknown" };
     const entry = this.#exact.get(id) ?? this.#patterns.find((p) => p.regex.test(id))?.entry;
     let result: Resolution;
     if (!entry) {
@@ -137,12 +163,16 @@ export class Catalog {
             provider,
             kind: entry.kind,
             prices: entry.prices,
+            maxOutputTokens: entry.maxOutputTokens,
             image: entry.image,
           },
         }
         : { ok: false, reason: "disabled", provider: provider.name };
     }
-    if (this.#cache.size < 10_000) this.#cache.set(id, result);
+    if (result.ok) {
+      if (this.#cache.size >= CACHE_SIZE) this.#cache.clear();
+      this.#cache.set(id, result);
+    }
     return result;
   }
 }

@@ -10,10 +10,11 @@ import {
   type ModelEntry,
   type Prices,
   type ProviderEntry,
+  type TokenRates,
 } from "../catalog/catalog.ts";
 import { usdToNano } from "../billing/money.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
-import { ConfigSchema, type ModelKind, type PriceInput } from "./schema.ts";
+import { ConfigSchema, type ModelKind, type PriceInput, type TokenRatesInput } from "./schema.ts";
 import { formatPath, issueKeys } from "../field_path.ts";
 
 /** The validated, resolved settings the server and CLI run on. */
@@ -24,9 +25,21 @@ export interface Config {
   /** Largest multipart upload, streamed to the upstream. */
   maxUploadBytes: number;
   upstreamTimeoutMs: number;
+  /** Longest silence between upstream stream chunks before the stream is cut (0: none). */
+  streamIdleTimeoutMs: number;
+  /** Longest a relayed stream may run (0: none). */
+  streamMaxMs: number;
+  /** Longest time to receive a request body. */
+  uploadTimeoutMs: number;
+  /** On shutdown, how long streams may go on before they are cut. */
+  drainTimeoutMs: number;
   accessLog: boolean;
   dbPath: string;
+  /** Where uploads are spooled while they arrive: `tmp/` beside the store file. */
+  spoolDir: string;
   defaultRpm: number;
+  /** Output cap for models without `maxOutputTokens` when the client sets none. */
+  defaultMaxOutputTokens: number;
   /** Background poller period for unfinished video jobs. */
   videoPollIntervalMs: number;
   /** Age after which an unfinished video job is expired (hold released). */
@@ -135,7 +148,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     const kind = m.kind ?? "text";
     const unpriced = prices && KIND_PRICE[kind].every((field) => {
       const value = prices[field];
-      return typeof value === "number" ? value === 0 : Object.keys(value).length === 0;
+      return typeof value === "number" ? value === 0 : value.size === 0;
     });
     if (unpriced) {
       throw new ConfigError(
@@ -150,6 +163,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       upstream: m.upstream,
       kind,
       prices,
+      maxOutputTokens: m.maxOutputTokens,
       image: m.image && {
         sizes: m.image.sizes,
         aspectRatios: m.image.aspectRatios ?? ASPECT_RATIOS,
@@ -161,6 +175,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
   const host = overrides.host ?? env("SWITCHYARD_HOST") ?? file.server?.host ?? "127.0.0.1";
   const port = overrides.port ??
     envInt(env, "SWITCHYARD_PORT", 0, 65535) ?? file.server?.port ?? 8080;
+  const dbPath = env("SWITCHYARD_DB") ?? file.store?.path ?? "./data/switchyard.db";
   const accessLogEnv = env("SWITCHYARD_ACCESS_LOG");
   if (accessLogEnv !== undefined && !["0", "1"].includes(accessLogEnv)) {
     throw new ConfigError(`SWITCHYARD_ACCESS_LOG: must be 0 or 1`);
@@ -172,10 +187,16 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       file.server?.maxBodyBytes ?? 32 * 1024 * 1024,
     maxUploadBytes: file.server?.maxUploadBytes ?? 256 * 1024 * 1024,
     upstreamTimeoutMs: file.server?.upstreamTimeoutMs ?? 300_000,
+    streamIdleTimeoutMs: file.server?.streamIdleTimeoutMs ?? 600_000,
+    streamMaxMs: file.server?.streamMaxMs ?? 3_600_000,
+    uploadTimeoutMs: file.server?.uploadTimeoutMs ?? 600_000,
+    drainTimeoutMs: file.server?.drainTimeoutMs ?? 30_000,
     accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,
-    dbPath: env("SWITCHYARD_DB") ?? file.store?.path ?? "./data/switchyard.db",
+    dbPath,
+    spoolDir: `${dbPath.includes("/") ? dbPath.replace(/\/[^/]*$/, "") : "."}/tmp`,
     defaultRpm: envInt(env, "SWITCHYARD_DEFAULT_RPM", 0, 1_000_000) ?? file.limits?.defaultRpm ??
       120,
+    defaultMaxOutputTokens: file.limits?.defaultMaxOutputTokens ?? 8192,
     videoPollIntervalMs: file.videos?.pollIntervalMs ?? 5000,
     videoExpireAfterMs: file.videos?.expireAfterMs ?? 24 * 3600 * 1000,
     catalog: new Catalog(models, providers),
@@ -184,43 +205,30 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
 }
 
 /** The price fields a model of each kind is billed by; at least one must be set. */
-const KIND_PRICE: Record<ModelKind, (keyof Prices)[]> = {
+const KIND_PRICE: Record<
+  ModelKind,
+  ("input" | "output" | "imageOutput" | "image" | "imageBy" | "videoSecond" | "videoSecondBy")[]
+> = {
   text: ["input", "output", "imageOutput"],
   embedding: ["input"],
   image: ["image", "imageBy"],
   video: ["videoSecond", "videoSecondBy"],
 };
 
-function toPrices(p: PriceInput, at: string): Prices {
-  const toNano = (value: number, where: string): number => {
-    const result = usdToNano(value);
-    if (typeof result === "string") throw new ConfigError(`${where}: ${result}`);
-    return result;
-  };
-  const nano = (
-    field:
-      | "input"
-      | "cachedInput"
-      | "cacheWrite"
-      | "cacheWrite1h"
-      | "output"
-      | "imageOutput"
-      | "image"
-      | "videoSecond"
-      | "call",
-    fallback: number,
-  ): number => {
+function toNano(value: number, where: string): number {
+  const result = usdToNano(value);
+  if (typeof result === "string") throw new ConfigError(`${where}: ${result}`);
+  return result;
+}
+
+/** Token rates from USD per million; unset fields default from `base` the way base rates do. */
+function toRates(p: TokenRatesInput, at: string, base?: TokenRates): TokenRates {
+  const nano = (field: keyof TokenRates, fallback: number): number => {
     const value = p[field];
     return value === undefined ? fallback : toNano(value, `${at}.${field}`);
   };
-  const table = (field: "imageBy" | "videoSecondBy"): Record<string, number> =>
-    Object.fromEntries(
-      Object.entries(p[field] ?? {}).map((
-        [key, usd],
-      ) => [key, toNano(usd, `${at}.${field}[${JSON.stringify(key)}]`)]),
-    );
-  const input = nano("input", 0);
-  const output = nano("output", 0);
+  const input = nano("input", base?.input ?? 0);
+  const output = nano("output", base?.output ?? 0);
   const cacheWrite = nano("cacheWrite", input);
   return {
     input,
@@ -229,11 +237,36 @@ function toPrices(p: PriceInput, at: string): Prices {
     cacheWrite1h: nano("cacheWrite1h", cacheWrite),
     output,
     imageOutput: nano("imageOutput", output),
-    image: nano("image", 0),
+  };
+}
+
+function toPrices(p: PriceInput, at: string): Prices {
+  const table = (field: "imageBy" | "videoSecondBy" | "tools"): Map<string, number> =>
+    new Map(
+      Object.entries(p[field] ?? {}).map((
+        [key, usd],
+      ) => [key, toNano(usd, `${at}.${field}[${JSON.stringify(key)}]`)]),
+    );
+  const unit = (field: "image" | "videoSecond" | "call") =>
+    p[field] === undefined ? 0 : toNano(p[field], `${at}.${field}`);
+  const base = toRates(p, at);
+  return {
+    ...base,
+    image: unit("image"),
     imageBy: table("imageBy"),
-    videoSecond: nano("videoSecond", 0),
+    videoSecond: unit("videoSecond"),
     videoSecondBy: table("videoSecondBy"),
-    call: nano("call", 0),
+    call: unit("call"),
+    tiers: new Map(
+      Object.entries(p.tiers ?? {}).map((
+        [tier, rates],
+      ) => [tier, toRates(rates, `${at}.tiers[${JSON.stringify(tier)}]`, base)]),
+    ),
+    longContext: p.longContext && {
+      above: p.longContext.above,
+      rates: toRates(p.longContext, `${at}.longContext`, base),
+    },
+    tools: table("tools"),
   };
 }
 

@@ -3,6 +3,7 @@
  * converted to integer nanoUSD by `load.ts`; nothing here does I/O.
  */
 import * as v from "valibot";
+import { HOSTED_TOOLS } from "../billing/price.ts";
 
 /** Provider wire families the gateway can talk to. */
 export const PROVIDER_TYPES = ["openai", "xai", "anthropic", "gemini"] as const;
@@ -14,20 +15,37 @@ const usd = v.pipe(
   v.finite("must be finite"),
 );
 
+/**
+ * Token rates, USD per million: the base ones of a price, and those of a service tier or of
+ * long-context calls (whose unset fields default as the base rates do).
+ */
+const TokenRatesSchema = {
+  /** Uncached input tokens. */
+  input: v.optional(usd),
+  /** Input tokens read from a prompt cache. Defaults to `input`. */
+  cachedInput: v.optional(usd),
+  /** Input tokens written to a prompt cache (5-minute TTL). Defaults to `input`. */
+  cacheWrite: v.optional(usd),
+  /** Input tokens written to a prompt cache with a 1-hour TTL. Defaults to `cacheWrite`. */
+  cacheWrite1h: v.optional(usd),
+  /** Output tokens (reasoning/thinking included). */
+  output: v.optional(usd),
+  /** Image output tokens. Defaults to `output`. */
+  imageOutput: v.optional(usd),
+};
+export type TokenRatesInput = { [K in keyof typeof TokenRatesSchema]?: number };
+
+const count = (min: number) =>
+  v.pipe(
+    v.number("must be an integer"),
+    v.integer("must be an integer"),
+    v.minValue(min, `must be ≥ ${min}`),
+    v.maxValue(Number.MAX_SAFE_INTEGER, "is too large"),
+  );
+
 /** Prices in USD: token rates per million tokens, the others per unit. */
 export const PriceSchema = v.strictObject({
-  /** Uncached input tokens, USD per million. */
-  input: v.optional(usd),
-  /** Input tokens read from a prompt cache, USD per million. Defaults to `input`. */
-  cachedInput: v.optional(usd),
-  /** Input tokens written to a prompt cache (5-minute TTL), USD per million. Defaults to `input`. */
-  cacheWrite: v.optional(usd),
-  /** Input tokens written to a prompt cache with a 1-hour TTL, USD per million. Defaults to `cacheWrite`. */
-  cacheWrite1h: v.optional(usd),
-  /** Output tokens (reasoning/thinking included), USD per million. */
-  output: v.optional(usd),
-  /** Image output tokens, USD per million. Defaults to `output`. */
-  imageOutput: v.optional(usd),
+  ...TokenRatesSchema,
   /** USD per image returned by an images endpoint. */
   image: v.optional(usd),
   /**
@@ -41,6 +59,20 @@ export const PriceSchema = v.strictObject({
   videoSecondBy: v.optional(v.record(v.string(), usd)),
   /** USD per call (web search). */
   call: v.optional(usd),
+  /**
+   * Token rates by service tier (`priority`, `flex`, `scale`…). A request asking for a tier not
+   * listed is refused; an answer served at one is charged at its rates.
+   */
+  tiers: v.optional(v.record(v.string(), v.strictObject(TokenRatesSchema))),
+  /** Rates for every token of a call whose input exceeds `above` tokens (e.g. 200000). */
+  longContext: v.optional(v.strictObject({ above: count(1), ...TokenRatesSchema })),
+  /** USD per hosted tool call, by tool; a request offering an unpriced hosted tool is refused. */
+  tools: v.optional(
+    v.record(
+      v.picklist(HOSTED_TOOLS, `must be one of ${HOSTED_TOOLS.join(", ")}`),
+      usd,
+    ),
+  ),
 });
 export type PriceInput = v.InferOutput<typeof PriceSchema>;
 
@@ -82,6 +114,8 @@ export const ModelSchema = v.strictObject({
   /** The model id sent upstream; defaults to the public id (for a pattern, the requested id). */
   upstream: v.optional(v.pipe(v.string(), v.minLength(1, "must not be empty"))),
   price: v.optional(PriceSchema),
+  /** The most output tokens one call of this (text) model can produce. */
+  maxOutputTokens: v.optional(count(1)),
   /** Serve the model without charge. A model with neither `price` nor `free: true` is refused. */
   free: v.optional(v.boolean("must be true or false")),
   /** Image-output rules, for image models. */
@@ -113,6 +147,14 @@ export const ConfigSchema = v.strictObject({
       maxUploadBytes: v.optional(
         v.pipe(v.number(), v.integer("must be an integer"), v.minValue(1024, "must be ≥ 1024")),
       ),
+      /** Longest wait for the next chunk of an upstream stream, in milliseconds (0: none). */
+      streamIdleTimeoutMs: v.optional(count(0)),
+      /** Longest a relayed stream may run, in milliseconds (0: none). */
+      streamMaxMs: v.optional(count(0)),
+      /** Longest time to receive a request body (a slow upload), in milliseconds. */
+      uploadTimeoutMs: v.optional(count(1)),
+      /** On SIGTERM, how long streams may go on before they are cut, in milliseconds. */
+      drainTimeoutMs: v.optional(count(0)),
       /** Write one JSON access-log line per request to stdout. */
       accessLog: v.optional(v.boolean("must be true or false")),
     }),
@@ -124,8 +166,15 @@ export const ConfigSchema = v.strictObject({
   limits: v.optional(v.strictObject({
     /** Requests per minute for a key created without `--rpm`; 0 means unlimited. */
     defaultRpm: v.optional(
-      v.pipe(v.number(), v.integer("must be an integer"), v.minValue(0, "must be ≥ 0")),
+      v.pipe(
+        v.number(),
+        v.integer("must be an integer"),
+        v.minValue(0, "must be ≥ 0"),
+        v.maxValue(1_000_000, "must be at most 1000000"),
+      ),
     ),
+    /** The output cap of a call to a model without `maxOutputTokens` when the client sets none. */
+    defaultMaxOutputTokens: v.optional(count(1)),
   })),
   videos: v.optional(v.strictObject({
     /** How often the background poller checks unfinished video jobs, in milliseconds. */

@@ -68,11 +68,30 @@ function lastUserText(messages: Message[]): string {
   return collectText(last.content).join(" ");
 }
 
+/** The model families each vendor serves; others are unknown (404, as the real services answer). */
+const VENDOR_MODELS: Record<string, RegExp> = {
+  anthropic: /^claude-(opus|sonnet|haiku|3)/,
+  deepseek: /^deepseek-/,
+  moonshot: /^kimi-/,
+  zhipu: /^glm-/,
+};
+
+function unknownModel(vendor: string, model: unknown): Response | undefined {
+  if (typeof model !== "string" || VENDOR_MODELS[vendor]?.test(model) !== false) return undefined;
+  return anthropicError(404, `model: ${model}`);
+}
+
 /** `POST /v1/messages/count_tokens`. */
-export async function countTokensHandler(req: Request): Promise<Response> {
+export async function countTokensHandler(req: Request, vendor = "anthropic"): Promise<Response> {
   const body = await req.json() as Json;
   const d = directives(promptTexts(body));
-  return fault(d) ?? Response.json({ input_tokens: inputTokens(body) });
+  return fault(d) ?? unknownModel(vendor, body.model) ??
+    Response.json({ input_tokens: inputTokens(body) });
+}
+
+/** Server tools the emulator runs: web search, one query per call. */
+function serverTool(tools: Json[]): Json | undefined {
+  return tools.find((t) => typeof t.type === "string" && t.type.startsWith("web_search_"));
 }
 
 function inputTokens(body: Json): number {
@@ -81,7 +100,7 @@ function inputTokens(body: Json): number {
 }
 
 /** `POST /v1/messages`. */
-export async function messages(req: Request): Promise<Response> {
+export async function messages(req: Request, vendor = "anthropic"): Promise<Response> {
   const body = await req.json() as Json;
   const d = directives(promptTexts(body));
   await sleep(d.wait);
@@ -90,6 +109,8 @@ export async function messages(req: Request): Promise<Response> {
   if (typeof body.model !== "string" || typeof body.max_tokens !== "number") {
     return anthropicError(400, "model: Field required; max_tokens: Field required");
   }
+  const unknown = unknownModel(vendor, body.model);
+  if (unknown) return unknown;
   const history = (Array.isArray(body.messages) ? body.messages : []) as Message[];
   const total = inputTokens(body);
   const cacheRead = Math.min(d.cached ?? 0, total);
@@ -107,7 +128,9 @@ export async function messages(req: Request): Promise<Response> {
 
   const thinking = (body.thinking as Json | undefined)?.type === "enabled" ||
     (body.thinking as Json | undefined)?.type === "adaptive";
-  const tools = Array.isArray(body.tools) ? body.tools as Json[] : [];
+  const allTools = Array.isArray(body.tools) ? body.tools as Json[] : [];
+  const search = serverTool(allTools);
+  const tools = allTools.filter((t) => t.type === undefined || t.type === "custom");
   const lastContent = history.at(-1)?.content;
   const answeredTool = Array.isArray(lastContent) &&
     (lastContent as Json[]).some((b) => b.type === "tool_result");
@@ -116,7 +139,11 @@ export async function messages(req: Request): Promise<Response> {
     ? tools[0]
     : undefined;
 
-  type Block = { block: Json; pieces: string[]; kind: "thinking" | "text" | "tool_use" };
+  type Block = {
+    block: Json;
+    pieces: string[];
+    kind: "thinking" | "text" | "tool_use" | "server_tool_use" | "result";
+  };
   const blocks: Block[] = [];
   let budget = body.max_tokens as number;
   let stopReason = "end_turn";
@@ -134,6 +161,31 @@ export async function messages(req: Request): Promise<Response> {
       kind: "thinking",
       pieces,
       block: { type: "thinking", thinking: pieces.join(""), signature: newId("Eq", 64) },
+    });
+  }
+  if (search && !tool) {
+    const query = lastUserText(history).replace(/\[\[emulate [^\]]*\]\]/g, "").trim();
+    const input = JSON.stringify({ query: query.slice(0, 100) || "search" });
+    const id = newId("srvtoolu_", 24);
+    blocks.push({
+      kind: "server_tool_use",
+      pieces: take(tokenize(input)),
+      block: { type: "server_tool_use", id, name: "web_search", input: JSON.parse(input) },
+    });
+    blocks.push({
+      kind: "result",
+      pieces: [],
+      block: {
+        type: "web_search_tool_result",
+        tool_use_id: id,
+        content: [{
+          type: "web_search_result",
+          url: "https://example.com/result",
+          title: "An emulated result",
+          encrypted_content: newId("Eu", 40),
+          page_age: null,
+        }],
+      },
     });
   }
   if (tool) {
@@ -164,7 +216,12 @@ export async function messages(req: Request): Promise<Response> {
     content: blocks.map((b) => b.block),
     stop_reason: stopReason,
     stop_sequence: null,
-    usage: { ...usageIn, output_tokens: outputTokens, service_tier: "standard" },
+    usage: {
+      ...usageIn,
+      output_tokens: outputTokens,
+      server_tool_use: search ? { web_search_requests: 1 } : null,
+      service_tier: "standard",
+    },
   };
   if (body.stream !== true) return Response.json(message);
 
@@ -182,15 +239,17 @@ export async function messages(req: Request): Promise<Response> {
     for (const [index, b] of blocks.entries()) {
       const start = b.kind === "thinking"
         ? { type: "thinking", thinking: "", signature: "" }
-        : b.kind === "tool_use"
+        : b.kind === "tool_use" || b.kind === "server_tool_use"
         ? { ...b.block, input: {} }
+        : b.kind === "result"
+        ? b.block
         : { type: "text", text: "" };
       yield ev("content_block_start", { index, content_block: start });
       if (index === 0) yield ev("ping", {});
       for (const piece of b.pieces) {
         const delta = b.kind === "thinking"
           ? { type: "thinking_delta", thinking: piece }
-          : b.kind === "tool_use"
+          : b.kind === "tool_use" || b.kind === "server_tool_use"
           ? { type: "input_json_delta", partial_json: piece }
           : { type: "text_delta", text: piece };
         yield ev("content_block_delta", { index, delta });
@@ -203,13 +262,16 @@ export async function messages(req: Request): Promise<Response> {
       }
       yield ev("content_block_stop", { index });
     }
+    // `[[emulate null_usage=1]]`: the input side of the final usage as nulls ("no update").
+    const unchanged = (value: number) => d.nullUsage ? null : value;
     yield ev("message_delta", {
       delta: { stop_reason: stopReason, stop_sequence: null },
       usage: {
-        input_tokens: usageIn.input_tokens,
-        cache_creation_input_tokens: cacheWrite,
-        cache_read_input_tokens: cacheRead,
+        input_tokens: unchanged(usageIn.input_tokens),
+        cache_creation_input_tokens: unchanged(cacheWrite),
+        cache_read_input_tokens: unchanged(cacheRead),
         output_tokens: outputTokens,
+        ...(search ? { server_tool_use: { web_search_requests: 1 } } : {}),
       },
     });
     yield ev("message_stop", {});

@@ -5,7 +5,7 @@
  * `stream_options.include_usage` is true, and tool calls when function tools are offered.
  */
 import { encodeSse } from "../http/sse.ts";
-import { openaiError, openaiFault } from "./openai.ts";
+import { openaiError, openaiFault, servedTier } from "./openai.ts";
 import {
   answer,
   collectText,
@@ -101,7 +101,7 @@ export async function chatCompletions(req: Request): Promise<Response> {
     id,
     created,
     model: body.model,
-    service_tier: "default",
+    service_tier: servedTier(body.service_tier),
     system_fingerprint: "fp_emulator",
   };
 

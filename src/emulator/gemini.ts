@@ -102,9 +102,24 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
   const jsonSchema = config.responseMimeType === "application/json"
     ? config.responseJsonSchema ?? config.responseSchema ?? { type: "object" }
     : undefined;
-  const textPieces = wantsImage && !modalities.includes("TEXT")
+  let textPieces = wantsImage && !modalities.includes("TEXT")
     ? []
     : tokenize(jsonSchema ? JSON.stringify(exampleValue(jsonSchema)) : answer(lastText, d));
+  const max = typeof config.maxOutputTokens === "number" ? config.maxOutputTokens : Infinity;
+  let finishReason = "STOP";
+  if (textPieces.length > max) {
+    textPieces = textPieces.slice(0, max);
+    finishReason = "MAX_TOKENS";
+  }
+  const grounded = ((body.tools ?? []) as Json[]).some((t) => "googleSearch" in t);
+  const grounding = grounded
+    ? {
+      groundingMetadata: {
+        webSearchQueries: [lastText.replace(/\[\[emulate [^\]]*\]\]/g, "").trim().slice(0, 80)],
+        groundingChunks: [{ web: { uri: "https://example.com/result", title: "example.com" } }],
+      },
+    }
+    : {};
   const fragments: Json[][] = [];
   let thoughts = 0;
   let imageOut = 0;
@@ -147,7 +162,7 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
   const fragment = (parts: Json[], final: boolean): Json => ({
     candidates: [{
       content: { parts, role: "model" },
-      ...(final ? { finishReason: "STOP" } : {}),
+      ...(final ? { finishReason, ...grounding } : {}),
       index: 0,
     }],
     usageMetadata: final ? finalUsage : partialUsage,

@@ -80,7 +80,7 @@ export async function images(
   }
   const size = String(fields.size ?? "auto");
   const shownSize = size === "auto" ? "1024x1024" : size;
-  const shownQuality = quality === "auto" ? "medium" : quality;
+  const shownQuality = quality === "auto" ? (d.detail ? "high" : "medium") : quality;
   const perImage = Math.round(
     OUTPUT_TOKENS[shownQuality] * (shownSize === "1024x1024" ? 1 : 1.5),
   );

@@ -111,13 +111,31 @@ function inputTokenCount(body: Json, texts: string[]): number {
   return countTokens(texts.join(" ")) + (Array.isArray(body.input) ? 3 * body.input.length : 3);
 }
 
+/** Stored responses: id → the tokens of the conversation they end (input and output). */
+const stored = new Map<string, number>();
+
 /** `POST /v1/responses`. */
 export async function responses(req: Request): Promise<Response> {
   const call = await readResponsesCall(req);
   if (call instanceof Response) return call;
   const { body, texts, d } = call;
 
-  const inputTokens = inputTokenCount(body, texts);
+  let history = 0;
+  if (typeof body.previous_response_id === "string") {
+    const previous = stored.get(body.previous_response_id);
+    if (previous === undefined) {
+      return Response.json({
+        error: {
+          message: `Previous response with id '${body.previous_response_id}' not found.`,
+          type: "invalid_request_error",
+          param: "previous_response_id",
+          code: "previous_response_not_found",
+        },
+      }, { status: 400 });
+    }
+    history = previous;
+  }
+  const inputTokens = inputTokenCount(body, texts) + history;
   const cached = Math.min(d.cached ?? 0, inputTokens);
   const id = newId("resp_", 48);
   const createdAt = Math.floor(Date.now() / 1000);
@@ -132,6 +150,7 @@ export async function responses(req: Request): Promise<Response> {
     reasoningTokens = 16;
     outputItems.push({ id: newId("rs_", 48), type: "reasoning", summary: [] });
   }
+  outputItems.push(...hostedCalls(body, lastUserText(body.input)));
   let pieces: string[] = [];
   let incomplete = false;
   if (tool) {
@@ -160,6 +179,10 @@ export async function responses(req: Request): Promise<Response> {
     });
   }
   const outputTokens = reasoningTokens + pieces.length;
+  if (body.store !== false) {
+    if (stored.size >= 10_000) stored.clear();
+    stored.set(id, inputTokens + outputTokens);
+  }
   const usage = {
     input_tokens: inputTokens,
     input_tokens_details: { cached_tokens: cached },
@@ -191,6 +214,18 @@ export async function responses(req: Request): Promise<Response> {
       const itemId = item.id as string;
       if (item.type === "reasoning") {
         yield ev("response.output_item.added", { item, output_index: index });
+        yield ev("response.output_item.done", { item, output_index: index });
+      } else if (HOSTED_EVENTS[item.type as string]) {
+        const prefix = HOSTED_EVENTS[item.type as string];
+        yield ev("response.output_item.added", {
+          item: { ...item, status: "in_progress" },
+          output_index: index,
+        });
+        for (const phase of ["in_progress", prefix.searching, "completed"]) {
+          if (phase) {
+            yield ev(`response.${prefix.name}.${phase}`, { item_id: itemId, output_index: index });
+          }
+        }
         yield ev("response.output_item.done", { item, output_index: index });
       } else if (item.type === "function_call") {
         yield ev("response.output_item.added", {
@@ -258,6 +293,53 @@ export async function responses(req: Request): Promise<Response> {
   });
 }
 
+/** Stream event names of the hosted tool calls the emulator makes. */
+const HOSTED_EVENTS: Record<string, { name: string; searching?: string }> = {
+  web_search_call: { name: "web_search_call", searching: "searching" },
+  file_search_call: { name: "file_search_call", searching: "searching" },
+  code_interpreter_call: { name: "code_interpreter_call", searching: "interpreting" },
+};
+
+/** One call of each hosted tool offered (`openai-responses.md` §5), made before answering. */
+function hostedCalls(body: Json, query: string): Json[] {
+  const tools = Array.isArray(body.tools) ? body.tools as Json[] : [];
+  const items: Json[] = [];
+  for (const tool of tools) {
+    const type = String(tool.type ?? "");
+    if (type.startsWith("web_search")) {
+      items.push({
+        id: newId("ws_", 48),
+        type: "web_search_call",
+        status: "completed",
+        action: { type: "search", query: query.slice(0, 100) },
+      });
+    } else if (type === "file_search") {
+      items.push({
+        id: newId("fs_", 48),
+        type: "file_search_call",
+        status: "completed",
+        queries: [query.slice(0, 100)],
+        results: null,
+      });
+    } else if (type === "code_interpreter") {
+      items.push({
+        id: newId("ci_", 48),
+        type: "code_interpreter_call",
+        status: "completed",
+        code: "print(1 + 1)",
+        container_id: newId("cntr_", 32),
+        outputs: null,
+      });
+    }
+  }
+  return items;
+}
+
+/** The tier a response reports: the one asked for when the emulated project offers it. */
+export function servedTier(asked: unknown): string {
+  return asked === "priority" || asked === "flex" ? asked : "default";
+}
+
 function pad(delta: string): string {
   return "x".repeat(Math.max(1, 16 - delta.length));
 }
@@ -292,7 +374,7 @@ function responseObject(body: Json, s: Shape): Json {
     prompt_cache_key: body.prompt_cache_key ?? null,
     reasoning: body.reasoning ?? { effort: null, summary: null },
     safety_identifier: body.safety_identifier ?? null,
-    service_tier: "default",
+    service_tier: servedTier(body.service_tier),
     store: body.store ?? true,
     temperature: body.temperature ?? 1.0,
     text: body.text ?? { format: { type: "text" }, verbosity: "medium" },

@@ -99,12 +99,12 @@ const ROUTES: { pattern: URLPattern; family: Family; handle: Handle; method?: "G
       pathname: "/:vendor(anthropic|deepseek|moonshot|zhipu)/v1/messages",
     }),
     family: ANTHROPIC,
-    handle: messages,
+    handle: (req, g) => messages(req, g.vendor),
   },
   {
     pattern: new URLPattern({ pathname: "/anthropic/v1/messages/count_tokens" }),
     family: ANTHROPIC,
-    handle: anthropicCount,
+    handle: (req) => anthropicCount(req),
   },
   {
     pattern: new URLPattern({

@@ -44,6 +44,10 @@ export interface Directives {
   seconds?: number;
   /** Video jobs: once ready, the job is unknown upstream (404), as a job past its retention. */
   gone?: number;
+  /** Messages streams: the final `message_delta` gives its input counts as null. */
+  nullUsage?: number;
+  /** Images: `quality: auto` comes back `high` (1) instead of `medium`. */
+  detail?: number;
 }
 
 const NUMERIC = [
@@ -58,6 +62,7 @@ const NUMERIC = [
   "expire",
   "seconds",
   "gone",
+  "detail",
 ];
 
 const DIRECTIVE = /\[\[emulate ([^\]]*)\]\]/g;
@@ -76,6 +81,7 @@ export function directives(texts: string[]): Directives {
           found[key as keyof Directives] = n;
         }
         if (key === "cache_write" && Number.isFinite(n)) found.cacheWrite = n;
+        if (key === "null_usage" && Number.isFinite(n)) found.nullUsage = n;
       }
     }
   }

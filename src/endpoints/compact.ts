@@ -8,6 +8,7 @@ import type { Handler } from "../context.ts";
 import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { openaiUsage } from "../billing/usage.ts";
+import { estimateInput } from "../billing/estimate.ts";
 import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
 
@@ -29,9 +30,15 @@ export const compactResponse: Handler = async (ctx) => {
     format: "openai",
     endpoint: "compact",
     model,
-    inputChars: body.text.length,
+    tokens: {
+      input: estimateInput(body.value),
+      output: true,
+      cappable: false,
+      minCap: 1,
+      tools: [],
+    },
     stream: false,
-    call: { path: "/responses/compact", body: withUpstreamModel(body, model) },
+    call: () => ({ path: "/responses/compact", body: withUpstreamModel(body, model) }),
     usageFromJson: (json) => openaiUsage((json as { usage?: unknown }).usage),
   });
 };

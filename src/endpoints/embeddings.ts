@@ -8,6 +8,7 @@ import type { Handler } from "../context.ts";
 import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { openaiUsage } from "../billing/usage.ts";
+import { estimateInput } from "../billing/estimate.ts";
 import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
 
@@ -42,10 +43,9 @@ export const createEmbeddings: Handler = async (ctx) => {
     format: "openai",
     endpoint: "embeddings",
     model,
-    inputChars: body.text.length,
-    maxOutputTokens: 0,
+    tokens: { input: estimateInput(body.value.input), output: false, minCap: 0, tools: [] },
     stream: false,
-    call: { path: "/embeddings", body: withUpstreamModel(body, model) },
+    call: () => ({ path: "/embeddings", body: withUpstreamModel(body, model) }),
     usageFromJson: (json) => openaiUsage((json as { usage?: unknown }).usage),
   });
 };

@@ -2,24 +2,25 @@
  * `POST /v1/images/generations` (JSON) and `POST /v1/images/edits` (multipart with `image`,
  * `image[]` and `mask`, or JSON with `images[]`), to the OpenAI and xAI image models
  * (`openai-other.md` §3–4, `xai.md` §3). Billed per image returned, at the catalog's price for the
- * size and quality — those of the answer when it states them, else of the request. Multipart
- * bodies are streamed to the upstream: only the part up to the `model` field is read first.
+ * size and quality the answer states (each `*.completed` event on a stream), else those asked for.
+ * The hold covers the dearest variant the request allows (`quality: auto` may come back `high`).
+ *
+ * Multipart bodies are spooled to a temporary file under the data directory while their fields
+ * are read — all of them, wherever they stand — so the price never depends on field order; the
+ * body then streams to the upstream from the file with `model` rewritten. A key without balance is
+ * refused before the body is accepted.
  */
 import * as v from "valibot";
 import type { Handler, RequestContext } from "../context.ts";
 import { readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
-import {
-  boundaryOf,
-  continueUpload,
-  readMultipartHead,
-  uploadTooLarge,
-  withField,
-} from "../http/multipart.ts";
+import { boundaryOf, spoolMultipart, uploadTooLarge } from "../http/multipart.ts";
 import { validate } from "../http/validate.ts";
 import type { SseEvent } from "../http/sse.ts";
+import { encodeSse } from "../http/sse.ts";
 import type { StreamMeter } from "../billing/usage.ts";
 import { emptyUsage, imageRate, type Usage } from "../billing/price.ts";
+import { insufficientBalance } from "../billing/ledger.ts";
 import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
 import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
@@ -32,12 +33,16 @@ const count = v.pipe(
   v.minValue(1, "must be between 1 and 10"),
   v.maxValue(10, "must be between 1 and 10"),
 );
+const variant = v.pipe(
+  v.string("must be a string"),
+  v.maxLength(64, "must be at most 64 characters"),
+);
 const common = {
   model: text,
   prompt: text,
   n: v.optional(v.nullable(count)),
-  size: v.optional(v.nullable(v.string("must be a string"))),
-  quality: v.optional(v.nullable(v.string("must be a string"))),
+  size: v.optional(v.nullable(variant)),
+  quality: v.optional(v.nullable(variant)),
   stream: v.optional(v.nullable(v.boolean("must be a boolean"))),
   partial_images: v.optional(v.nullable(v.pipe(
     v.number("must be an integer"),
@@ -64,53 +69,123 @@ interface ImageCall {
   size?: string;
   quality?: string;
   stream: boolean;
-  inputChars: number;
   call: UpstreamCall;
 }
 
-/** The model's prices with the per-image rate for `size` and `quality`. */
-function pricesFor(model: ResolvedModel, size?: string, quality?: string): Prices | null {
-  return model.prices && { ...model.prices, image: imageRate(model.prices, size, quality) };
+/** Sizes and qualities that leave the choice to the upstream. */
+const CHOSEN_UPSTREAM = new Set(["auto", ""]);
+
+/**
+ * The per-image price to hold for a request: the variant's own price when size and quality are
+ * both given, else the dearest price the catalog has for what the upstream may choose.
+ */
+function holdRate(prices: Prices, size?: string, quality?: string): number | null {
+  const sized = size !== undefined && !CHOSEN_UPSTREAM.has(size);
+  const qualified = quality !== undefined && !CHOSEN_UPSTREAM.has(quality);
+  if (sized && qualified) return imageRate(prices, size, quality);
+  let rate = prices.image;
+  for (const [key, value] of prices.imageBy) {
+    const [keySize, keyQuality] = key.includes("/") ? key.split("/") : [key, key];
+    if ((!sized || keySize === size || key === quality) && (!qualified || keyQuality === quality)) {
+      rate = Math.max(rate, value);
+    }
+  }
+  return rate || null;
+}
+
+/** The model's prices with `rate` as the per-image price. */
+function withImageRate(prices: Prices, rate: number): Prices {
+  return { ...prices, image: rate };
+}
+
+/** Prices for what an answer states it delivered, falling back to what was held. */
+function deliveredPrices(
+  c: ImageCall,
+  held: number,
+  size?: unknown,
+  quality?: unknown,
+): Prices | null {
+  const prices = c.model.prices;
+  if (!prices) return null;
+  const s = typeof size === "string" ? size : c.size;
+  const q = typeof quality === "string" ? quality : c.quality;
+  const stated = s !== undefined && q !== undefined && !CHOSEN_UPSTREAM.has(s) &&
+    !CHOSEN_UPSTREAM.has(q);
+  return withImageRate(prices, (stated ? imageRate(prices, s, q) : null) ?? held);
 }
 
 const images = (n: number): Usage => ({ ...emptyUsage(), images: n });
 
-/** Counts `*.completed` events (one per finished image) in an image stream. */
-function imageMeter(): StreamMeter {
+/** Counts `*.completed` events (one per finished image) and keeps the size and quality stated. */
+function imageMeter(n: number): StreamMeter & { stated: { size?: unknown; quality?: unknown } } {
   let completed = 0;
+  const stated: { size?: unknown; quality?: unknown } = {};
   return {
+    stated,
     onEvent(e: SseEvent) {
-      if (e.event.endsWith(".completed")) completed++;
+      if (!e.event.endsWith(".completed")) return;
+      completed++;
+      try {
+        const data = JSON.parse(e.data());
+        stated.size ??= data.size;
+        stated.quality ??= data.quality;
+      } catch { /* counted, priced as held */ }
     },
     usage: () => completed ? images(completed) : null,
-    outputEvents: () => completed,
+    complete: () => completed >= n,
+    finished: () => completed >= n,
+    outputBytes: () => 0,
+    objects: () => [],
   };
 }
 
+/** The error event for an image stream the upstream cut (openai-node throws on it). */
+function imageStreamError(): Uint8Array {
+  const error = {
+    type: "error",
+    error: {
+      type: "server_error",
+      code: "upstream_error",
+      message: "The upstream provider ended the stream unexpectedly.",
+      param: null,
+    },
+  };
+  return new TextEncoder().encode(encodeSse(JSON.stringify(error), "error"));
+}
+
 function run(ctx: RequestContext, c: ImageCall): Promise<Response> {
-  const model = { ...c.model, prices: pricesFor(c.model, c.size, c.quality) };
+  const prices = c.model.prices;
+  const held = prices ? holdRate(prices, c.size, c.quality) : 0;
+  if (held === null) {
+    throw new GatewayError(
+      400,
+      `Invalid 'size': no price is set for \`${c.model.id}\` images of size ${c.size} and quality ${c.quality}.`,
+      { param: "size", code: "unsupported_value" },
+    );
+  }
+  const model = { ...c.model, prices: prices && withImageRate(prices, held) };
   return passThrough({
     ctx,
     format: "openai",
     endpoint: `images.${c.mode}`,
     model,
-    inputChars: c.inputChars,
-    units: { reserve: images(c.n), estimate: images(c.n) },
+    units: images(c.n),
     stream: c.stream,
-    call: c.call,
+    call: () => c.call,
     usageFromJson: (json) => {
       const data = (json as { data?: unknown }).data;
       return images(Array.isArray(data) ? data.length : 0);
     },
     pricesFromJson: (json) => {
       const answer = json as { size?: unknown; quality?: unknown };
-      return pricesFor(
-        c.model,
-        typeof answer.size === "string" ? answer.size : c.size,
-        typeof answer.quality === "string" ? answer.quality : c.quality,
-      );
+      return deliveredPrices(c, held, answer.size, answer.quality);
     },
-    meter: imageMeter,
+    meter: () => imageMeter(c.n),
+    pricesFromMeter: (meter) => {
+      const { stated } = meter as ReturnType<typeof imageMeter>;
+      return deliveredPrices(c, held, stated.size, stated.quality);
+    },
+    errorTail: imageStreamError,
   });
 }
 
@@ -128,14 +203,18 @@ async function fromJson(ctx: RequestContext, mode: ImageCall["mode"]): Promise<R
     size: request.size ?? undefined,
     quality: request.quality ?? undefined,
     stream: request.stream === true,
-    inputChars: body.text.length,
     call: { path: `/images/${mode}`, body: withUpstreamModel(body, model) },
   });
 }
 
 export const createImage: Handler = (ctx) => fromJson(ctx, "generations");
 
-/** Edits: multipart (streamed) or JSON. */
+/** Text fields that decide the model or the price: each may appear once. */
+const ONCE = ["model", "n", "size", "quality", "stream", "partial_images"];
+/** Largest text field of a multipart edit (prompts are at most 32,000 characters). */
+const MAX_FIELD_BYTES = 256 * 1024;
+
+/** Edits: multipart (spooled, all fields read) or JSON. */
 export const editImage: Handler = async (ctx) => {
   const contentType = ctx.req.headers.get("content-type") ?? "";
   const boundary = boundaryOf(contentType);
@@ -145,40 +224,54 @@ export const editImage: Handler = async (ctx) => {
     }
     return await fromJson(ctx, "edits");
   }
-  const limit = ctx.services.config.maxUploadBytes;
+  const { config, store } = ctx.services;
+  const limit = config.maxUploadBytes;
   if (Number(ctx.req.headers.get("content-length") ?? 0) > limit) throw uploadTooLarge(limit);
   if (!ctx.req.body) throw new GatewayError(400, "The request has no body", { param: "image" });
-  const head = await readMultipartHead(ctx.req.body, boundary, "model", limit);
-  const f = head.fields;
-  if (!f.model) {
-    throw new GatewayError(400, "Missing required parameter: 'model'.", { param: "model" });
-  }
-  const model = resolveModel(ctx, f.model, "images");
-  const n = f.n === undefined ? 1 : Number(f.n);
-  if (!Number.isInteger(n) || n < 1 || n > 10) {
-    throw new GatewayError(400, "n: must be between 1 and 10", { param: "n" });
-  }
-  const upload = continueUpload(
-    { ...head, prefix: withField(head.prefix, head.scanner.parts, "model", model.upstreamId) },
+  // No upload is accepted for an account that could not pay for any image.
+  const principal = ctx.principal!;
+  if (store.available(principal.accountId) <= 0) throw insufficientBalance(principal, 1);
+  const form = await spoolMultipart(ctx.req.body, boundary, {
+    dir: config.spoolDir,
     limit,
-  );
+    maxFieldBytes: MAX_FIELD_BYTES,
+    signal: AbortSignal.timeout(config.uploadTimeoutMs),
+  });
   try {
+    const fields = new Map<string, string>();
+    for (const field of form.fields) {
+      if (ONCE.includes(field.name) && fields.has(field.name)) {
+        throw new GatewayError(400, `The field '${field.name}' is given more than once.`, {
+          param: field.name,
+        });
+      }
+      if (!fields.has(field.name)) fields.set(field.name, field.value);
+    }
+    const id = fields.get("model");
+    if (!id) {
+      throw new GatewayError(400, "Missing required parameter: 'model'.", { param: "model" });
+    }
+    const model = resolveModel(ctx, id, "images");
+    const n = fields.has("n") ? Number(fields.get("n")) : 1;
+    if (!Number.isInteger(n) || n < 1 || n > 10) {
+      throw new GatewayError(400, "Invalid 'n': must be between 1 and 10", { param: "n" });
+    }
+    const modelIndex = form.fields.findIndex((field) => field.name === "model");
+    const upload = form.open(new Map([[modelIndex, model.upstreamId]]));
     return await run(ctx, {
       mode: "edits",
       model,
       n,
-      size: f.size,
-      quality: f.quality,
-      stream: f.stream === "true",
-      inputChars: 0,
+      size: fields.get("size"),
+      quality: fields.get("quality"),
+      stream: fields.get("stream") === "true",
       call: {
         path: "/images/edits",
-        body: upload.stream,
+        body: upload.body,
         headers: { "content-type": contentType },
       },
     });
-  } catch (error) {
-    if (upload.exceeded) throw uploadTooLarge(limit);
-    throw error;
+  } finally {
+    await form.remove();
   }
 };

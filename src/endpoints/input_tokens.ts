@@ -9,7 +9,7 @@ import type { Handler } from "../context.ts";
 import { readJsonObject } from "../http/body.ts";
 import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
-import { estimateTextTokens } from "../billing/usage.ts";
+import { estimateInput } from "../billing/estimate.ts";
 import { withUpstreamModel } from "../pipeline/passthrough.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
 import { relayUpstreamError } from "../pipeline/upstream_errors.ts";
@@ -35,7 +35,7 @@ export const countInputTokens: Handler = async (ctx) => {
       new AbortController(),
       ctx.services.config.upstreamTimeoutMs,
     );
-    if (!upstream.ok) return await relayUpstreamError(upstream, "openai");
+    if (!upstream.ok) return await relayUpstreamError(upstream, "openai", model);
     return new Response(upstream.body, {
       headers: { "content-type": "application/json", "x-switchyard-token-count": "upstream" },
     });
@@ -44,7 +44,7 @@ export const countInputTokens: Handler = async (ctx) => {
   return jsonResponse(
     {
       object: "response.input_tokens",
-      input_tokens: estimateTextTokens([instructions, input, tools]),
+      input_tokens: estimateInput([instructions, input, tools]).typical,
     },
     200,
     { "x-switchyard-token-count": "estimate" },

@@ -33,10 +33,9 @@ export const search: Handler = async (ctx) => {
     format: "openai",
     endpoint: "search",
     model,
-    inputChars: body.text.length,
-    units: { reserve: ONE_CALL, estimate: ONE_CALL },
+    units: ONE_CALL,
     stream: false,
-    call: { path: "/alpha/search", body: withUpstreamModel(body, model) },
+    call: () => ({ path: "/alpha/search", body: withUpstreamModel(body, model) }),
     usageFromJson: () => ONE_CALL,
   });
 };

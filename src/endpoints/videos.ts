@@ -11,7 +11,7 @@ import { GatewayError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
 import { openBill } from "../billing/ledger.ts";
-import { emptyUsage, videoSecondRate } from "../billing/price.ts";
+import { emptyUsage, price, videoSecondRate } from "../billing/price.ts";
 import { sendHeld, withUpstreamModel } from "../pipeline/passthrough.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
 import { refreshJob, renderVideo } from "../pipeline/video_jobs.ts";
@@ -80,14 +80,23 @@ async function createJob(
   const principal = ctx.principal!;
   const model = resolveModel(ctx, String(body.value.model), "videos");
   const rate = model.prices ? videoSecondRate(model.prices, resolution) : 0;
+  if (rate === null) {
+    const allowed = [...model.prices!.videoSecondBy.keys()].join(", ");
+    throw new GatewayError(
+      400,
+      `Invalid 'resolution': ${resolution} is not offered for \`${model.id}\` on this gateway; use one of ${allowed}.`,
+      { param: "resolution", code: "unsupported_value" },
+    );
+  }
   const held = { ...emptyUsage(), videoSeconds: seconds };
+  const priced = { ...model, prices: model.prices && { ...model.prices, videoSecond: rate } };
   const bill = openBill(store, {
     principal,
     requestId: ctx.requestId,
     endpoint: `videos.${mode}`,
-    model: { ...model, prices: model.prices && { ...model.prices, videoSecond: rate } },
-    inputTokens: 0,
-    units: { reserve: held, estimate: held },
+    model: priced,
+    reserve: price(held, priced.prices).amount,
+    estimate: held,
   });
   const sent = await sendHeld(
     ctx,

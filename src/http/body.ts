@@ -3,6 +3,39 @@
  * limit), and JSON parsing, each failure a `GatewayError` the route renders in its own format.
  */
 import { GatewayError } from "./errors.ts";
+import { formatPath } from "../field_path.ts";
+
+/** The deepest nesting of arrays and objects a JSON request body may have. */
+export const MAX_JSON_DEPTH = 100;
+
+/**
+ * The key path to the first value nested deeper than `MAX_JSON_DEPTH`, or null. Iterative, so a
+ * body nested 200,000 levels deep costs a walk, not a stack overflow.
+ */
+export function tooDeep(value: unknown): string[] | null {
+  const values: unknown[] = [value];
+  const depths: number[] = [0];
+  const keys: string[] = [""];
+  const parents: number[] = [-1];
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v === null || typeof v !== "object") continue;
+    if (depths[i] >= MAX_JSON_DEPTH) {
+      const path: string[] = [];
+      for (let at = i; at > 0; at = parents[at]) path.push(keys[at]);
+      return path.reverse();
+    }
+    for (const key in v) {
+      const child = (v as Record<string, unknown>)[key];
+      if (child === null || typeof child !== "object") continue;
+      values.push(child);
+      depths.push(depths[i] + 1);
+      keys.push(key);
+      parents.push(i);
+    }
+  }
+  return null;
+}
 
 /** Reads at most `limit` bytes of the body; 413 past that. */
 export async function readBytes(req: Request, limit: number): Promise<Uint8Array> {
@@ -62,6 +95,15 @@ export async function readJsonObject(req: Request, limit: number): Promise<JsonB
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new GatewayError(400, "The request body must be a JSON object");
+  }
+  const deep = tooDeep(value);
+  if (deep) {
+    const param = formatPath(deep.slice(0, 8)) + (deep.length > 8 ? "…" : "");
+    throw new GatewayError(
+      400,
+      `Invalid '${param}': nested more than ${MAX_JSON_DEPTH} levels deep`,
+      { param, code: "invalid_value" },
+    );
   }
   return { text, value: value as Record<string, unknown> };
 }

@@ -4,7 +4,9 @@
  *
  * The scanner works on the bytes as they arrive: it finds line ends with native `indexOf`,
  * decodes only `event:` names, and decodes an event's data only when asked (`data()`), so a relay
- * pays for the few events that carry usage, not for every token. Lines end with LF or CRLF.
+ * pays for the few events that carry usage, not for every token. Lines end with LF or CRLF. A line
+ * split over chunks is kept as the chunks it arrived in and joined once, when its end arrives, so
+ * the work is linear in the bytes whatever their shape (one 8 MB `data:` line included).
  */
 
 /** One event; `data()` decodes its data lines (joined with "\n") on demand. */
@@ -12,6 +14,19 @@ export interface SseEvent {
   /** The `event:` name, or "" when the stream sends data-only events. */
   event: string;
   data(): string;
+}
+
+/**
+ * Splits a stream's bytes into units (SSE events, JSON array elements) for a meter. `push` returns
+ * the offset in `chunk` just past the last unit it completed (-1 when it completed none), so a
+ * relay can pass on whole units only.
+ */
+export interface Framer {
+  push(chunk: Uint8Array): number;
+  /** The stream ended: flushes a last unit that was not terminated. */
+  end(): void;
+  /** For framings with an end of their own (a JSON array's `]`): whether it was seen. */
+  closed?(): boolean;
 }
 
 const LF = 10;
@@ -37,44 +52,74 @@ function fieldValue(bytes: Uint8Array, start: number, end: number, field: string
   return value < end && bytes[value] === 32 ? value + 1 : value;
 }
 
+/** Joins chunks into one array (one copy). */
+export function concatBytes(parts: Uint8Array[], length?: number): Uint8Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Uint8Array(length ?? parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
 /** Scans SSE bytes pushed in arbitrary chunks; `onEvent` fires per complete event. */
-export class SseScanner {
-  #carry: Uint8Array | null = null;
+export class SseScanner implements Framer {
+  /** The unfinished line, as the chunks (or chunk tails) it arrived in. */
+  #pending: Uint8Array[] = [];
+  #pendingLength = 0;
   #event = "";
   #data: Range[] = [];
+  #boundary = -1;
 
   constructor(private readonly onEvent: (event: SseEvent) => void) {}
 
-  push(chunk: Uint8Array): void {
-    let bytes = chunk;
-    if (this.#carry) {
-      bytes = new Uint8Array(this.#carry.length + chunk.length);
-      bytes.set(this.#carry);
-      bytes.set(chunk, this.#carry.length);
-      this.#carry = null;
-    }
+  push(chunk: Uint8Array): number {
+    this.#boundary = -1;
     let start = 0;
-    for (;;) {
-      const lf = bytes.indexOf(LF, start);
-      if (lf < 0) break;
-      this.#line(bytes, start, lf > start && bytes[lf - 1] === CR ? lf - 1 : lf);
+    let lf = chunk.indexOf(LF);
+    if (lf >= 0 && this.#pending.length) {
+      // The carried line ends in this chunk: join it once.
+      this.#pending.push(chunk.subarray(0, lf + 1));
+      const line = concatBytes(this.#pending, this.#pendingLength + lf + 1);
+      this.#pending = [];
+      this.#pendingLength = 0;
+      const end = line.length - 1;
+      this.#line(line, 0, end > 0 && line[end - 1] === CR ? end - 1 : end, lf + 1);
       start = lf + 1;
+      lf = chunk.indexOf(LF, start);
     }
-    if (start < bytes.length) this.#carry = bytes.slice(start);
+    while (lf >= 0) {
+      this.#line(chunk, start, lf > start && chunk[lf - 1] === CR ? lf - 1 : lf, lf + 1);
+      start = lf + 1;
+      lf = chunk.indexOf(LF, start);
+    }
+    if (start < chunk.length) {
+      this.#pending.push(chunk.subarray(start));
+      this.#pendingLength += chunk.length - start;
+    }
+    return this.#boundary;
   }
 
   /** Flushes a last line and event that were not followed by a blank line. */
   end(): void {
-    if (this.#carry) {
-      const rest = this.#carry;
-      this.#carry = null;
-      this.#line(rest, 0, rest[rest.length - 1] === CR ? rest.length - 1 : rest.length);
+    if (this.#pending.length) {
+      const rest = concatBytes(this.#pending, this.#pendingLength);
+      this.#pending = [];
+      this.#pendingLength = 0;
+      this.#line(rest, 0, rest[rest.length - 1] === CR ? rest.length - 1 : rest.length, -1);
     }
     this.#dispatch();
   }
 
-  #line(bytes: Uint8Array, start: number, end: number): void {
-    if (start === end) return this.#dispatch();
+  /** One line; `after` is the offset in the current chunk just past its line end. */
+  #line(bytes: Uint8Array, start: number, end: number, after: number): void {
+    if (start === end) {
+      this.#dispatch();
+      this.#boundary = after;
+      return;
+    }
     if (bytes[start] === 58) return; // ":" comment
     let value = fieldValue(bytes, start, end, "data");
     if (value >= 0) {

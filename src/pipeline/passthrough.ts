@@ -1,10 +1,11 @@
 /**
- * Same-protocol calls: reserve, forward the body (only the model id and credentials change),
- * relay the answer as it is — JSON whole, SSE chunk by chunk — reading usage on the way, then
- * settle exactly once. Failed calls are released unbilled.
+ * Same-protocol calls: reserve, forward the body (only the model id, credentials and — when the
+ * balance requires it — the output cap change), relay the answer as it is — JSON whole, streams
+ * unit by unit — reading usage on the way, then settle exactly once. Failed calls are released
+ * unbilled.
  */
-import { type Bill, estimateInputTokens, type OpenBill, openBill } from "../billing/ledger.ts";
-import type { Usage } from "../billing/price.ts";
+import { type Bill, openBill } from "../billing/ledger.ts";
+import { inputTotal, price, type Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
 import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
@@ -13,7 +14,13 @@ import type { ErrorFormat } from "../http/errors.ts";
 import { relayStream } from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
 import { send, type UpstreamCall } from "../providers/index.ts";
+import { planTokens, type TokenRequest } from "./reserve.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
+import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
+import { log } from "../log.ts";
+
+/** The response header that tells a client the output cap the gateway imposed. */
+export const OUTPUT_CAP_HEADER = "x-switchyard-max-output-tokens";
 
 export interface PassThrough {
   ctx: RequestContext;
@@ -21,31 +28,56 @@ export interface PassThrough {
   /** Ledger endpoint name, e.g. `responses`. */
   endpoint: string;
   model: ResolvedModel;
-  /** Size of the request's text, for the input estimate (characters; 0 when not text). */
-  inputChars: number;
-  /** The request's output cap, for the reservation. */
-  maxOutputTokens?: number;
-  /** For calls not billed by tokens: what to reserve and the fallback charge (see `OpenBill`). */
-  units?: OpenBill["units"];
+  /** A token-billed call: what the reservation needs to know. */
+  tokens?: TokenRequest;
+  /** A call billed by units (images, video seconds, search calls): what to hold and charge. */
+  units?: Usage;
   stream: boolean;
-  /** The upstream request, already in the upstream's protocol (see `withUpstreamModel`). */
-  call: UpstreamCall;
+  /** The upstream request; `cap` is the output cap to send when the gateway imposes one. */
+  call: (cap: number | undefined) => UpstreamCall;
   /** Usage from a complete JSON response body. */
   usageFromJson: (body: unknown) => Usage | null;
   /** Prices from a complete JSON response body, when the answer decides the rate. */
   pricesFromJson?: (body: unknown) => Prices | null;
   /** The stream meter, for calls that can stream. */
   meter?: () => StreamMeter;
-  /** An error event in the client's protocol for streams the upstream cuts. */
-  errorTail?: () => Uint8Array | undefined;
+  /** Prices from what a stream stated (an image's size and quality), when it decides the rate. */
+  pricesFromMeter?: (meter: StreamMeter) => Prices | null;
+  /** How the upstream frames a stream (default SSE). */
+  framing?: "sse" | "json-array";
+  /** The end of a stream the upstream cut, in the client's protocol. */
+  errorTail?: (started: boolean) => Uint8Array | undefined;
   /** Re-frames SSE events on the way back (see `relayStream`); absent: bytes pass unchanged. */
   rewrite?: (event: SseEvent) => string | null;
+  /**
+   * The upstream objects a JSON answer created (streams: the meter's), recorded as the caller's
+   * (see `upstream_objects.ts`); absent when the call creates none that can be named later.
+   */
+  objectsFromJson?: (body: unknown) => CreatedObject[];
 }
 
-/** The client's body with `model` replaced by the upstream id (unchanged bytes when equal). */
-export function withUpstreamModel(body: JsonBody, model: ResolvedModel): string {
-  if (body.value.model === undefined || body.value.model === model.upstreamId) return body.text;
-  return JSON.stringify({ ...body.value, model: model.upstreamId });
+/** Records what the answer created, with the conversation's size for later estimates. */
+function remember(p: PassThrough, objects: CreatedObject[], usage: Usage | null): void {
+  if (!p.objectsFromJson || !objects.length) return;
+  rememberObjects(p.ctx, objects, usage ? inputTotal(usage) + usage.outputTokens : 0);
+}
+
+/**
+ * The client's body with `model` replaced by the upstream id and `patch` applied (the same text
+ * when nothing changes).
+ */
+export function withUpstreamModel(
+  body: JsonBody,
+  model: ResolvedModel,
+  patch?: Record<string, unknown>,
+): string {
+  const sameModel = body.value.model === undefined || body.value.model === model.upstreamId;
+  if (sameModel && !patch) return body.text;
+  return JSON.stringify({
+    ...body.value,
+    ...(body.value.model === undefined ? {} : { model: model.upstreamId }),
+    ...patch,
+  });
 }
 
 const PASSED_HEADERS = ["content-type", "cache-control", "retry-after"];
@@ -87,39 +119,49 @@ export async function sendHeld(
   }
   if (upstream.ok) return { ok: true, upstream };
   await bill.release();
-  return { ok: false, response: await relayUpstreamError(upstream, format) };
+  return { ok: false, response: await relayUpstreamError(upstream, format, model) };
 }
 
 /** Runs a same-protocol call end to end. */
 export async function passThrough(p: PassThrough): Promise<Response> {
-  const { ctx } = p;
-  const { store } = ctx.services;
+  const { ctx, model } = p;
+  const { store, config } = ctx.services;
+  const plan = p.tokens ? planTokens(ctx, model, p.tokens) : undefined;
+  const estimate = plan?.estimate ?? p.units!;
   const bill: Bill = openBill(store, {
     principal: ctx.principal!,
     requestId: ctx.requestId,
     endpoint: p.endpoint,
-    model: p.model,
-    inputTokens: estimateInputTokens(p.inputChars),
-    maxOutputTokens: p.maxOutputTokens,
-    units: p.units,
+    model,
+    reserve: plan?.reserve ?? price(estimate, model.prices).amount,
+    estimate,
+    inputBound: plan?.inputBound,
+    outputCap: plan?.cap,
   });
+  const sentCap = plan?.sendCap ? plan.cap : undefined;
   const abort = new AbortController();
-  const answer = await sendHeld(ctx, bill, p.model, p.call, p.format, abort);
+  const answer = await sendHeld(ctx, bill, model, p.call(sentCap), p.format, abort);
   if (!answer.ok) return answer.response;
   const upstream = answer.upstream;
   const headers = responseHeaders(upstream);
-  const isSse = (upstream.headers.get("content-type") ?? "").startsWith("text/event-stream");
+  if (sentCap !== undefined) headers.set(OUTPUT_CAP_HEADER, String(sentCap));
   const meter = p.stream ? p.meter?.() : undefined;
-  if (meter && upstream.body && (isSse ? meter.onEvent : meter.onText)) {
+  if (meter && upstream.body) {
     const body = relayStream(upstream.body, {
-      onEvent: isSse ? meter.onEvent : undefined,
-      onText: meter.onText,
+      framing: p.framing ?? "sse",
+      onEvent: meter.onEvent,
+      finished: meter.finished,
       errorTail: p.errorTail,
-      rewrite: isSse ? p.rewrite : undefined,
-      onEnd: async (how) => {
-        if (how === "cancel") abort.abort();
-        const usage = meter.usage();
-        await (usage ? bill.settle(usage) : bill.settleEstimate(meter.outputEvents()));
+      rewrite: p.rewrite,
+      abort: () => abort.abort(),
+      idleMs: config.streamIdleTimeoutMs,
+      maxMs: config.streamMaxMs,
+      live: ctx.services.live,
+      onEnd: async (how, why) => {
+        if (how === "cut") log("warn", "stream cut", { request_id: ctx.requestId, reason: why });
+        const prices = p.pricesFromMeter?.(meter) ?? model.prices;
+        remember(p, meter.objects(), meter.usage());
+        await bill.settleRelayed(meter.usage(), meter.complete(), meter.outputBytes(), prices);
       },
     });
     return new Response(body, { status: upstream.status, headers });
@@ -132,11 +174,12 @@ export async function passThrough(p: PassThrough): Promise<Response> {
     throw error;
   }
   let usage: Usage | null = null;
-  let prices = p.model.prices;
+  let prices = model.prices;
   try {
     const json = JSON.parse(text);
     usage = p.usageFromJson(json);
     if (p.pricesFromJson) prices = p.pricesFromJson(json);
+    if (p.objectsFromJson) remember(p, p.objectsFromJson(json), usage);
   } catch { /* not JSON: estimated below */ }
   await (usage
     ? bill.settle(usage, false, prices)

@@ -1,39 +1,98 @@
 /**
  * Upstream error responses, seen from our client: 4xx relayed with their status (the body as is
- * when it is already in the client's protocol), the operator's own credential failures and every
- * 5xx turned into 502 — never billed.
+ * when it is already in the client's protocol), the operator's own credential failures — whatever
+ * status the provider reports them with — and every 5xx turned into 502, never billed. Nothing of
+ * the operator leaks: organization and project ids and key fragments are redacted, and the
+ * upstream model id is replaced by the public one.
  */
+import type { ResolvedModel } from "../catalog/catalog.ts";
 import { type ErrorFormat, GatewayError } from "../http/errors.ts";
+import { log } from "../log.ts";
+
+/** The most of an upstream error body that is read. */
+const MAX_ERROR_BYTES = 64 * 1024;
+
+/** Operator identifiers and secrets as providers write them into error messages. */
+const SECRETS: [RegExp, string][] = [
+  [/\borg-[A-Za-z0-9]{4,}/g, "org-[redacted]"],
+  [/\bproj_[A-Za-z0-9]{4,}/g, "proj_[redacted]"],
+  [/\b(sk|xai|sy)-[A-Za-z0-9_*.-]{3,}/g, "[redacted key]"],
+  [/\bAIza[0-9A-Za-z_-]{8,}/g, "[redacted key]"],
+];
+
+/** How providers say the operator's key is wrong, whatever status they send it with. */
+const KEY_FAILURE =
+  /API_KEY_INVALID|API key not valid|api[_ -]?key[^"]{0,40}(invalid|incorrect|expired|revoked)|(invalid|incorrect|expired|revoked)[^"]{0,20}api[_ -]?key|invalid x-api-key|authentication_error|permission_error/i;
+
+/** `text` with operator identifiers redacted and the upstream model id replaced by the public one. */
+export function redact(text: string, model?: ResolvedModel): string {
+  let out = text;
+  for (const [pattern, replacement] of SECRETS) out = out.replace(pattern, replacement);
+  if (model && model.upstreamId !== model.id && model.upstreamId.length >= 3) {
+    out = out.replaceAll(model.upstreamId, model.id);
+  }
+  return out;
+}
+
+async function readBounded(upstream: Response): Promise<string> {
+  if (!upstream.body) return "";
+  const reader = upstream.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < MAX_ERROR_BYTES) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.length;
+    }
+  } catch { /* a broken body: what arrived */ }
+  reader.cancel().catch(() => {});
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return new TextDecoder().decode(bytes.subarray(0, MAX_ERROR_BYTES));
+}
 
 /**
- * What the client gets for a non-2xx upstream response: the upstream's own body when it is already
- * in the client's protocol, otherwise a thrown `GatewayError` the route renders.
+ * What the client gets for a non-2xx upstream response: the upstream's own body (redacted) when
+ * it is already in the client's protocol, otherwise a thrown `GatewayError` the route renders.
  */
 export async function relayUpstreamError(
   upstream: Response,
   format: ErrorFormat,
+  model?: ResolvedModel,
 ): Promise<Response> {
-  const text = await upstream.text().catch(() => "");
+  const raw = await readBounded(upstream);
+  const status = upstream.status;
+  if (status === 401 || status === 403 || (status < 500 && KEY_FAILURE.test(raw))) {
+    log("error", "upstream refused the gateway's credentials", {
+      provider: model?.provider.name,
+      status,
+      body: redact(raw).slice(0, 2000),
+    });
+    throw new GatewayError(
+      502,
+      "The upstream provider refused the gateway's credentials; the operator has been notified.",
+      { code: "upstream_auth_failed" },
+    );
+  }
+  const text = redact(raw, model);
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch { /* not JSON */ }
   const message = errorMessage(body) ?? (text.slice(0, 200) || upstream.statusText);
-  const status = upstream.status;
-  if (status === 401 || status === 403) {
-    throw new GatewayError(
-      502,
-      `The upstream provider refused the gateway's credentials (status ${status}).`,
-      { code: "upstream_auth_failed" },
-    );
-  }
   const relayable = (status >= 400 && status < 500) || (status === 529 && format === "anthropic");
   if (!relayable) {
     throw new GatewayError(502, `The upstream provider failed (status ${status}): ${message}`);
   }
   const headers: Record<string, string> = {};
   const retryAfter = upstream.headers.get("retry-after");
-  if (retryAfter) headers["retry-after"] = retryAfter;
+  if (retryAfter && /^\d{1,6}$/.test(retryAfter)) headers["retry-after"] = retryAfter;
   if (isEnvelope(body, format)) {
     return new Response(text, {
       status,
@@ -45,9 +104,9 @@ export async function relayUpstreamError(
 
 function errorMessage(body: unknown): string | undefined {
   const error = (body as { error?: unknown } | undefined)?.error;
-  if (typeof error === "string") return error;
+  if (typeof error === "string") return error.slice(0, 1000);
   const message = (error as { message?: unknown } | undefined)?.message;
-  return typeof message === "string" ? message : undefined;
+  return typeof message === "string" ? message.slice(0, 1000) : undefined;
 }
 
 function isEnvelope(body: unknown, format: ErrorFormat): boolean {

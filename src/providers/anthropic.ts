@@ -2,7 +2,8 @@
  * Anthropic Messages upstreams: Anthropic itself and the Anthropic-compatible endpoints of
  * DeepSeek, Moonshot (Kimi) and Zhipu (GLM). The base URL is the part before `/v1/messages`
  * (e.g. `https://api.deepseek.com/anthropic`); auth is `x-api-key`. Per-vendor differences
- * (`anthropic-messages.md` §8) are handled here, keyed by host. The vendors' OpenAI-compatible
+ * (`anthropic-messages.md` §8) are handled here, keyed by host — or, behind a proxy (or the
+ * emulator), by a path segment naming the vendor. The vendors' OpenAI-compatible
  * chat surfaces (`chatBaseUrl`) are reached from here too.
  */
 import type { ProviderEntry } from "../catalog/catalog.ts";
@@ -18,15 +19,16 @@ interface Quirks {
   noCountTokens?: boolean;
 }
 
-const QUIRKS: [RegExp, Quirks][] = [
-  [/(^|\.)deepseek\.com$/, { dropBeta: true, noCountTokens: true }],
-  [/(^|\.)moonshot\.(ai|cn)$|(^|\.)kimi\.com$/, { noCountTokens: true }],
-  [/(^|\.)bigmodel\.cn$|(^|\.)z\.ai$/, { noCountTokens: true }],
+const QUIRKS: [RegExp, RegExp, Quirks][] = [
+  [/(^|\.)deepseek\.com$/, /^\/deepseek\b/, { dropBeta: true, noCountTokens: true }],
+  [/(^|\.)moonshot\.(ai|cn)$|(^|\.)kimi\.com$/, /^\/(moonshot|kimi)\b/, { noCountTokens: true }],
+  [/(^|\.)bigmodel\.cn$|(^|\.)z\.ai$/, /^\/(zhipu|glm)\b/, { noCountTokens: true }],
 ];
 
 function quirks(provider: ProviderEntry): Quirks {
-  const host = new URL(provider.baseUrl).hostname;
-  return QUIRKS.find(([pattern]) => pattern.test(host))?.[1] ?? {};
+  const url = new URL(provider.baseUrl);
+  return QUIRKS.find(([host, path]) => host.test(url.hostname) || path.test(url.pathname))?.[2] ??
+    {};
 }
 
 /** Whether the upstream can count tokens itself. */

@@ -12,6 +12,7 @@ import type {
   PendingHold,
   Reservation,
   Store,
+  UpstreamObject,
   UsageSummary,
   VideoJob,
   VideoJobStatus,
@@ -78,6 +79,15 @@ const MIGRATIONS: string[] = [
      finished_at INTEGER
    );
    CREATE INDEX video_jobs_pending ON video_jobs (created_at) WHERE status = 'pending';`,
+  // Upstream objects (stored responses, containers) by the account whose call created them.
+  `CREATE TABLE upstream_objects (
+     id TEXT PRIMARY KEY,
+     account_id INTEGER NOT NULL REFERENCES accounts(id),
+     kind TEXT NOT NULL,
+     context_tokens INTEGER NOT NULL DEFAULT 0,
+     created_at INTEGER NOT NULL
+   ) WITHOUT ROWID;
+   CREATE INDEX upstream_objects_age ON upstream_objects (created_at);`,
 ];
 
 type Row = Record<string, unknown>;
@@ -130,6 +140,7 @@ class SqliteStore implements Store {
     this.#s = {
       accountByName: p(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE name = ?`),
       accountById: p(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
+      available: p(`SELECT balance - held AS available FROM accounts WHERE id = ?`),
       insertAccount: p(
         `INSERT INTO accounts (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
       ),
@@ -195,6 +206,14 @@ class SqliteStore implements Store {
                ORDER BY k.created_at, k.id`),
       revokeKey: p(`UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
       dataVersion: p(`PRAGMA data_version`),
+      recordObject: p(
+        `INSERT INTO upstream_objects (id, account_id, kind, context_tokens, created_at)
+         VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+      ),
+      upstreamObject: p(
+        `SELECT id, account_id, kind, context_tokens FROM upstream_objects WHERE id = ?`,
+      ),
+      pruneObjects: p(`DELETE FROM upstream_objects WHERE created_at < ?`),
       requests: p(`SELECT count(*) AS n FROM ledger l WHERE ${SETTLED_CHARGES}`),
       byUnit: p(`SELECT json_extract(u.value, '$.unit') AS unit,
                         sum(json_extract(u.value, '$.quantity')) AS quantity,
@@ -312,6 +331,11 @@ class SqliteStore implements Store {
     return Number(this.#s.revokeKey.run(Date.now(), id).changes) === 1;
   }
 
+  available(accountId: number): number {
+    const row = this.#s.available.get(accountId) as Row | undefined;
+    return row ? Number(row.available) : 0;
+  }
+
   reserve(h: NewHold): Reservation {
     const { result, committed } = this.#write(() => {
       if (Number(this.#s.holdFunds.run(h.reserve, h.accountId).changes) !== 1) return null;
@@ -404,6 +428,26 @@ class SqliteStore implements Store {
     });
     await committed;
     return result;
+  }
+
+  recordObject(o: UpstreamObject): void {
+    this.#write(() =>
+      this.#s.recordObject.run(o.id, o.accountId, o.kind, o.contextTokens, Date.now())
+    );
+  }
+
+  upstreamObject(id: string): UpstreamObject | undefined {
+    const row = this.#s.upstreamObject.get(id) as Row | undefined;
+    return row && {
+      id: String(row.id),
+      accountId: Number(row.account_id),
+      kind: String(row.kind) as UpstreamObject["kind"],
+      contextTokens: Number(row.context_tokens),
+    };
+  }
+
+  pruneObjects(before: number): number {
+    return Number(this.#tx(() => this.#s.pruneObjects.run(before)).changes);
   }
 
   usage(accountId: number): UsageSummary {

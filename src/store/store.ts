@@ -124,6 +124,15 @@ export interface VideoOutcome {
   result: string;
 }
 
+/** An upstream object (a stored response, a container) and the account whose call created it. */
+export interface UpstreamObject {
+  id: string;
+  accountId: number;
+  kind: "response" | "container";
+  /** For a response: the tokens of the conversation it ends (its input and output). */
+  contextTokens: number;
+}
+
 export interface Store {
   /** Finds or creates the account with this name. */
   ensureAccount(name: string): Account;
@@ -136,6 +145,8 @@ export interface Store {
   listKeys(): KeyRecord[];
   /** Marks a key revoked; false when no such active key exists. */
   revokeKey(id: string): boolean;
+  /** The account's available balance (balance − held), nanoUSD. */
+  available(accountId: number): number;
   /*
    * The hot-path writes below are group-committed: writes made in the same event-loop turn share
    * one transaction, committed at the end of the turn.
@@ -167,6 +178,14 @@ export interface Store {
    * false when the job had already finished (another poll got there first).
    */
   finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean>;
+  /**
+   * Records an upstream object an answer created (group-committed with the call's settlement).
+   * The first account to record an id keeps it.
+   */
+  recordObject(object: UpstreamObject): void;
+  upstreamObject(id: string): UpstreamObject | undefined;
+  /** Forgets objects recorded before `before` (ms since epoch); returns how many. */
+  pruneObjects(before: number): number;
   usage(accountId: number): UsageSummary;
   close(): void;
 }

@@ -29,14 +29,21 @@ export const TEST_PRICE = {
   call: 0.01,
 };
 
+/** The test text models' output limit (as the catalog's `maxOutputTokens`). */
+export const MAX_OUT = { maxOutputTokens: 8192 };
+
 /**
  * Starts the emulator and a gateway whose providers all point at it. `overrides.providers` and
  * `overrides.models` are merged into the test catalog; other keys replace the defaults.
  */
 export async function startStack(
-  overrides: { providers?: Record<string, unknown>; [key: string]: unknown } = {},
+  overrides: {
+    providers?: Record<string, unknown>;
+    models?: Record<string, unknown>;
+    [key: string]: unknown;
+  } = {},
 ): Promise<Stack> {
-  const { providers: extraProviders, ...extraConfig } = overrides;
+  const { providers: extraProviders, models: extraModels, ...extraConfig } = overrides;
   const emulator = startEmulator({ requiredKey: UPSTREAM_KEY, record: true });
   const emulatorUrl = `http://127.0.0.1:${emulator.addr.port}`;
   const provider = (type: string, prefix: string, chatPrefix?: string) => ({
@@ -60,14 +67,14 @@ export async function startStack(
         ...extraProviders,
       },
       models: {
-        "gpt-test": { provider: "openai", upstream: "gpt-5.4", price: TEST_PRICE },
-        "grok-test": { provider: "xai", upstream: "grok-4", price: TEST_PRICE },
+        "gpt-test": { provider: "openai", upstream: "gpt-5.4", price: TEST_PRICE, ...MAX_OUT },
+        "grok-test": { provider: "xai", upstream: "grok-4", price: TEST_PRICE, ...MAX_OUT },
         "free-test": { provider: "openai", upstream: "gpt-5-nano", free: true },
         "video-test": {
           provider: "xai",
           kind: "video",
           upstream: "grok-imagine-video",
-          price: { videoSecond: 0.05, videoSecondBy: { "720p": 0.07 } },
+          price: { videoSecondBy: { "480p": 0.05, "720p": 0.07 } },
         },
         "image-test": {
           provider: "openai",
@@ -87,11 +94,26 @@ export async function startStack(
           upstream: "text-embedding-3-small",
           price: { input: 0.02 },
         },
-        "claude-test": { provider: "anthropic", upstream: "claude-sonnet-4-5", price: TEST_PRICE },
-        "deepseek-test": { provider: "deepseek", upstream: "deepseek-v4-pro", price: TEST_PRICE },
-        "kimi-test": { provider: "moonshot", upstream: "kimi-k2", price: TEST_PRICE },
-        "glm-test": { provider: "zhipu", upstream: "glm-4.6", price: TEST_PRICE },
-        "gemini-test": { provider: "gemini", upstream: "gemini-2.5-flash", price: TEST_PRICE },
+        "claude-test": {
+          provider: "anthropic",
+          upstream: "claude-sonnet-4-5",
+          price: TEST_PRICE,
+          ...MAX_OUT,
+        },
+        "deepseek-test": {
+          provider: "deepseek",
+          upstream: "deepseek-v4-pro",
+          price: TEST_PRICE,
+          ...MAX_OUT,
+        },
+        "kimi-test": { provider: "moonshot", upstream: "kimi-k2", price: TEST_PRICE, ...MAX_OUT },
+        "glm-test": { provider: "zhipu", upstream: "glm-4.6", price: TEST_PRICE, ...MAX_OUT },
+        "gemini-test": {
+          provider: "gemini",
+          upstream: "gemini-2.5-flash",
+          price: TEST_PRICE,
+          ...MAX_OUT,
+        },
         "gemini-3-pro-image-test": {
           provider: "gemini",
           upstream: "gemini-3-pro-image-preview",
@@ -116,6 +138,7 @@ export async function startStack(
           price: TEST_PRICE,
           image: { sizes: ["1K"] },
         },
+        ...extraModels,
       },
       ...extraConfig,
     },

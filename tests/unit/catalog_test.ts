@@ -31,7 +31,18 @@ Deno.test("prices default along their chain and free models carry no prices", ()
     defaultCatalog: false,
     providers: { up: { type: "openai", baseUrl: "http://127.0.0.1:1/v1/", apiKey: "literal" } },
     models: {
-      priced: { provider: "up", price: { input: 2, output: 8, cacheWrite: 2.5 } },
+      priced: {
+        provider: "up",
+        maxOutputTokens: 32_000,
+        price: {
+          input: 2,
+          output: 8,
+          cacheWrite: 2.5,
+          tiers: { priority: { input: 4, output: 16 }, flex: { input: 1, output: 4 } },
+          longContext: { above: 200_000, input: 4, output: 12 },
+          tools: { web_search: 0.01 },
+        },
+      },
       gratis: { provider: "up", free: true },
     },
   }, env({}));
@@ -46,11 +57,43 @@ Deno.test("prices default along their chain and free models carry no prices", ()
     output: 8_000_000_000,
     imageOutput: 8_000_000_000,
     image: 0,
-    imageBy: {},
+    imageBy: new Map(),
     videoSecond: 0,
-    videoSecondBy: {},
+    videoSecondBy: new Map(),
     call: 0,
+    // A tier's unset rates default as the base rates do: cached and cache writes at its input.
+    tiers: new Map([
+      ["priority", {
+        input: 4_000_000_000,
+        cachedInput: 4_000_000_000,
+        cacheWrite: 4_000_000_000,
+        cacheWrite1h: 4_000_000_000,
+        output: 16_000_000_000,
+        imageOutput: 16_000_000_000,
+      }],
+      ["flex", {
+        input: 1_000_000_000,
+        cachedInput: 1_000_000_000,
+        cacheWrite: 1_000_000_000,
+        cacheWrite1h: 1_000_000_000,
+        output: 4_000_000_000,
+        imageOutput: 4_000_000_000,
+      }],
+    ]),
+    longContext: {
+      above: 200_000,
+      rates: {
+        input: 4_000_000_000,
+        cachedInput: 4_000_000_000,
+        cacheWrite: 4_000_000_000,
+        cacheWrite1h: 4_000_000_000,
+        output: 12_000_000_000,
+        imageOutput: 12_000_000_000,
+      },
+    },
+    tools: new Map([["web_search", 10_000_000]]),
   });
+  assert.equal(priced.model.maxOutputTokens, 32_000);
   const gratis = config.catalog.resolve("gratis");
   assert.ok(gratis.ok);
   assert.equal(gratis.model.prices, null);
@@ -89,8 +132,8 @@ Deno.test("a model must be priced in the unit of its kind", () => {
   const vid = ok.catalog.resolve("vid");
   assert.ok(vid.ok);
   assert.equal(vid.model.kind, "video");
-  assert.deepEqual(vid.model.prices?.videoSecondBy, { "720p": 70_000_000 });
+  assert.deepEqual(vid.model.prices?.videoSecondBy, new Map([["720p", 70_000_000]]));
   const img = ok.catalog.resolve("img");
   assert.ok(img.ok);
-  assert.deepEqual(img.model.prices?.imageBy, { "1024x1024/high": 167_000_000 });
+  assert.deepEqual(img.model.prices?.imageBy, new Map([["1024x1024/high", 167_000_000]]));
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { withoutUsage } from "../../src/protocols/chat/stream.ts";
-import { chatChunkUsage } from "../../src/billing/usage.ts";
+import { chatUsage } from "../../src/billing/usage.ts";
 
 const event = (data: string) => ({ event: "", data: () => data });
 
@@ -37,16 +37,16 @@ Deno.test("withoutUsage drops the usage-only chunk and the usage members, keepin
 
 Deno.test("chat usage is read at the top level or inside a choice, with vendor cache fields", () => {
   assert.equal(
-    chatChunkUsage({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 2 } })
+    chatUsage({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 2 } })
       ?.outputTokens,
     2,
   );
-  const moonshot = chatChunkUsage({
+  const moonshot = chatUsage({
     choices: [{ usage: { prompt_tokens: 10, completion_tokens: 1, cached_tokens: 4 } }],
   });
   assert.equal(moonshot?.cachedInputTokens, 4);
   assert.equal(moonshot?.inputTokens, 6);
-  const deepseek = chatChunkUsage({
+  const deepseek = chatUsage({
     usage: {
       prompt_tokens: 10,
       completion_tokens: 1,
@@ -55,5 +55,5 @@ Deno.test("chat usage is read at the top level or inside a choice, with vendor c
     },
   });
   assert.equal(deepseek?.cachedInputTokens, 7);
-  assert.equal(chatChunkUsage({ choices: [{ delta: {} }], usage: null }), null);
+  assert.equal(chatUsage({ choices: [{ delta: {} }], usage: null }), null);
 });

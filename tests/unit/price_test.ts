@@ -10,10 +10,15 @@ const prices: Prices = {
   output: 15_000_000_000,
   imageOutput: 30_000_000_000,
   image: 42_000_000, // $0.042 each
-  imageBy: { "1024x1024/high": 167_000_000, "1536x1024": 63_000_000, low: 11_000_000 },
+  imageBy: new Map([["1024x1024/high", 167_000_000], ["1536x1024", 63_000_000], [
+    "low",
+    11_000_000,
+  ]]),
   videoSecond: 50_000_000,
-  videoSecondBy: { "720p": 70_000_000 },
+  videoSecondBy: new Map(),
   call: 10_000_000,
+  tiers: new Map(),
+  tools: new Map(),
 };
 
 Deno.test("price multiplies each unit by its own rate, exactly", () => {
@@ -69,8 +74,21 @@ Deno.test("image rates go from size/quality to size to quality to the flat price
   assert.equal(imageRate(prices), 42_000_000);
 });
 
-Deno.test("video rates are per resolution, else the flat per-second price", () => {
-  assert.equal(videoSecondRate(prices, "720p"), 70_000_000);
-  assert.equal(videoSecondRate(prices, "480p"), 50_000_000);
-  assert.equal(videoSecondRate(prices), 50_000_000);
+Deno.test("image rates never read a prototype key", () => {
+  for (const key of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+    assert.equal(imageRate(prices, key, key), 42_000_000);
+    assert.equal(imageRate({ ...prices, image: 0 }, key, key), null);
+  }
+});
+
+Deno.test("video rates: per resolution when priced so (others unpriced), else the flat rate", () => {
+  const byResolution = {
+    ...prices,
+    videoSecondBy: new Map([["480p", 50_000_000], ["720p", 70_000_000]]),
+  };
+  assert.equal(videoSecondRate(byResolution, "720p"), 70_000_000);
+  assert.equal(videoSecondRate(byResolution, "480p"), 50_000_000);
+  assert.equal(videoSecondRate(byResolution, "1080p"), null, "an unpriced resolution");
+  assert.equal(videoSecondRate(byResolution, "constructor"), null);
+  assert.equal(videoSecondRate(prices, "1080p"), 50_000_000, "one flat rate for every resolution");
 });

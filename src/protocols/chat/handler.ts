@@ -7,11 +7,13 @@
 import type { Handler } from "../../context.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { validate } from "../../http/validate.ts";
-import { chatMeter, openaiUsage } from "../../billing/usage.ts";
+import { estimateInput } from "../../billing/estimate.ts";
+import { chatMeter, chatUsage } from "../../billing/usage.ts";
 import { passThrough, withUpstreamModel } from "../../pipeline/passthrough.ts";
 import { resolveModel } from "../../pipeline/resolve.ts";
 import { ChatRequest } from "./schema.ts";
 import { streamErrorChunk, withoutUsage } from "./stream.ts";
+import { capField, chatToolUses } from "./metering.ts";
 
 export const createChatCompletion: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
@@ -19,29 +21,39 @@ export const createChatCompletion: Handler = async (ctx) => {
   const model = resolveModel(ctx, request.model, "chat");
   const stream = request.stream === true;
   const clientWantsUsage = request.stream_options?.include_usage === true;
-  const upstreamBody = stream && !clientWantsUsage
-    ? JSON.stringify({
-      ...body.value,
-      model: model.upstreamId,
-      stream_options: { ...request.stream_options, include_usage: true },
-    })
-    : withUpstreamModel(body, model);
-  const cap = request.max_completion_tokens ?? request.max_tokens;
+  const tools = chatToolUses(body.value);
+  const webSearch = tools.some((use) => use.tools.includes("web_search"));
+  const field = capField(body.value, model.provider.type === "openai");
   return await passThrough({
     ctx,
     format: "openai",
     endpoint: "chat",
     model,
-    inputChars: body.text.length,
-    maxOutputTokens: cap ? cap * (request.n ?? 1) : undefined,
-    stream,
-    call: {
-      path: "/chat/completions",
-      body: upstreamBody,
-      surface: model.provider.type === "anthropic" ? "openai-compatible" : undefined,
+    tokens: {
+      input: estimateInput(body.value),
+      requestedCap: request.max_completion_tokens ?? request.max_tokens ?? undefined,
+      output: true,
+      minCap: 1,
+      choices: request.n ?? 1,
+      serviceTier: request.service_tier ?? undefined,
+      tierField: "service_tier",
+      tools,
     },
-    usageFromJson: (json) => openaiUsage((json as { usage?: unknown }).usage),
-    meter: chatMeter,
+    stream,
+    call: (cap) => {
+      const patch: Record<string, unknown> = {};
+      if (cap !== undefined) patch[field] = cap;
+      if (stream && !clientWantsUsage) {
+        patch.stream_options = { ...request.stream_options, include_usage: true };
+      }
+      return {
+        path: "/chat/completions",
+        body: withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
+        surface: model.provider.type === "anthropic" ? "openai-compatible" : undefined,
+      };
+    },
+    usageFromJson: (json) => chatUsage(json, webSearch),
+    meter: () => chatMeter(webSearch),
     rewrite: stream && !clientWantsUsage ? withoutUsage : undefined,
     errorTail: streamErrorChunk,
   });

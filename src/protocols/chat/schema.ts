@@ -8,6 +8,7 @@ const positiveInt = v.pipe(
   v.number("must be an integer"),
   v.integer("must be an integer"),
   v.minValue(1, "must be at least 1"),
+  v.maxValue(2_147_483_647, "must be at most 2147483647"),
 );
 
 export const ChatRequest = v.looseObject({
@@ -26,5 +27,6 @@ export const ChatRequest = v.looseObject({
   max_completion_tokens: v.optional(v.nullable(positiveInt)),
   max_tokens: v.optional(v.nullable(positiveInt)),
   n: v.optional(v.nullable(v.pipe(positiveInt, v.maxValue(128, "must be at most 128")))),
+  service_tier: v.optional(v.nullable(v.string("must be a string"))),
 });
 export type ChatRequest = v.InferOutput<typeof ChatRequest>;

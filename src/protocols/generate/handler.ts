@@ -7,19 +7,29 @@ import type { Handler, RequestContext } from "../../context.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { GatewayError } from "../../http/errors.ts";
 import { validate } from "../../http/validate.ts";
-import { geminiArrayMeter, geminiSseMeter, geminiUsage } from "../../billing/usage.ts";
+import { estimateInput } from "../../billing/estimate.ts";
+import { geminiMeter, generateUsage } from "../../billing/usage.ts";
 import { passThrough } from "../../pipeline/passthrough.ts";
 import { resolveModel } from "../../pipeline/resolve.ts";
+import { notFound } from "../../pipeline/upstream_objects.ts";
 import { relayUpstreamError } from "../../pipeline/upstream_errors.ts";
 import { send } from "../../providers/index.ts";
 import type { ResolvedModel } from "../../catalog/catalog.ts";
 import { CountTokensRequest, GenerateRequest } from "./schema.ts";
-import { streamErrorEvent } from "./stream.ts";
+import { streamErrorElement, streamErrorEvent } from "./stream.ts";
 import { checkImageRules } from "./image_rules.ts";
+import { generateToolUses, withMaxOutputTokens } from "./metering.ts";
 
 function geminiModel(ctx: RequestContext): ResolvedModel {
-  const id = decodeURIComponent(ctx.params.model ?? "").replace(/^models\//, "");
-  return resolveModel(ctx, id, "generate");
+  let id: string;
+  try {
+    id = decodeURIComponent(ctx.params.model ?? "");
+  } catch {
+    throw new GatewayError(400, "The model name in the path is not validly percent-encoded.", {
+      param: "model",
+    });
+  }
+  return resolveModel(ctx, id.replace(/^models\//, ""), "generate");
 }
 
 function generateHandler(action: "generateContent" | "streamGenerateContent"): Handler {
@@ -27,6 +37,11 @@ function generateHandler(action: "generateContent" | "streamGenerateContent"): H
     const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
     const request = validate(GenerateRequest, body.value);
     const model = geminiModel(ctx);
+    // Cached contents cannot be created through the gateway: any named is another's, or none.
+    const cached = body.value.cachedContent ?? body.value.cached_content;
+    if (cached !== undefined && cached !== null) {
+      throw notFound("Cached content", String(cached), "cachedContent");
+    }
     const violation = model.image && checkImageRules(body.value, model.image);
     if (violation) {
       throw new GatewayError(400, `Invalid '${violation.field}': ${violation.message}`, {
@@ -40,18 +55,24 @@ function generateHandler(action: "generateContent" | "streamGenerateContent"): H
       format: "google",
       endpoint: action,
       model,
-      inputChars: body.text.length,
-      maxOutputTokens: request.generationConfig?.maxOutputTokens,
+      tokens: {
+        input: estimateInput(body.value),
+        requestedCap: request.generationConfig?.maxOutputTokens,
+        output: true,
+        minCap: 1,
+        tools: generateToolUses(body.value),
+      },
       stream,
-      call: {
+      call: (cap) => ({
         path: `/v1beta/models/${encodeURIComponent(model.upstreamId)}:${action}${
           sse ? "?alt=sse" : ""
         }`,
-        body: body.text,
-      },
-      usageFromJson: (json) => geminiUsage((json as { usageMetadata?: unknown }).usageMetadata),
-      meter: sse ? geminiSseMeter : geminiArrayMeter,
-      errorTail: sse ? streamErrorEvent : undefined,
+        body: cap === undefined ? body.text : JSON.stringify(withMaxOutputTokens(body.value, cap)),
+      }),
+      usageFromJson: generateUsage,
+      meter: geminiMeter,
+      framing: sse ? "sse" : "json-array",
+      errorTail: sse ? streamErrorEvent : streamErrorElement,
     });
   };
 }
@@ -74,7 +95,7 @@ export const countTokens: Handler = async (ctx) => {
     ctx.services.config.upstreamTimeoutMs,
   );
   if (!upstream.ok) {
-    return await relayUpstreamError(upstream, "google");
+    return await relayUpstreamError(upstream, "google", model);
   }
   return new Response(upstream.body, { headers: { "content-type": "application/json" } });
 };

@@ -28,6 +28,7 @@ export const GenerateRequest = v.looseObject({
       v.number("must be an integer"),
       v.integer("must be an integer"),
       v.minValue(1, "must be ≥ 1"),
+      v.maxValue(2_147_483_647, "must be at most 2147483647"),
     )),
   }, "must be an object")),
 });

@@ -4,16 +4,20 @@
  */
 import type { Handler } from "../../context.ts";
 import { readJsonObject } from "../../http/body.ts";
+import { GatewayError } from "../../http/errors.ts";
 import { jsonResponse } from "../../http/json.ts";
 import { validate } from "../../http/validate.ts";
-import { anthropicUsage, estimateTextTokens, messagesMeter } from "../../billing/usage.ts";
+import { estimateInput } from "../../billing/estimate.ts";
+import { messagesMeter, messagesObjects, messagesUsage } from "../../billing/usage.ts";
 import { passThrough, withUpstreamModel } from "../../pipeline/passthrough.ts";
 import { resolveModel } from "../../pipeline/resolve.ts";
+import { ownObject } from "../../pipeline/upstream_objects.ts";
 import { anthropicCountsTokens } from "../../providers/anthropic.ts";
 import { send } from "../../providers/index.ts";
 import { relayUpstreamError } from "../../pipeline/upstream_errors.ts";
 import { CountTokensRequest, MessagesRequest } from "./schema.ts";
 import { streamErrorEvent } from "./stream.ts";
+import { messagesMinCap, messagesToolUses, wantsLongContext } from "./metering.ts";
 
 function forwardedHeaders(req: Request): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -28,29 +32,47 @@ export const createMessage: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
   const request = validate(MessagesRequest, body.value);
   const model = resolveModel(ctx, request.model, "messages");
+  const headers = forwardedHeaders(ctx.req);
+  // A container (code execution) is reused by id: only the account that created it may.
+  const container = body.value.container;
+  if (typeof container === "string") ownObject(ctx, container, "container", "container");
+  if (model.prices && !model.prices.longContext && wantsLongContext(headers["anthropic-beta"])) {
+    throw new GatewayError(
+      400,
+      `The 1M-token context window (anthropic-beta context-1m) is not priced for \`${model.id}\` on this gateway, so it cannot be used through it.`,
+      { param: "anthropic-beta" },
+    );
+  }
   return passThrough({
     ctx,
     format: "anthropic",
     endpoint: "messages",
     model,
-    inputChars: body.text.length,
-    maxOutputTokens: request.max_tokens,
-    stream: request.stream === true,
-    call: {
-      path: "/v1/messages",
-      body: withUpstreamModel(body, model),
-      headers: forwardedHeaders(ctx.req),
+    tokens: {
+      input: estimateInput(body.value),
+      requestedCap: request.max_tokens,
+      output: true,
+      minCap: Math.min(request.max_tokens, messagesMinCap(body.value)),
+      serviceTier: request.service_tier,
+      tools: messagesToolUses(body.value),
     },
-    usageFromJson: (json) => anthropicUsage((json as { usage?: unknown }).usage),
+    stream: request.stream === true,
+    call: (cap) => ({
+      path: "/v1/messages",
+      body: withUpstreamModel(body, model, cap === undefined ? undefined : { max_tokens: cap }),
+      headers,
+    }),
+    usageFromJson: messagesUsage,
     meter: messagesMeter,
+    objectsFromJson: messagesObjects,
     errorTail: streamErrorEvent,
   });
 };
 
 /**
- * Token counting, free of charge: the upstream's own count where it has one, otherwise a local
- * estimate (one token per four characters of the request's text), marked by the response header
- * `x-switchyard-token-count: estimate`.
+ * Token counting, free of charge: the upstream's own count where it has one (its errors relayed
+ * as they are), otherwise a local estimate (one token per four bytes of the request's text),
+ * marked by the response header `x-switchyard-token-count: estimate`.
  */
 export const countTokens: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
@@ -72,15 +94,11 @@ export const countTokens: Handler = async (ctx) => {
         headers: { "content-type": "application/json", "x-switchyard-token-count": "upstream" },
       });
     }
-    if (upstream.status !== 404) {
-      return await relayUpstreamError(upstream, "anthropic");
-    }
-    await upstream.body?.cancel();
+    return await relayUpstreamError(upstream, "anthropic", model);
   }
+  const { system, messages, tools } = body.value;
   return jsonResponse(
-    {
-      input_tokens: estimateTextTokens([body.value.system, body.value.messages, body.value.tools]),
-    },
+    { input_tokens: estimateInput([system, messages, tools]).typical },
     200,
     {
       "x-switchyard-token-count": "estimate",

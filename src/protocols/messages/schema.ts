@@ -13,15 +13,20 @@ const messages = v.array(
   "must be an array of messages",
 );
 
+/** The largest token count a client may ask for (upstreams take 32-bit integers). */
+const MAX_TOKENS = 2_147_483_647;
+
 export const MessagesRequest = v.looseObject({
   model,
   max_tokens: v.pipe(
     v.number("must be an integer"),
     v.integer("must be an integer"),
     v.minValue(0, "must be ≥ 0"),
+    v.maxValue(MAX_TOKENS, `must be at most ${MAX_TOKENS}`),
   ),
   messages,
   stream: v.optional(v.boolean("must be a boolean")),
+  service_tier: v.optional(v.string("must be a string")),
 });
 
 export const CountTokensRequest = v.looseObject({ model, messages });

@@ -4,6 +4,9 @@
  */
 import * as v from "valibot";
 
+/** The largest token count a client may ask for (upstreams take 32-bit integers). */
+export const MAX_TOKENS = 2_147_483_647;
+
 export const ResponsesRequest = v.looseObject({
   model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
   input: v.union(
@@ -15,6 +18,13 @@ export const ResponsesRequest = v.looseObject({
     v.number("must be an integer"),
     v.integer("must be an integer"),
     v.minValue(16, "must be at least 16"),
+    v.maxValue(MAX_TOKENS, `must be at most ${MAX_TOKENS}`),
   ))),
   stream: v.optional(v.nullable(v.boolean("must be a boolean"))),
+  service_tier: v.optional(v.nullable(v.string("must be a string"))),
+  background: v.optional(v.nullable(v.boolean("must be a boolean"))),
+  previous_response_id: v.optional(v.nullable(v.pipe(
+    v.string("must be a string"),
+    v.maxLength(256, "must be at most 256 characters"),
+  ))),
 });

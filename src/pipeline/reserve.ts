@@ -1,0 +1,78 @@
+/**
+ * The reserve step of a token-billed call: refuse what the catalog does not price (a service tier,
+ * a hosted tool) with a 400 naming the field, then plan the hold (see `billing/reserve.ts`) —
+ * 402 when the available balance cannot cover the smallest call.
+ */
+import type { RequestContext } from "../context.ts";
+import type { ResolvedModel } from "../catalog/catalog.ts";
+import { GatewayError } from "../http/errors.ts";
+import { type HostedTool, isBaseTier } from "../billing/price.ts";
+import { insufficientBalance } from "../billing/ledger.ts";
+import { type Plan, planTokenCall, type TokenCall } from "../billing/reserve.ts";
+
+/** A hosted tool a request offers: the field that offers it, and the calls it may make. */
+export interface ToolUse {
+  /** The tools it may be billed as (any one priced is enough), e.g. web search per query or per grounded prompt. */
+  tools: HostedTool[];
+  field: string;
+  calls: number;
+}
+
+/** A token-billed request as the reserve step sees it. */
+export interface TokenRequest extends Omit<TokenCall, "hostedTools"> {
+  /** The field that asks for the service tier (for the error). */
+  tierField?: string;
+  tools: ToolUse[];
+}
+
+/** Throws 400 for a tier or hosted tool the model's prices do not cover. */
+export function requirePriced(model: ResolvedModel, request: TokenRequest): void {
+  const prices = model.prices;
+  if (!prices) return;
+  const tier = request.serviceTier;
+  if (tier && !isBaseTier(tier) && !prices.tiers.has(tier)) {
+    const offered = ["default", ...prices.tiers.keys()].join(", ");
+    throw new GatewayError(
+      400,
+      `Invalid '${
+        request.tierField ?? "service_tier"
+      }': the service tier \`${tier}\` is not offered for \`${model.id}\` on this gateway (offered: ${offered}).`,
+      { param: request.tierField ?? "service_tier", code: "unsupported_value" },
+    );
+  }
+  for (const use of request.tools) {
+    if (use.tools.some((tool) => prices.tools.has(tool))) continue;
+    throw new GatewayError(
+      400,
+      `Invalid '${use.field}': the hosted tool \`${
+        use.tools[0]
+      }\` is not priced for \`${model.id}\` on this gateway, so it cannot be used through it.`,
+      { param: use.field, code: "unsupported_value" },
+    );
+  }
+}
+
+/** Plans the hold of a token-billed call, or throws the 400/402 the client should see. */
+export function planTokens(
+  ctx: RequestContext,
+  model: ResolvedModel,
+  request: TokenRequest,
+): Extract<Plan, { ok: true }> {
+  requirePriced(model, request);
+  const hostedTools = new Map<HostedTool, number>();
+  for (const use of request.tools) {
+    for (const tool of use.tools) {
+      hostedTools.set(tool, (hostedTools.get(tool) ?? 0) + use.calls);
+    }
+  }
+  const { config, store } = ctx.services;
+  const principal = ctx.principal!;
+  const plan = planTokenCall(
+    model,
+    { ...request, hostedTools },
+    model.prices ? store.available(principal.accountId) : 0,
+    config.defaultMaxOutputTokens,
+  );
+  if (!plan.ok) throw insufficientBalance(principal, plan.needed);
+  return plan;
+}

@@ -1,0 +1,57 @@
+/**
+ * Upstream state — stored responses, containers, conversations, cached contents — lives under the
+ * operator's one upstream key, so one account must never reach another's. The ids the gateway
+ * sees in an account's answers are recorded as that account's; a request naming any other id is
+ * refused as not found (404 in the route's format), exactly as an id that does not exist.
+ * Conversations and cached contents cannot be created through the gateway, so naming one is
+ * always refused.
+ */
+import type { RequestContext } from "../context.ts";
+import { GatewayError } from "../http/errors.ts";
+import type { UpstreamObject } from "../store/store.ts";
+
+/** An object an answer created: its id and kind. */
+export interface CreatedObject {
+  id: string;
+  kind: UpstreamObject["kind"];
+}
+
+/** The longest upstream object id a client may name. */
+const MAX_ID = 256;
+
+/** The caller's own upstream object `id`, or a thrown 404 naming `field`. */
+export function ownObject(
+  ctx: RequestContext,
+  id: unknown,
+  kind: UpstreamObject["kind"],
+  field: string,
+): UpstreamObject {
+  const text = typeof id === "string" ? id : "";
+  const found = text && text.length <= MAX_ID ? ctx.services.store.upstreamObject(text) : undefined;
+  if (!found || found.kind !== kind || found.accountId !== ctx.principal!.accountId) {
+    throw notFound(kind === "response" ? "Previous response" : "Container", text, field);
+  }
+  return found;
+}
+
+/** The 404 for an upstream object the caller may not use. */
+export function notFound(what: string, id: string, field: string): GatewayError {
+  const shown = id.length > 64 ? `${id.slice(0, 64)}…` : id;
+  return new GatewayError(404, `${what} with id '${shown}' not found.`, {
+    param: field,
+    code: "not_found",
+  });
+}
+
+/** Records the objects an account's answer created (`contextTokens` for responses). */
+export function rememberObjects(
+  ctx: RequestContext,
+  objects: CreatedObject[],
+  contextTokens: number,
+): void {
+  const accountId = ctx.principal!.accountId;
+  for (const { id, kind } of objects) {
+    if (id.length > MAX_ID) continue;
+    ctx.services.store.recordObject({ id, accountId, kind, contextTokens });
+  }
+}

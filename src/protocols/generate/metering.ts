@@ -1,0 +1,44 @@
+/**
+ * What a generateContent request asks for that the bill depends on (pure): the grounding and maps
+ * tools it offers (`gemini.md` §2), and its output cap field.
+ */
+import type { HostedTool } from "../../billing/price.ts";
+import { DEFAULT_TOOL_CALLS } from "../../billing/reserve.ts";
+import type { ToolUse } from "../../pipeline/reserve.ts";
+
+type Json = Record<string, unknown>;
+
+/**
+ * Priced tools by their key in a `tools[]` entry. Grounding with Google Search is priced per
+ * search query on some models and per grounded prompt on others: either price allows it.
+ */
+const PRICED: [string, HostedTool[]][] = [
+  ["googleSearch", ["web_search", "grounded_prompt"]],
+  ["google_search", ["web_search", "grounded_prompt"]],
+  ["googleSearchRetrieval", ["web_search", "grounded_prompt"]],
+  ["google_search_retrieval", ["web_search", "grounded_prompt"]],
+  ["googleMaps", ["google_maps"]],
+  ["google_maps", ["google_maps"]],
+];
+
+/** The priced tools in `tools`. */
+export function generateToolUses(body: Json): ToolUse[] {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  const uses: ToolUse[] = [];
+  tools.forEach((raw, i) => {
+    const tool = (raw ?? {}) as Json;
+    for (const [key, hosted] of PRICED) {
+      if (Object.hasOwn(tool, key)) {
+        uses.push({ tools: hosted, field: `tools[${i}].${key}`, calls: DEFAULT_TOOL_CALLS });
+      }
+    }
+  });
+  return uses;
+}
+
+/** The body with `generationConfig.maxOutputTokens` set to `cap`. */
+export function withMaxOutputTokens(body: Json, cap: number): Json {
+  const config = (body.generationConfig ?? body.generation_config ?? {}) as Json;
+  const { generation_config: _snake, ...rest } = body;
+  return { ...rest, generationConfig: { ...config, maxOutputTokens: cap } };
+}
