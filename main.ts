@@ -133,8 +133,11 @@ async function main(argv: string[]): Promise<number> {
   throw new CliError(`unknown command: ${positionals.join(" ")}\n\n${USAGE}`);
 }
 
+/** How long after the drain time a shutdown waits for connections before it exits anyway. */
+const SHUTDOWN_GRACE_MS = 5_000;
+
 async function serve(config: Awaited<ReturnType<typeof loadConfig>>): Promise<number> {
-  const store = openSqliteStore(config.dbPath);
+  const store = openSqliteStore(config.dbPath, { owner: true });
   for (const notice of config.notices) log("warn", notice);
   const recovered = await recoverHolds(store);
   if (recovered) log("warn", "settled calls left open by an earlier crash", { calls: recovered });
@@ -147,9 +150,20 @@ async function serve(config: Awaited<ReturnType<typeof loadConfig>>): Promise<nu
     store: config.dbPath,
   });
   flushLog();
+  let stopping = false;
   const stop = () => {
+    if (stopping) return;
+    stopping = true;
     log("info", "shutting down");
     server.shutdown();
+    // Streams are cut after drainTimeoutMs; a connection that still holds on (a client that never
+    // finishes its upload) does not keep the process from exiting.
+    setTimeout(() => {
+      log("warn", "connections still open after the drain: exiting anyway");
+      flushLog();
+      store.close();
+      Deno.exit(0);
+    }, config.drainTimeoutMs + SHUTDOWN_GRACE_MS);
   };
   Deno.addSignalListener("SIGTERM", stop);
   Deno.addSignalListener("SIGINT", stop);

@@ -1,16 +1,35 @@
 /**
  * Structured logging: one JSON object per line. Info and warn lines go to stdout in batches (one
  * write per event-loop turn, off the request path); errors go to stderr at once. Never log secrets.
+ * String fields are cut to a few hundred characters (errors get a few thousand, for diagnosis) and
+ * marked, so no client-chosen path, model id or header can make a line large.
  */
 
 export type Level = "info" | "warn" | "error";
 
+/** The longest string field of an info or warn line, and of an error line. */
+export const MAX_FIELD_CHARS = 512;
+const MAX_ERROR_FIELD_CHARS = 4096;
+
 const encoder = new TextEncoder();
 let pending = "";
 
+/** `value` cut to `max` characters, marked with how much was left out. */
+export function truncateField(value: string, max = MAX_FIELD_CHARS): string {
+  if (value.length <= max) return value;
+  const kept = max - 40;
+  return `${value.slice(0, kept)}…[truncated ${value.length - kept} chars]`;
+}
+
 /** Writes one JSON log line. */
 export function log(level: Level, msg: string, fields: Record<string, unknown> = {}): void {
-  const line = JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + "\n";
+  const max = level === "error" ? MAX_ERROR_FIELD_CHARS : MAX_FIELD_CHARS;
+  const record: Record<string, unknown> = { time: new Date().toISOString(), level, msg };
+  for (const name in fields) {
+    const value = fields[name];
+    record[name] = typeof value === "string" ? truncateField(value, max) : value;
+  }
+  const line = JSON.stringify(record) + "\n";
   if (level === "error") {
     flushLog();
     Deno.stderr.writeSync(encoder.encode(line));

@@ -10,10 +10,16 @@ import { Router } from "./router.ts";
 import { type Route, routes as defaultRoutes } from "./routes.ts";
 import { log } from "./log.ts";
 import { startVideoPoller } from "./pipeline/video_jobs.ts";
+import { recoverHolds } from "./billing/ledger.ts";
 
+/** A client's own request id is used when it is this safe (else one is generated). */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+/** Longer request ids are refused (400). */
+const MAX_REQUEST_ID = 128;
 /** How long the owner of an upstream object (a stored response) is remembered. */
 const OBJECT_RETENTION_MS = 30 * 24 * 3600 * 1000;
+/** How often calls held by a process that died are looked for (also done at startup). */
+const RECOVERY_INTERVAL_MS = 30_000;
 
 /** Builds the request handler for the given services (and routing table, for tests). */
 export function createHandler(
@@ -43,6 +49,13 @@ export function createHandler(
     let extraHeaders: Record<string, string> = {};
     let response: Response;
     try {
+      if (given && given.length > MAX_REQUEST_ID) {
+        throw new GatewayError(
+          400,
+          `The x-request-id header must be at most ${MAX_REQUEST_ID} characters.`,
+          { param: "x-request-id" },
+        );
+      }
       if (!match.route) {
         if (match.allow.length) {
           throw new GatewayError(
@@ -139,12 +152,22 @@ export function startServer(services: Services): RunningServer {
   };
   prune();
   const pruner = setInterval(prune, 6 * 3600 * 1000);
+  // Calls held by another process on this store that has since died (see `store/owners.ts`).
+  const recovery = setInterval(async () => {
+    try {
+      const calls = await recoverHolds(services.store);
+      if (calls) log("warn", "settled calls left open by a process that stopped", { calls });
+    } catch (error) {
+      log("error", "recovering held calls failed", { error: String(error) });
+    }
+  }, RECOVERY_INTERVAL_MS);
   return {
     addr: server.addr as Deno.NetAddr,
     finished: server.finished,
     shutdown: async () => {
       poller.stop();
       clearInterval(pruner);
+      clearInterval(recovery);
       const drained = server.shutdown();
       const timer = setTimeout(() => {
         for (const stream of live) stream.cut("drain");

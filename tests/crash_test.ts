@@ -1,12 +1,17 @@
-/** A gateway killed mid-call loses no charge: the held ledger entry is settled at the next start. */
+/**
+ * Processes that stop lose no charge: a gateway killed mid-call has its held ledger entry settled
+ * at the next start, a process starting on a shared store leaves another's live calls alone, and
+ * SIGTERM drains streams (cutting and billing those still open after the drain time).
+ */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { startEmulator } from "../src/emulator/server.ts";
-import { startGateway } from "./helpers/gateway.ts";
+import { type Gateway, startGateway } from "./helpers/gateway.ts";
 
-Deno.test("kill -9 during a stream: the call is settled once, on its estimate, at restart", async () => {
-  const emulator = startEmulator({ requiredKey: "up" });
-  const config = {
+/** A config with one priced model on the emulator, plus `server` settings. */
+function configFor(emulator: Deno.HttpServer<Deno.NetAddr>, server: Record<string, unknown> = {}) {
+  return {
+    server,
     defaultCatalog: false,
     providers: {
       openai: {
@@ -17,20 +22,53 @@ Deno.test("kill -9 during a stream: the call is settled once, on its estimate, a
     },
     models: { "gpt-test": { provider: "openai", price: { input: 2.5, output: 15 } } },
   };
+}
+
+/** Starts a slow streamed answer and waits for its first chunk (the hold is then committed). */
+async function startSlowStream(gateway: Gateway, key: string, delay = 20) {
+  const res = await fetch(`${gateway.url}/v1/responses`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      model: "gpt-test",
+      input: `slow [[emulate words=300 delay=${delay}]]`,
+      stream: true,
+    }),
+  });
+  const reader = res.body!.getReader();
+  const first = new TextDecoder().decode((await reader.read()).value);
+  /** Reads the rest of the stream; resolves to all of its text. */
+  const rest = async () => {
+    let text = first;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return text;
+      text += new TextDecoder().decode(value);
+    }
+  };
+  return { reader, rest };
+}
+
+/** The charges in the gateway's ledger. */
+function charges(gateway: Gateway): Record<string, unknown>[] {
+  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
+  try {
+    return db.prepare(
+      `SELECT status, estimated, amount, (SELECT held FROM accounts WHERE id = account_id) AS held
+         FROM ledger WHERE kind = 'charge'`,
+    ).all().map((row) => ({ ...row }));
+  } finally {
+    db.close();
+  }
+}
+
+Deno.test("kill -9 during a stream: the call is settled once, on its estimate, at restart", async () => {
+  const emulator = startEmulator({ requiredKey: "up" });
+  const config = configFor(emulator);
   const first = await startGateway({ config });
   try {
     const { key } = await first.createKey("crash-acct", "--credit", "1");
-    const res = await fetch(`${first.url}/v1/responses`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        model: "gpt-test",
-        input: "slow [[emulate words=300 delay=20]]",
-        stream: true,
-      }),
-    });
-    const reader = res.body!.getReader();
-    await reader.read(); // the stream has started: the hold is committed
+    const { reader } = await startSlowStream(first, key);
     await first.crash();
     await reader.read().catch(() => {});
 
@@ -70,6 +108,58 @@ Deno.test("kill -9 during a stream: the call is settled once, on its estimate, a
     }
   } finally {
     await Deno.remove(first.dir, { recursive: true }).catch(() => {});
+    await emulator.shutdown();
+  }
+});
+
+Deno.test("a process restarting on a shared store leaves another process's live calls alone", async () => {
+  const emulator = startEmulator({ requiredKey: "up" });
+  const config = configFor(emulator);
+  const serving = await startGateway({ config });
+  try {
+    const { key } = await serving.createKey("shared-acct", "--credit", "1");
+    const stream = await startSlowStream(serving, key, 5);
+    // Another process on the same store starts, is killed, and starts again (blue/green).
+    const other = await startGateway({ config, dir: serving.dir });
+    await other.crash();
+    const restarted = await startGateway({ config, dir: serving.dir });
+    const text = await stream.rest();
+    await restarted.crash();
+    const usage =
+      JSON.parse(/event: response\.completed\ndata: (.*)/.exec(text)![1]).response.usage;
+    const expected = usage.input_tokens * 2500 + usage.output_tokens * 15000;
+    assert.deepEqual(charges(serving), [
+      { status: "settled", estimated: 0, amount: expected, held: 0 },
+    ], "settled once, on the upstream's usage, by the process that served it");
+    for (const logs of [other.logs, restarted.logs]) {
+      assert.ok(!logs.some((l) => l.includes("settled calls left open")), logs.join("\n"));
+    }
+  } finally {
+    await serving.stop();
+    await emulator.shutdown();
+  }
+});
+
+Deno.test("SIGTERM drains: a stream still open after drainTimeoutMs is cut, billed for what was relayed", async () => {
+  const emulator = startEmulator({ requiredKey: "up" });
+  const gateway = await startGateway({ config: configFor(emulator, { drainTimeoutMs: 300 }) });
+  try {
+    const { key } = await gateway.createKey("drain-acct", "--credit", "1");
+    const stream = await startSlowStream(gateway, key);
+    const started = Date.now();
+    const exited = gateway.terminate();
+    const text = await stream.rest();
+    assert.equal((await exited).code, 0);
+    assert.ok(Date.now() - started < 3000, `drained in ${Date.now() - started} ms`);
+    assert.match(text, /event: error\ndata: .*ended the stream unexpectedly/);
+    assert.doesNotMatch(text, /response\.completed/);
+    const [row] = charges(gateway);
+    assert.equal(row.status, "settled");
+    assert.equal(row.estimated, 1);
+    assert.ok((row.amount as number) > 0);
+    assert.equal(row.held, 0);
+  } finally {
+    await Deno.remove(gateway.dir, { recursive: true }).catch(() => {});
     await emulator.shutdown();
   }
 });

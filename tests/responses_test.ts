@@ -180,7 +180,12 @@ Deno.test("upstream errors: 4xx relayed with status and message, 5xx becomes 502
     (error: unknown) => {
       assert.ok(error instanceof OpenAI.RateLimitError);
       assert.equal(error.status, 429);
-      assert.match(error.message, /Rate limit reached for requests \(emulated\)/);
+      // OpenAI names the operator's organization and the upstream model: neither reaches the client.
+      assert.match(
+        error.message,
+        /Rate limit reached for gpt-test in organization org-\[redacted\]/,
+      );
+      assert.doesNotMatch(error.message, /gpt-5\.4|EmuLat3d/);
       assert.equal(error.headers?.get("retry-after"), "1");
       return true;
     },

@@ -80,7 +80,7 @@ function countResponsesTools(u: Usage, items: unknown[]): void {
     const tool = typeof item.type === "string" ? RESPONSES_TOOL_ITEMS.get(item.type) : undefined;
     if (!tool) continue;
     if (tool === "code_interpreter") {
-      const container = String(item.container_id ?? item.id ?? "");
+      const container = JSON.stringify(item.container_id ?? item.id ?? null);
       if (containers.has(container)) continue;
       containers.add(container);
     }
@@ -288,7 +288,7 @@ export function responsesMeter(): StreamMeter {
       const item = obj(parse(e).item);
       if (item.type === "code_interpreter_call") m.remember(item.container_id, "container");
       if (typeof item.type === "string" && RESPONSES_TOOL_ITEMS.has(item.type)) {
-        tools.set(String(item.id ?? tools.size), item);
+        tools.set(typeof item.id === "string" ? item.id : `#${tools.size}`, item);
         m.reported ??= emptyUsage();
         m.reported.toolCalls = undefined;
         countResponsesTools(m.reported, [...tools.values()]);

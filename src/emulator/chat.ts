@@ -5,7 +5,7 @@
  * `stream_options.include_usage` is true, and tool calls when function tools are offered.
  */
 import { encodeSse } from "../http/sse.ts";
-import { openaiError, openaiFault, servedTier } from "./openai.ts";
+import { openaiError, openaiFault, servedTier, unknownModel } from "./openai.ts";
 import {
   answer,
   collectText,
@@ -43,16 +43,23 @@ function functionTool(body: Json, messages: Message[]): Json | undefined {
   return tools.find((t) => t.type === "function")?.function as Json | undefined;
 }
 
-/** `POST /v1/chat/completions`. */
-export async function chatCompletions(req: Request): Promise<Response> {
+/** `POST /v1/chat/completions`; `vendor` is the route's prefix (`openai/v1`, `deepseek/compat`…). */
+export async function chatCompletions(
+  req: Request,
+  groups: Record<string, string | undefined> = {},
+): Promise<Response> {
   const body = await req.json() as Json;
   const messages = Array.isArray(body.messages) ? body.messages as Message[] : [];
   const texts = collectText(messages);
   const d = directives(texts);
   await sleep(d.wait);
-  const fault = openaiFault(d);
+  const fault = openaiFault(d, body.model);
   if (fault) return fault;
   if (typeof body.model !== "string") return openaiError(400, "you must provide a model parameter");
+  const unknown = /^(openai|xai)\//.test(groups.vendor ?? "")
+    ? unknownModel(body.model)
+    : undefined;
+  if (unknown) return unknown;
   if (messages.length === 0) {
     return openaiError(
       400,

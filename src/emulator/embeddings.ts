@@ -50,9 +50,14 @@ export async function embeddings(req: Request): Promise<Response> {
   if (inputs.length === 0 || inputs.some((i) => i === "" || (Array.isArray(i) && !i.length))) {
     return openaiError(400, "'$.input' is invalid. Please check the API reference.");
   }
-  const dimensions = typeof body.dimensions === "number"
-    ? body.dimensions
-    : DIMENSIONS[body.model] ?? 1536;
+  const modelDimensions = Object.hasOwn(DIMENSIONS, body.model) ? DIMENSIONS[body.model] : 1536;
+  const dimensions = typeof body.dimensions === "number" ? body.dimensions : modelDimensions;
+  if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > modelDimensions) {
+    return openaiError(
+      400,
+      `This model's maximum dimensions is ${modelDimensions}; ${dimensions} is not supported.`,
+    );
+  }
   const asBase64 = body.encoding_format === "base64";
   let tokens = 0;
   const data = inputs.map((input, index) => {

@@ -48,9 +48,30 @@ const MESSAGES: Record<number, string> = {
   503: "The engine is currently overloaded, please try again later.",
 };
 
+/** The emulated operator's organization, named in rate-limit messages as OpenAI does. */
+export const EMULATED_ORG = "org-EmuLat3dOperat0r";
+
 /** Fault by directive: an error response, or undefined to go on. */
-export function openaiFault(d: Directives): Response | undefined {
+export function openaiFault(d: Directives, model?: unknown): Response | undefined {
+  if (d.status === 429 && typeof model === "string") {
+    return openaiError(
+      429,
+      `Rate limit reached for ${model} in organization ${EMULATED_ORG} on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.`,
+    );
+  }
   if (d.status) return openaiError(d.status, MESSAGES[d.status] ?? `Emulated error ${d.status}.`);
+}
+
+/** Model families the OpenAI-shaped vendors serve; others get 404 as the real services answer. */
+const KNOWN_MODELS = /^(gpt-|o\d|chatgpt-|codex-|computer-use|text-embedding-|dall-e|grok-)/;
+
+/** The 404 for a model the upstream does not serve, or undefined. */
+export function unknownModel(model: unknown): Response | undefined {
+  if (typeof model !== "string" || KNOWN_MODELS.test(model)) return undefined;
+  return openaiError(
+    404,
+    `The model \`${model}\` does not exist or you do not have access to it.`,
+  );
 }
 
 interface Item {
@@ -98,12 +119,12 @@ async function readResponsesCall(req: Request): Promise<ResponsesCall | Response
   const texts = collectText([body.instructions, body.input]);
   const d = directives(texts);
   await sleep(d.wait);
-  const fault = openaiFault(d);
+  const fault = openaiFault(d, body.model);
   if (fault) return fault;
   if (typeof body.model !== "string") {
     return openaiError(400, "Missing required parameter: 'model'.");
   }
-  return { body, texts, d };
+  return unknownModel(body.model) ?? { body, texts, d };
 }
 
 /** Input tokens as `/v1/responses` reports them: the text's tokens plus 3 per input item. */

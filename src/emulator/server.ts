@@ -120,6 +120,39 @@ const ROUTES: { pattern: URLPattern; family: Family; handle: Handle; method?: "G
   },
 ];
 
+/** A refused upstream key, as each provider reports it (Gemini and xAI with a 400). */
+function keyRefused(pathname: string, key: string): Response {
+  const masked = `${key.slice(0, 3)}***${key.slice(-4)}`;
+  if (pathname.startsWith("/gemini/")) {
+    return Response.json({
+      error: {
+        code: 400,
+        message: "API key not valid. Please pass a valid API key.",
+        status: "INVALID_ARGUMENT",
+        details: [{
+          "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+          reason: "API_KEY_INVALID",
+          domain: "googleapis.com",
+          metadata: { service: "generativelanguage.googleapis.com" },
+        }],
+      },
+    }, { status: 400 });
+  }
+  if (pathname.startsWith("/xai/")) {
+    return Response.json({
+      code: "Client specified an invalid argument",
+      error:
+        `Incorrect API key provided: ${masked}. You can obtain an API key from https://console.x.ai.`,
+    }, { status: 400 });
+  }
+  const family = familyOf(pathname);
+  if (family === ANTHROPIC) return family.error(401, "invalid x-api-key");
+  return family.error(
+    401,
+    `Incorrect API key provided: ${masked}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+  );
+}
+
 function familyOf(pathname: string): Family {
   if (pathname.startsWith("/gemini/")) return GOOGLE;
   if (/^\/(deepseek|moonshot|zhipu)\/compat\//.test(pathname)) return OPENAI;
@@ -153,7 +186,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
     }
     const key = family.key(req);
     if (!key || (options.requiredKey && key !== options.requiredKey)) {
-      return family.error(401, "Invalid API key.");
+      return keyRefused(url.pathname, key ?? "");
     }
     let request = req;
     if (options.record) {

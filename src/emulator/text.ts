@@ -1,6 +1,7 @@
 /**
  * The emulator's deterministic "model": a tokenizer, answers derived from the prompt, and the
  * fault directives a prompt can carry, e.g. `[[emulate status=429]]`, `[[emulate cut=5]]`,
+ * `[[emulate stop=5]]` (a stream that ends cleanly before its end),
  * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`, `[[emulate wait=500]]`,
  * and for video jobs `[[emulate ready=800 seconds=5]]`, `[[emulate fail=1]]`, `[[emulate expire=1]]`,
  * `[[emulate gone=1]]`.
@@ -24,6 +25,8 @@ export interface Directives {
   status?: number;
   /** Cut a stream after this many events (or send a truncated JSON body). */
   cut?: number;
+  /** End a stream cleanly after this many events, before its end-of-stream marker. */
+  stop?: number;
   /** Milliseconds to wait before each stream event. */
   delay?: number;
   /** Report this many input tokens as read from the prompt cache. */
@@ -53,6 +56,7 @@ export interface Directives {
 const NUMERIC = [
   "status",
   "cut",
+  "stop",
   "delay",
   "cached",
   "words",
@@ -185,6 +189,11 @@ export function sseBody(
     async pull(controller) {
       if (d.cut !== undefined && sent >= d.cut) {
         controller.error(new Error("emulated cut"));
+        return;
+      }
+      if (d.stop !== undefined && sent >= d.stop) {
+        stats.streamsCompleted++;
+        controller.close();
         return;
       }
       await sleep(d.delay);

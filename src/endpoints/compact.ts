@@ -22,7 +22,7 @@ export const CompactRequest = v.looseObject({
 });
 
 export const compactResponse: Handler = async (ctx) => {
-  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(CompactRequest, body.value);
   const model = resolveModel(ctx, request.model, "compact");
   return await passThrough({

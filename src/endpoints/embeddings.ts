@@ -31,11 +31,12 @@ export const EmbeddingsRequest = v.looseObject({
     v.number("must be an integer"),
     v.integer("must be an integer"),
     v.minValue(1, "must be at least 1"),
+    v.maxValue(65536, "must be at most 65536"),
   )),
 });
 
 export const createEmbeddings: Handler = async (ctx) => {
-  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(EmbeddingsRequest, body.value);
   const model = resolveModel(ctx, request.model, "embeddings");
   return await passThrough({

@@ -190,7 +190,7 @@ function run(ctx: RequestContext, c: ImageCall): Promise<Response> {
 }
 
 async function fromJson(ctx: RequestContext, mode: ImageCall["mode"]): Promise<Response> {
-  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(
     mode === "generations" ? ImageGenerationRequest : ImageEditJsonRequest,
     body.value,

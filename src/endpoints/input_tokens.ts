@@ -13,7 +13,7 @@ import { estimateInput } from "../billing/estimate.ts";
 import { withUpstreamModel } from "../pipeline/passthrough.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
 import { relayUpstreamError } from "../pipeline/upstream_errors.ts";
-import { send } from "../providers/index.ts";
+import { send, upstreamDeadlines } from "../providers/index.ts";
 
 export const InputTokensRequest = v.looseObject({
   model: v.optional(v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"))),
@@ -25,7 +25,7 @@ export const InputTokensRequest = v.looseObject({
 });
 
 export const countInputTokens: Handler = async (ctx) => {
-  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(InputTokensRequest, body.value);
   const model = request.model ? resolveModel(ctx, request.model, "responses") : undefined;
   if (model?.provider.type === "openai") {
@@ -33,7 +33,7 @@ export const countInputTokens: Handler = async (ctx) => {
       model.provider,
       { path: "/responses/input_tokens", body: withUpstreamModel(body, model) },
       new AbortController(),
-      ctx.services.config.upstreamTimeoutMs,
+      upstreamDeadlines(ctx.services.config),
     );
     if (!upstream.ok) return await relayUpstreamError(upstream, "openai", model);
     return new Response(upstream.body, {

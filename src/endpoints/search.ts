@@ -25,7 +25,7 @@ export const SearchRequest = v.looseObject({
 const ONE_CALL = { ...emptyUsage(), searchCalls: 1 };
 
 export const search: Handler = async (ctx) => {
-  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(SearchRequest, body.value);
   const model = resolveModel(ctx, request.model, "search");
   return await passThrough({

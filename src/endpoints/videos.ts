@@ -46,7 +46,7 @@ const EDIT_RESOLUTION = "720p";
 
 function submit(mode: "generations" | "edits"): Handler {
   return async (ctx) => {
-    const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+    const body = await readJsonObject(ctx.req, ctx.services.config);
     let seconds = EDIT_HELD_SECONDS;
     let resolution = EDIT_RESOLUTION;
     if (mode === "generations") {
@@ -78,7 +78,7 @@ async function createJob(
 ): Promise<Response> {
   const { store } = ctx.services;
   const principal = ctx.principal!;
-  const model = resolveModel(ctx, String(body.value.model), "videos");
+  const model = resolveModel(ctx, body.value.model as string, "videos"); // validated by the schema
   const rate = model.prices ? videoSecondRate(model.prices, resolution) : 0;
   if (rate === null) {
     const allowed = [...model.prices!.videoSecondBy.keys()].join(", ");
@@ -139,6 +139,11 @@ export const createVideoEdit: Handler = submit("edits");
 /** `GET /v1/videos/{request_id}`: another account's job is indistinguishable from none (404). */
 export const getVideo: Handler = async (ctx) => {
   const id = ctx.params.request_id;
+  if (id.length > 256) {
+    throw new GatewayError(400, "Invalid 'request_id': must be at most 256 characters.", {
+      param: "request_id",
+    });
+  }
   const job = ctx.services.store.videoJob(id);
   if (!job || job.accountId !== ctx.principal!.accountId) {
     throw new GatewayError(404, `No video job found with request_id ${id}.`, {

@@ -37,25 +37,55 @@ export function tooDeep(value: unknown): string[] | null {
   return null;
 }
 
-/** Reads at most `limit` bytes of the body; 413 past that. */
-export async function readBytes(req: Request, limit: number): Promise<Uint8Array> {
+/** How much of a request body is read, and how long it may take to arrive. */
+export interface BodyLimits {
+  maxBodyBytes: number;
+  /** Longest time to receive the body (408 past it). */
+  uploadTimeoutMs: number;
+}
+
+/** Headers of an answer given before the request body was read: the connection is not reused. */
+export const UNREAD_BODY = { connection: "close" };
+
+/** The 408 for a body that did not arrive in time. */
+export function uploadTimeout(ms: number): GatewayError {
+  return new GatewayError(408, `The request body was not received within ${ms} ms.`, {
+    headers: UNREAD_BODY,
+  });
+}
+
+/** Reads at most `maxBodyBytes` of the body (413 past that) within `uploadTimeoutMs` (408). */
+export async function readBytes(req: Request, limits: BodyLimits): Promise<Uint8Array> {
+  const limit = limits.maxBodyBytes;
   const declared = Number(req.headers.get("content-length") ?? NaN);
   if (declared > limit) throw tooLarge(limit);
   if (!req.body) return new Uint8Array(0);
-  // HTTP framing stops a body at its declared length: read it natively in one go.
-  if (declared >= 0) return await req.bytes();
+  const reader = req.body.getReader();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    reader.cancel().catch(() => {});
+  }, limits.uploadTimeoutMs);
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = req.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge(limit);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (timedOut) throw uploadTimeout(limits.uploadTimeoutMs);
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge(limit);
+      }
+      chunks.push(value);
     }
-    chunks.push(value);
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    if (timedOut) throw uploadTimeout(limits.uploadTimeoutMs);
+    throw new GatewayError(400, "The request body could not be read.");
+  } finally {
+    clearTimeout(timer);
   }
   if (chunks.length === 1) return chunks[0];
   const bytes = new Uint8Array(size);
@@ -75,8 +105,8 @@ export interface JsonBody {
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
-/** Checks the media type, reads within the limit and parses a JSON object body. */
-export async function readJsonObject(req: Request, limit: number): Promise<JsonBody> {
+/** Checks the media type, reads within the limits and parses a JSON object body. */
+export async function readJsonObject(req: Request, limits: BodyLimits): Promise<JsonBody> {
   const type = req.headers.get("content-type") ?? "";
   if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
     throw new GatewayError(
@@ -84,7 +114,7 @@ export async function readJsonObject(req: Request, limit: number): Promise<JsonB
       `Content-Type must be application/json${type ? `, not ${type.split(";")[0]}` : ""}`,
     );
   }
-  const bytes = await readBytes(req, limit);
+  const bytes = await readBytes(req, limits);
   let text: string;
   let value: unknown;
   try {
@@ -109,5 +139,7 @@ export async function readJsonObject(req: Request, limit: number): Promise<JsonB
 }
 
 function tooLarge(limit: number): GatewayError {
-  return new GatewayError(413, `The request body is larger than the limit of ${limit} bytes`);
+  return new GatewayError(413, `The request body is larger than the limit of ${limit} bytes`, {
+    headers: UNREAD_BODY,
+  });
 }

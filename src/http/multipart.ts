@@ -23,7 +23,9 @@ export function boundaryOf(contentType: string): string | null {
 
 /** The 413 for an upload past the limit. */
 export function uploadTooLarge(limit: number): GatewayError {
-  return new GatewayError(413, `The upload is larger than the limit of ${limit} bytes`);
+  return new GatewayError(413, `The upload is larger than the limit of ${limit} bytes`, {
+    headers: { connection: "close" },
+  });
 }
 
 /** One text field of a multipart body. */
@@ -67,6 +69,9 @@ export interface SpoolOptions {
   /** Aborts the upload (the caller's deadline): 408, or the reason if it is a `GatewayError`. */
   signal?: AbortSignal;
 }
+
+/** Most text fields and distinct file field names a form may have (400 past it). */
+export const MAX_PARTS = 1000;
 
 /** Longest part header block (400 past it). */
 export const MAX_PART_HEADER_BYTES = 16 * 1024;
@@ -115,7 +120,7 @@ export async function spoolMultipart(
       if (result.done) break;
       const chunk = result.value;
       if (size + chunk.byteLength > limit) throw uploadTooLarge(limit);
-      await writeAll(file, chunk);
+      writeAll(file, chunk);
       parser.push(chunk, size);
       size += chunk.byteLength;
       if (signal?.aborted) throw abortError(signal);
@@ -154,6 +159,7 @@ function abortError(signal: AbortSignal): GatewayError {
   return new GatewayError(
     408,
     "The upload was not received in time: the request body did not arrive before the deadline",
+    { headers: { connection: "close" } },
   );
 }
 
@@ -172,9 +178,14 @@ async function createSpool(dir: string, path: string): Promise<Deno.FsFile> {
   }
 }
 
-async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
+/**
+ * Writes a chunk to the spool file. Synchronously: a chunk to local disk takes microseconds, and
+ * an awaited write per chunk inside a server handler costs milliseconds in scheduling (200 MB
+ * spooled in 19 s instead of 0.5 s).
+ */
+function writeAll(file: Deno.FsFile, bytes: Uint8Array): void {
   for (let written = 0; written < bytes.length;) {
-    written += await file.write(bytes.subarray(written));
+    written += file.writeSync(bytes.subarray(written));
   }
 }
 
@@ -469,6 +480,9 @@ class MultipartParser {
   /** A delimiter starts at body offset `at`: the current part (if any) ends there. */
   #delimiterFound(at: number): void {
     if (this.#state === State.Value) {
+      if (this.fields.length + this.files.size >= MAX_PARTS) {
+        throw new GatewayError(400, `The form has more than ${MAX_PARTS} parts`);
+      }
       if (this.#isFile) {
         this.files.set(this.#name, (this.files.get(this.#name) ?? 0) + 1);
       } else {

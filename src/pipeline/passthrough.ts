@@ -13,7 +13,7 @@ import type { JsonBody } from "../http/body.ts";
 import type { ErrorFormat } from "../http/errors.ts";
 import { relayStream } from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
-import { send, type UpstreamCall } from "../providers/index.ts";
+import { send, type UpstreamCall, upstreamDeadlines } from "../providers/index.ts";
 import { planTokens, type TokenRequest } from "./reserve.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
 import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
@@ -110,7 +110,7 @@ export async function sendHeld(
   let upstream: Response;
   try {
     [upstream] = await Promise.all([
-      send(model.provider, call, abort, ctx.services.config.upstreamTimeoutMs),
+      send(model.provider, call, abort, upstreamDeadlines(ctx.services.config)),
       bill.durable,
     ]);
   } catch (error) {

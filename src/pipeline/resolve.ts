@@ -3,7 +3,12 @@
  * in the route's format — unknown model 404, provider without a key 503, a model whose provider
  * speaks another protocol 400 with a pointer to the endpoint that serves it.
  */
-import type { ModelKind, ProviderEntry, ResolvedModel } from "../catalog/catalog.ts";
+import {
+  MAX_MODEL_ID,
+  type ModelKind,
+  type ProviderEntry,
+  type ResolvedModel,
+} from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
 import { GatewayError } from "../http/errors.ts";
 
@@ -53,8 +58,14 @@ export function resolveModel(
   id: string,
   endpoint: Endpoint,
 ): ResolvedModel {
-  const resolution = ctx.services.config.catalog.resolve(id);
   ctx.log.model = id;
+  if (id.length > MAX_MODEL_ID) {
+    throw new GatewayError(400, `Invalid 'model': must be at most ${MAX_MODEL_ID} characters.`, {
+      param: "model",
+      code: "invalid_value",
+    });
+  }
+  const resolution = ctx.services.config.catalog.resolve(id);
   if (!resolution.ok) {
     if (resolution.reason === "disabled") {
       throw new GatewayError(

@@ -5,7 +5,7 @@
  */
 import type { Services } from "../context.ts";
 import type { Charge, VideoJob } from "../store/store.ts";
-import { send } from "../providers/index.ts";
+import { send, upstreamDeadlines } from "../providers/index.ts";
 import { log } from "../log.ts";
 
 type Json = Record<string, unknown>;
@@ -121,7 +121,7 @@ async function pollUpstream(services: Services, job: VideoJob): Promise<JobView>
       provider,
       { method: "GET", path: `/videos/${encodeURIComponent(job.upstreamId)}` },
       new AbortController(),
-      config.upstreamTimeoutMs,
+      upstreamDeadlines(config),
     ).catch(() => undefined);
   }
   if (!response || (!response.ok && response.status !== 404)) {

@@ -7,7 +7,7 @@
  * chat surfaces (`chatBaseUrl`) are reached from here too.
  */
 import type { ProviderEntry } from "../catalog/catalog.ts";
-import { sendWithAuth, type UpstreamCall } from "./transport.ts";
+import { type Deadlines, sendWithAuth, type UpstreamCall } from "./transport.ts";
 
 /** The `anthropic-version` every current client sends. */
 export const ANTHROPIC_VERSION = "2023-06-01";
@@ -44,14 +44,14 @@ export function sendAnthropic(
   provider: ProviderEntry,
   call: UpstreamCall,
   abort: AbortController,
-  timeoutMs: number,
+  deadlines: Deadlines,
 ): Promise<Response> {
   if (call.surface === "openai-compatible") {
     return sendWithAuth(
       { ...provider, baseUrl: provider.chatBaseUrl ?? provider.baseUrl },
       call,
       abort,
-      timeoutMs,
+      deadlines,
       { authorization: `Bearer ${provider.apiKey}` },
     );
   }
@@ -59,7 +59,7 @@ export function sendAnthropic(
     provider,
     { ...call, headers: forwardedHeaders(provider, call.headers ?? {}) },
     abort,
-    timeoutMs,
+    deadlines,
     { "x-api-key": provider.apiKey, "anthropic-version": ANTHROPIC_VERSION },
   );
 }

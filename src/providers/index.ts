@@ -4,15 +4,16 @@ import { sendOpenAI } from "./openai.ts";
 import { sendXai } from "./xai.ts";
 import { sendAnthropic } from "./anthropic.ts";
 import { sendGemini } from "./gemini.ts";
-import type { UpstreamCall } from "./transport.ts";
+import type { Deadlines, UpstreamCall } from "./transport.ts";
 
-export type { UpstreamCall } from "./transport.ts";
+export type { Deadlines, UpstreamCall } from "./transport.ts";
+export { upstreamDeadlines } from "./transport.ts";
 
 type Send = (
   provider: ProviderEntry,
   call: UpstreamCall,
   abort: AbortController,
-  timeoutMs: number,
+  deadlines: Deadlines,
 ) => Promise<Response>;
 
 const SENDERS: Record<ProviderEntry["type"], Send> = {
@@ -27,7 +28,7 @@ export function send(
   provider: ProviderEntry,
   call: UpstreamCall,
   abort: AbortController,
-  timeoutMs: number,
+  deadlines: Deadlines,
 ): Promise<Response> {
-  return SENDERS[provider.type](provider, call, abort, timeoutMs);
+  return SENDERS[provider.type](provider, call, abort, deadlines);
 }

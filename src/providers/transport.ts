@@ -20,26 +20,80 @@ export interface UpstreamCall {
 }
 
 /**
+ * A streamed request body that reports when it has been read to its end (sent), so the deadline
+ * for the response headers counts from there and not from the first byte of a slow upload.
+ */
+function trackSent(body: ReadableStream<Uint8Array>): {
+  body: ReadableStream<Uint8Array>;
+  sent: Promise<void>;
+} {
+  const { promise: sent, resolve } = Promise.withResolvers<void>();
+  const reader = body.getReader();
+  return {
+    sent,
+    body: new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        if (done) {
+          resolve();
+          controller.close();
+        } else controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    }),
+  };
+}
+
+/** Deadlines of one upstream request, in milliseconds. */
+export interface Deadlines {
+  /** For the response headers, once the request body has been sent. */
+  headersMs: number;
+  /** For sending a streamed request body. */
+  sendMs?: number;
+}
+
+/** The deadlines of the gateway's settings (`server.upstreamTimeoutMs`, `uploadTimeoutMs`). */
+export function upstreamDeadlines(
+  settings: { upstreamTimeoutMs: number; uploadTimeoutMs: number },
+): Deadlines {
+  return { headersMs: settings.upstreamTimeoutMs, sendMs: settings.uploadTimeoutMs };
+}
+
+/**
  * Sends the request and resolves when the upstream's headers arrive. `abort` cancels the request
- * (the client went away); it is also what the header deadline fires.
+ * (the client went away); it is also what the deadlines fire: sending a streamed body within
+ * `sendMs`, then the headers within `headersMs`.
  */
 async function fetchUpstream(
   url: string,
   init: RequestInit,
   abort: AbortController,
-  timeoutMs: number,
+  deadlines: Deadlines,
 ): Promise<Response> {
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    abort.abort();
-  }, timeoutMs);
+  let expired: string | null = null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expire = (why: string, ms: number) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      expired = why;
+      abort.abort();
+    }, ms);
+  };
+  let body = init.body;
+  if (body instanceof ReadableStream) {
+    const tracked = trackSent(body);
+    body = tracked.body;
+    expire(`did not take the request body within ${deadlines.sendMs} ms`, deadlines.sendMs ?? 0);
+    tracked.sent.then(() => {
+      if (!expired) expire(`did not answer within ${deadlines.headersMs} ms`, deadlines.headersMs);
+    });
+  } else {
+    expire(`did not answer within ${deadlines.headersMs} ms`, deadlines.headersMs);
+  }
   try {
-    return await fetch(url, { ...init, signal: abort.signal });
+    return await fetch(url, { ...init, body, signal: abort.signal });
   } catch (error) {
-    if (timedOut) {
-      throw new GatewayError(504, `The upstream did not answer within ${timeoutMs} ms.`);
-    }
+    if (expired) throw new GatewayError(504, `The upstream ${expired}.`);
     if (abort.signal.aborted) throw error;
     throw new GatewayError(
       502,
@@ -58,7 +112,7 @@ export function sendWithAuth(
   provider: ProviderEntry,
   call: UpstreamCall,
   abort: AbortController,
-  timeoutMs: number,
+  deadlines: Deadlines,
   auth: Record<string, string>,
 ): Promise<Response> {
   return fetchUpstream(
@@ -77,6 +131,6 @@ export function sendWithAuth(
       body: call.body,
     },
     abort,
-    timeoutMs,
+    deadlines,
   );
 }

@@ -4,14 +4,14 @@
  */
 import type { ProviderEntry } from "../catalog/catalog.ts";
 import { sendOpenAI } from "./openai.ts";
-import type { UpstreamCall } from "./transport.ts";
+import type { Deadlines, UpstreamCall } from "./transport.ts";
 
 /** Sends a call to xAI; the wire and auth are OpenAI's. */
 export function sendXai(
   provider: ProviderEntry,
   call: UpstreamCall,
   abort: AbortController,
-  timeoutMs: number,
+  deadlines: Deadlines,
 ): Promise<Response> {
-  return sendOpenAI(provider, call, abort, timeoutMs);
+  return sendOpenAI(provider, call, abort, deadlines);
 }

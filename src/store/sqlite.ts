@@ -4,6 +4,7 @@
  * hot-path writes are group-committed (one transaction per event-loop turn).
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { OwnerLock } from "./owners.ts";
 import type {
   Account,
   Charge,
@@ -88,21 +89,29 @@ const MIGRATIONS: string[] = [
      created_at INTEGER NOT NULL
    ) WITHOUT ROWID;
    CREATE INDEX upstream_objects_age ON upstream_objects (created_at);`,
+  // The serving process that holds each call's funds (see `owners.ts`); NULL for older rows.
+  `ALTER TABLE ledger ADD COLUMN owner TEXT;`,
 ];
 
 type Row = Record<string, unknown>;
 
-/** Opens (creating and migrating if needed) the SQLite store at `path`. */
-export function openSqliteStore(path: string): Store {
+/**
+ * Opens (creating and migrating if needed) the SQLite store at `path`. With `owner`, this process
+ * serves calls: it takes an owner lock (see `owners.ts`), marks the holds it writes with it, and
+ * `pendingHolds` never returns the holds of another live process.
+ */
+export function openSqliteStore(path: string, options: { owner?: boolean } = {}): Store {
+  let dir = ".";
   if (path !== ":memory:") {
-    const dir = path.replace(/[/\\][^/\\]*$/, "");
-    if (dir && dir !== path) Deno.mkdirSync(dir, { recursive: true });
+    dir = path.includes("/") ? path.replace(/\/[^/]*$/, "") || "/" : ".";
+    Deno.mkdirSync(dir, { recursive: true });
   }
   const db = new DatabaseSync(path);
   db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;");
   db.exec("PRAGMA foreign_keys = ON;");
   migrate(db);
-  return new SqliteStore(db);
+  const lock = path === ":memory:" ? null : new OwnerLock(`${dir}/owners`);
+  return new SqliteStore(db, options.owner && lock ? lock.acquire() : null, lock);
 }
 
 function migrate(db: DatabaseSync): void {
@@ -134,8 +143,14 @@ class SqliteStore implements Store {
   /** The event-loop turn's open write transaction, committed by a zero-delay timer. */
   #turn: PromiseWithResolvers<void> | null = null;
 
-  constructor(db: DatabaseSync) {
+  /** This process's owner id when it serves calls (its holds are marked with it). */
+  readonly #owner: string | null;
+  readonly #locks: OwnerLock | null;
+
+  constructor(db: DatabaseSync, owner: string | null, locks: OwnerLock | null) {
     this.#db = db;
+    this.#owner = owner;
+    this.#locks = locks;
     const p = (sql: string) => db.prepare(sql);
     this.#s = {
       accountByName: p(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE name = ?`),
@@ -156,8 +171,8 @@ class SqliteStore implements Store {
       ),
       insertHold: p(
         `INSERT INTO ledger (kind, status, request_id, key_id, account_id, endpoint, model,
-                             provider, reserved, amount, estimate, created_at)
-         VALUES ('charge', 'held', ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
+                             provider, reserved, amount, estimate, created_at, owner)
+         VALUES ('charge', 'held', ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
       ),
       settleHold: p(
         `UPDATE ledger SET status = 'settled', amount = ?, units = ?, estimated = ?,
@@ -172,7 +187,7 @@ class SqliteStore implements Store {
          WHERE id = ?3`,
       ),
       holds: p(
-        `SELECT id, account_id, estimate FROM ledger WHERE kind = 'charge' AND status = 'held'
+        `SELECT id, account_id, estimate, owner FROM ledger WHERE kind = 'charge' AND status = 'held'
            AND id NOT IN (SELECT ledger_id FROM video_jobs WHERE status = 'pending')
          ORDER BY id`,
       ),
@@ -350,6 +365,7 @@ class SqliteStore implements Store {
           h.reserve,
           JSON.stringify(h.estimate),
           Date.now(),
+          this.#owner,
         ).lastInsertRowid,
       );
     });
@@ -377,8 +393,22 @@ class SqliteStore implements Store {
     return true;
   }
 
+  /**
+   * Held entries whose owner is gone: no owner (older rows), or an owner whose lock can be taken
+   * (its process died). The holds of live processes — this one's included — are left alone.
+   */
   pendingHolds(): PendingHold[] {
-    return (this.#s.holds.all() as Row[]).map((row) => ({
+    const alive = new Map<string, boolean>();
+    const gone = (owner: unknown): boolean => {
+      if (owner === null) return true;
+      const id = String(owner);
+      if (id === this.#owner) return false;
+      if (!alive.has(id)) alive.set(id, this.#locks?.alive(id) ?? false);
+      return !alive.get(id);
+    };
+    const holds = (this.#s.holds.all() as Row[]).filter((row) => gone(row.owner));
+    this.#locks?.sweep(new Set([...alive].filter(([, live]) => live).map(([id]) => id)));
+    return holds.map((row) => ({
       id: Number(row.id),
       accountId: Number(row.account_id),
       estimate: JSON.parse(String(row.estimate)),
@@ -471,6 +501,7 @@ class SqliteStore implements Store {
   close(): void {
     this.#commit();
     this.#db.close();
+    this.#locks?.release();
   }
 }
 

@@ -23,15 +23,21 @@ export interface CliResult {
 
 export interface Gateway {
   url: string;
+  /** The server process's id (to read its memory from /proc). */
+  pid: number;
   dir: string;
   /** Every stdout line so far (access log and notices). */
   logs: string[];
+  /** Every stderr line so far (error log lines). */
+  errors: string[];
   /** Runs a CLI command against the same store, with the same permissions. */
   cli(...args: string[]): Promise<CliResult>;
   /** Creates a key and returns its secret and id. */
   createKey(account: string, ...extra: string[]): Promise<{ key: string; id: string }>;
   /** Kills the process at once (SIGKILL), leaving the working directory for a restart. */
   crash(): Promise<void>;
+  /** Sends SIGTERM and waits for the process to exit, leaving the working directory. */
+  terminate(): Promise<Deno.CommandStatus>;
   stop(): Promise<void>;
 }
 
@@ -102,8 +108,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
   });
   const gateway: Gateway = {
     url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
     dir,
     logs,
+    errors: stderr,
     cli: (...cliArgs) =>
       runCli(dir, [
         ...cliArgs,
@@ -117,6 +125,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     async crash() {
       child.kill("SIGKILL");
       await child.status;
+    },
+    terminate() {
+      child.kill("SIGTERM");
+      return child.status;
     },
     async stop() {
       try {

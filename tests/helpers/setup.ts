@@ -64,7 +64,18 @@ export async function startStack(
         moonshot: provider("anthropic", "/moonshot", "/moonshot/compat"),
         zhipu: provider("anthropic", "/zhipu", "/zhipu/compat"),
         gemini: provider("gemini", "/gemini"),
-        ...extraProviders,
+        // A provider given with a `baseUrl` path is on the emulator, under that prefix.
+        ...Object.fromEntries(
+          Object.entries(extraProviders ?? {}).map(([name, p]) => {
+            const entry = p as { baseUrl?: string };
+            return [
+              name,
+              entry.baseUrl?.startsWith("/")
+                ? { ...entry, baseUrl: `${emulatorUrl}${entry.baseUrl}` }
+                : entry,
+            ];
+          }),
+        ),
       },
       models: {
         "gpt-test": { provider: "openai", upstream: "gpt-5.4", price: TEST_PRICE, ...MAX_OUT },

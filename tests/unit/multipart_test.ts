@@ -464,7 +464,7 @@ async function timeSpool(dir: string, payload: Uint8Array, boundary: string): Pr
   const chunks: Uint8Array[] = [];
   for (let i = 0; i < bytes.length; i += 16 * 1024) chunks.push(bytes.slice(i, i + 16 * 1024));
   let best = Infinity;
-  for (let run = 0; run < 3; run++) {
+  for (let run = 0; run < 5; run++) {
     const body = fromChunks(chunks);
     const started = performance.now();
     const form = await spoolMultipart(body, boundary, options(dir));
@@ -502,7 +502,9 @@ Deno.test("parsing is linear: CR floods and near-delimiters cost as much as plai
         `near-delimiters ${nearDelimiters.toFixed(1)} ms; ratios ` +
         `${ratios.crs.toFixed(2)} and ${ratios.nearDelimiters.toFixed(2)}`,
     );
-    assert.ok(ratios.crs < 5, `CR ratio ${ratios.crs}`);
-    assert.ok(ratios.nearDelimiters < 5, `near-delimiter ratio ${ratios.nearDelimiters}`);
+    // Linear means a small constant factor; the quadratic rescans this guards against cost 50×
+    // and more (4.3 s for 4 MB of CRs). The margin absorbs a loaded two-core machine.
+    assert.ok(ratios.crs < 10, `CR ratio ${ratios.crs}`);
+    assert.ok(ratios.nearDelimiters < 10, `near-delimiter ratio ${ratios.nearDelimiters}`);
   });
 });

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { encodeSse, type SseEvent, SseScanner } from "../../src/http/sse.ts";
+import { JsonArrayScanner } from "../../src/http/json_array.ts";
+import { relayStream } from "../../src/http/relay.ts";
 
 function scan(chunks: Uint8Array[]): { event: string; data: string }[] {
   const events: SseEvent[] = [];
@@ -55,4 +57,105 @@ Deno.test("the scanner reads the recorded upstream streams event by event", asyn
 Deno.test("encodeSse writes event and data lines", () => {
   assert.equal(encodeSse('{"a":1}', "message_start"), 'event: message_start\ndata: {"a":1}\n\n');
   assert.equal(encodeSse("x", undefined, "\r\n"), "data: x\r\n\r\n");
+});
+
+/** The best of three runs of `work`, in milliseconds. */
+function best(work: () => void): number {
+  let fastest = Infinity;
+  for (let run = 0; run < 3; run++) {
+    const started = performance.now();
+    work();
+    fastest = Math.min(fastest, performance.now() - started);
+  }
+  return fastest;
+}
+
+function chunks(bytes: Uint8Array, size: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let at = 0; at < bytes.length; at += size) out.push(bytes.subarray(at, at + size));
+  return out;
+}
+
+Deno.test("one 8 MB data line costs about what 8 MB of ordinary events cost (linear in the bytes)", () => {
+  const size = 8 * 1024 * 1024;
+  const line = new TextEncoder().encode(`data: {"b64":"${"A".repeat(size)}"}\n\n`);
+  const event = 'data: {"type":"delta","delta":"some text of an ordinary length"}\n\n';
+  const ordinary = new TextEncoder().encode(event.repeat(Math.ceil(size / event.length)));
+  const scanAll = (bytes: Uint8Array) => () => {
+    let events = 0;
+    const scanner = new SseScanner((e) => {
+      events++;
+      if (e.data().length < 10) throw new Error("data lost");
+    });
+    for (const chunk of chunks(bytes, 16 * 1024)) scanner.push(chunk);
+    scanner.end();
+    assert.ok(events > 0);
+  };
+  const pathological = best(scanAll(line));
+  const normal = best(scanAll(ordinary));
+  // The copy-per-chunk scanner this guards against took 4.3 s for the one 8 MB line.
+  assert.ok(
+    pathological < 10 * normal + 20,
+    `one long line ${pathological.toFixed(1)} ms vs ordinary events ${normal.toFixed(1)} ms`,
+  );
+});
+
+Deno.test("push reports where the last complete event ends, so a relay passes whole events", () => {
+  const bytes = new TextEncoder().encode("data: one\n\ndata: tw");
+  const scanner = new SseScanner(() => {});
+  assert.equal(scanner.push(bytes), "data: one\n\n".length);
+  assert.equal(scanner.push(new TextEncoder().encode("o\n")), -1, "no event completed");
+  assert.equal(scanner.push(new TextEncoder().encode("\r\n")), 2, "CRLF blank line");
+});
+
+Deno.test("the JSON-array framer hands over each element whole, strings and escapes included", () => {
+  const elements = [{ a: 'x]}"\\' }, { b: [1, { c: "[" }] }, { d: "é" }];
+  const text = "[" + elements.map((e) => JSON.stringify(e)).join("\n,\r\n") + "\n]";
+  const bytes = new TextEncoder().encode(text);
+  for (const size of [1, 3, 7, bytes.length]) {
+    const seen: unknown[] = [];
+    const framer = new JsonArrayScanner((e) => seen.push(JSON.parse(e.data())));
+    for (const chunk of chunks(bytes, size)) framer.push(chunk);
+    assert.deepEqual(seen, elements, `chunks of ${size}`);
+    assert.equal(framer.closed(), true);
+  }
+  const cut = new JsonArrayScanner(() => {});
+  cut.push(new TextEncoder().encode('[{"a":1},{"b":'));
+  assert.equal(cut.closed(), false);
+});
+
+/** Relays `parts` (then an error, or the end) and returns what the client receives. */
+async function relayed(parts: string[], fail: boolean, finished: () => boolean) {
+  let ended = "";
+  let next = 0;
+  const upstream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (next < parts.length) controller.enqueue(new TextEncoder().encode(parts[next++]));
+      else if (fail) controller.error(new Error("cut"));
+      else controller.close();
+    },
+  });
+  const body = relayStream(upstream, {
+    framing: "sse",
+    onEvent: () => {},
+    finished,
+    onEnd: (how) => void (ended = how),
+    errorTail: () => new TextEncoder().encode("event: error\ndata: {}\n\n"),
+    abort: () => {},
+    idleMs: 0,
+    maxMs: 0,
+  });
+  return { text: await new Response(body).text(), ended };
+}
+
+Deno.test("the relay passes whole events only, and a cut stream ends in the error tail", async () => {
+  const parts = ["event: a\ndata: 1\n\nevent: b\nda", "ta: 2\n\nevent: c\ndata: 3"];
+  const cut = await relayed(parts, true, () => false);
+  assert.equal(cut.text, "event: a\ndata: 1\n\nevent: b\ndata: 2\n\nevent: error\ndata: {}\n\n");
+  assert.equal(cut.ended, "cut");
+  const early = await relayed(parts, false, () => false);
+  assert.equal(early.ended, "cut", "ended before its end-of-stream marker");
+  const done = await relayed(parts, false, () => true);
+  assert.equal(done.text, parts.join(""), "a finished stream passes byte for byte");
+  assert.equal(done.ended, "done");
 });

@@ -16,7 +16,7 @@ import { streamErrorChunk, withoutUsage } from "./stream.ts";
 import { capField, chatToolUses } from "./metering.ts";
 
 export const createChatCompletion: Handler = async (ctx) => {
-  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(ChatRequest, body.value);
   const model = resolveModel(ctx, request.model, "chat");
   const stream = request.stream === true;

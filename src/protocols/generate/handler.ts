@@ -6,6 +6,7 @@
 import type { Handler, RequestContext } from "../../context.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { GatewayError } from "../../http/errors.ts";
+import { textOf } from "../../http/json.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
 import { geminiMeter, generateUsage } from "../../billing/usage.ts";
@@ -13,7 +14,7 @@ import { passThrough } from "../../pipeline/passthrough.ts";
 import { resolveModel } from "../../pipeline/resolve.ts";
 import { notFound } from "../../pipeline/upstream_objects.ts";
 import { relayUpstreamError } from "../../pipeline/upstream_errors.ts";
-import { send } from "../../providers/index.ts";
+import { send, upstreamDeadlines } from "../../providers/index.ts";
 import type { ResolvedModel } from "../../catalog/catalog.ts";
 import { CountTokensRequest, GenerateRequest } from "./schema.ts";
 import { streamErrorElement, streamErrorEvent } from "./stream.ts";
@@ -34,13 +35,13 @@ function geminiModel(ctx: RequestContext): ResolvedModel {
 
 function generateHandler(action: "generateContent" | "streamGenerateContent"): Handler {
   return async (ctx) => {
-    const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+    const body = await readJsonObject(ctx.req, ctx.services.config);
     const request = validate(GenerateRequest, body.value);
     const model = geminiModel(ctx);
     // Cached contents cannot be created through the gateway: any named is another's, or none.
     const cached = body.value.cachedContent ?? body.value.cached_content;
     if (cached !== undefined && cached !== null) {
-      throw notFound("Cached content", String(cached), "cachedContent");
+      throw notFound("Cached content", textOf(cached), "cachedContent");
     }
     const violation = model.image && checkImageRules(body.value, model.image);
     if (violation) {
@@ -82,7 +83,7 @@ export const streamGenerateContent = generateHandler("streamGenerateContent");
 
 /** `:countTokens`, free: the upstream's count. */
 export const countTokens: Handler = async (ctx) => {
-  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const body = await readJsonObject(ctx.req, ctx.services.config);
   validate(CountTokensRequest, body.value);
   const model = geminiModel(ctx);
   const upstream = await send(
@@ -92,7 +93,7 @@ export const countTokens: Handler = async (ctx) => {
       body: body.text,
     },
     new AbortController(),
-    ctx.services.config.upstreamTimeoutMs,
+    upstreamDeadlines(ctx.services.config),
   );
   if (!upstream.ok) {
     return await relayUpstreamError(upstream, "google", model);

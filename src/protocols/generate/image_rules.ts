@@ -3,6 +3,7 @@
  * code per model). Pure: returns the first violation as a field path and message, or null.
  */
 import type { ImageRules } from "../../catalog/catalog.ts";
+import { textOf } from "../../http/json.ts";
 
 type Json = Record<string, unknown>;
 
@@ -18,7 +19,7 @@ export function checkImageRules(body: Json, rules: ImageRules): Violation | null
   const config = (body.generationConfig ?? {}) as Json;
   const modalities = config.responseModalities;
   if (modalities !== undefined) {
-    const sorted = Array.isArray(modalities) ? [...modalities].map(String).sort() : null;
+    const sorted = Array.isArray(modalities) ? [...modalities].map(textOf).sort() : null;
     if (!sorted || !MODALITY_SETS.some((set) => set.join() === sorted.join())) {
       return {
         field: "generationConfig.responseModalities",
@@ -29,7 +30,7 @@ export function checkImageRules(body: Json, rules: ImageRules): Violation | null
   const imageConfig = (config.imageConfig ?? {}) as Json;
   if (
     imageConfig.aspectRatio !== undefined &&
-    !rules.aspectRatios.includes(String(imageConfig.aspectRatio))
+    !rules.aspectRatios.includes(textOf(imageConfig.aspectRatio))
   ) {
     return {
       field: "generationConfig.imageConfig.aspectRatio",
@@ -43,7 +44,7 @@ export function checkImageRules(body: Json, rules: ImageRules): Violation | null
         message: "is not supported by this model",
       };
     }
-    if (!rules.sizes.includes(String(imageConfig.imageSize))) {
+    if (!rules.sizes.includes(textOf(imageConfig.imageSize))) {
       return {
         field: "generationConfig.imageConfig.imageSize",
         message: `must be one of ${rules.sizes.join(", ")} for this model`,

@@ -13,7 +13,7 @@ import { passThrough, withUpstreamModel } from "../../pipeline/passthrough.ts";
 import { resolveModel } from "../../pipeline/resolve.ts";
 import { ownObject } from "../../pipeline/upstream_objects.ts";
 import { anthropicCountsTokens } from "../../providers/anthropic.ts";
-import { send } from "../../providers/index.ts";
+import { send, upstreamDeadlines } from "../../providers/index.ts";
 import { relayUpstreamError } from "../../pipeline/upstream_errors.ts";
 import { CountTokensRequest, MessagesRequest } from "./schema.ts";
 import { streamErrorEvent } from "./stream.ts";
@@ -29,7 +29,7 @@ function forwardedHeaders(req: Request): Record<string, string> {
 }
 
 export const createMessage: Handler = async (ctx) => {
-  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(MessagesRequest, body.value);
   const model = resolveModel(ctx, request.model, "messages");
   const headers = forwardedHeaders(ctx.req);
@@ -75,7 +75,7 @@ export const createMessage: Handler = async (ctx) => {
  * marked by the response header `x-switchyard-token-count: estimate`.
  */
 export const countTokens: Handler = async (ctx) => {
-  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(CountTokensRequest, body.value);
   const model = resolveModel(ctx, request.model, "messages");
   if (anthropicCountsTokens(model.provider)) {
@@ -87,7 +87,7 @@ export const countTokens: Handler = async (ctx) => {
         headers: forwardedHeaders(ctx.req),
       },
       new AbortController(),
-      ctx.services.config.upstreamTimeoutMs,
+      upstreamDeadlines(ctx.services.config),
     );
     if (upstream.ok) {
       return new Response(upstream.body, {

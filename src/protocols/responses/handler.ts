@@ -6,6 +6,7 @@
 import type { Handler, RequestContext } from "../../context.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { GatewayError } from "../../http/errors.ts";
+import { textOf } from "../../http/json.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
 import { responsesMeter, responsesObjects, responsesUsage } from "../../billing/usage.ts";
@@ -17,7 +18,7 @@ import { responsesToolUses } from "./metering.ts";
 import { streamErrorEvent } from "./stream.ts";
 
 export const createResponse: Handler = async (ctx) => {
-  const body = await readJsonObject(ctx.req, ctx.services.config.maxBodyBytes);
+  const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(ResponsesRequest, body.value);
   if (request.background) {
     throw new GatewayError(
@@ -71,7 +72,7 @@ function checkUpstreamState(ctx: RequestContext, body: Record<string, unknown>):
   if (conversation !== undefined && conversation !== null) {
     const id = typeof conversation === "string"
       ? conversation
-      : String((conversation as { id?: unknown }).id ?? "");
+      : textOf((conversation as { id?: unknown }).id);
     throw notFound("Conversation", id, "conversation");
   }
   if (Array.isArray(body.input)) {

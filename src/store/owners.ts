@@ -1,0 +1,87 @@
+/**
+ * Which serving processes are alive, for crash recovery on a store several processes share
+ * (overlapping restarts, blue/green). Each serving process holds an exclusive SQLite lock on its
+ * own lock file, `owners/<id>.lock` beside the store; the operating system releases it the moment
+ * the process dies, however it dies. A process is alive while its lock cannot be taken.
+ */
+import { DatabaseSync } from "node:sqlite";
+
+const LOCK_NAME = /^[0-9a-f-]{36}\.lock$/;
+
+/** The owner locks of one store. */
+export class OwnerLock {
+  #held: { id: string; db: DatabaseSync } | null = null;
+
+  constructor(private readonly dir: string) {}
+
+  /**
+   * Takes this process's lock; returns its owner id. The file is locked under a temporary name and
+   * then renamed, so no other process ever sees it unlocked (and sweeps it away).
+   */
+  acquire(): string {
+    Deno.mkdirSync(this.dir, { recursive: true });
+    const id = crypto.randomUUID();
+    const temporary = `${this.dir}/.${id}.new`;
+    const db = new DatabaseSync(temporary);
+    db.exec("PRAGMA journal_mode = DELETE; BEGIN EXCLUSIVE;");
+    Deno.renameSync(temporary, this.#path(id));
+    this.#held = { id, db };
+    return id;
+  }
+
+  /** Whether the process that took `id`'s lock is still alive. */
+  alive(id: string): boolean {
+    if (this.#held?.id === id) return true;
+    const path = this.#path(id);
+    try {
+      Deno.statSync(path);
+    } catch {
+      return false; // never taken here, or already cleared: gone
+    }
+    const probe = new DatabaseSync(path);
+    try {
+      probe.exec("PRAGMA busy_timeout = 0");
+      probe.exec("BEGIN EXCLUSIVE");
+      probe.exec("ROLLBACK");
+      return false;
+    } catch {
+      return true; // the owner holds it
+    } finally {
+      probe.close();
+    }
+  }
+
+  /** Removes the lock files of processes that are gone (all but `live` and this one's). */
+  sweep(live: Set<string>): void {
+    let entries: Deno.DirEntry[];
+    try {
+      entries = [...Deno.readDirSync(this.dir)];
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      if (!entry.isFile || !LOCK_NAME.test(entry.name)) continue;
+      const id = entry.name.slice(0, -5);
+      if (live.has(id) || this.alive(id)) continue;
+      try {
+        Deno.removeSync(this.#path(id));
+      } catch { /* another process cleared it */ }
+    }
+  }
+
+  /** Gives this process's lock up (a clean shutdown). */
+  release(): void {
+    if (!this.#held) return;
+    const { id, db } = this.#held;
+    this.#held = null;
+    try {
+      db.exec("ROLLBACK");
+      db.close();
+      Deno.removeSync(this.#path(id));
+    } catch { /* already gone */ }
+  }
+
+  #path(id: string): string {
+    return `${this.dir}/${id}.lock`;
+  }
+}
