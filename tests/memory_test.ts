@@ -64,11 +64,12 @@ Deno.test({
       await malformedRequests();
       highest = Math.max(highest, await rss());
     }
+    // GC timing on a loaded machine moves RSS by tens of MB; retention moved it by hundreds.
     assert.ok(
-      highest - warm < 80,
+      highest - warm < 150,
       `RSS rose ${(highest - warm).toFixed(0)} MB past its warm ${warm.toFixed(0)} MB`,
     );
-    assert.ok(highest < 350, `RSS reached ${highest.toFixed(0)} MB`);
+    assert.ok(highest < 400, `RSS reached ${highest.toFixed(0)} MB`);
   },
 });
 

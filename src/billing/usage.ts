@@ -9,6 +9,7 @@
  * ends early (see `Bill.settleRelayed`).
  */
 import type { SseEvent } from "../http/sse.ts";
+import { memberKey, stringBytes } from "../http/json_bytes.ts";
 import { utf8Length } from "./estimate.ts";
 import { emptyUsage, type HostedTool, type Usage } from "./price.ts";
 
@@ -258,6 +259,18 @@ class Meter {
     if (typeof value === "string") this.bytes += utf8Length(value);
   }
 
+  /** Adds the bytes of the first of `keys` that is a string member of the event's data. */
+  member(e: SseEvent, ...keys: Uint8Array[]): void {
+    const raw = e.raw();
+    for (const key of keys) {
+      const n = stringBytes(raw, key);
+      if (n >= 0) {
+        this.bytes += n;
+        return;
+      }
+    }
+  }
+
   view(onEvent: (e: SseEvent) => void): StreamMeter {
     return {
       onEvent,
@@ -269,6 +282,12 @@ class Meter {
     };
   }
 }
+
+/** The members that carry output in delta events, read from the bytes (see `json_bytes.ts`). */
+const DELTA = memberKey("delta");
+const TEXT = memberKey("text");
+const THINKING = memberKey("thinking");
+const PARTIAL_JSON = memberKey("partial_json");
 
 const RESPONSES_TERMINAL = new Set([
   "response.completed",
@@ -283,7 +302,7 @@ export function responsesMeter(): StreamMeter {
   return m.view((e) => {
     const name = e.event;
     if (name.endsWith(".delta")) {
-      if (!name.startsWith("response.audio")) m.text(parse(e).delta);
+      if (!name.startsWith("response.audio")) m.member(e, DELTA);
     } else if (name === "response.output_item.added") {
       const item = obj(parse(e).item);
       if (item.type === "code_interpreter_call") m.remember(item.container_id, "container");
@@ -365,11 +384,8 @@ export function messagesMeter(): StreamMeter {
   };
   return m.view((e) => {
     switch (e.event) {
-      case "content_block_delta": {
-        const delta = obj(parse(e).delta);
-        m.text(delta.text ?? delta.thinking ?? delta.partial_json);
-        return;
-      }
+      case "content_block_delta":
+        return m.member(e, TEXT, THINKING, PARTIAL_JSON);
       case "content_block_start": {
         const block = obj(parse(e).content_block);
         if (block.type === "server_tool_use") {

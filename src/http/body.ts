@@ -54,24 +54,65 @@ export function uploadTimeout(ms: number): GatewayError {
   });
 }
 
+/** Body reads in progress and their deadlines: one timer checks them all, not one per read. */
+const reads = new Set<{ until: number; expire: () => void }>();
+let sweeper: ReturnType<typeof setInterval> | undefined;
+
+function sweep(): void {
+  const now = Date.now();
+  for (const read of reads) {
+    if (now < read.until) continue;
+    reads.delete(read);
+    read.expire();
+  }
+  if (!reads.size) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+  }
+}
+
+/** Calls `expire` once `ms` have passed (within 100 ms), unless the returned function is called. */
+function deadline(ms: number, expire: () => void): () => void {
+  const read = { until: Date.now() + ms, expire };
+  reads.add(read);
+  sweeper ??= setInterval(sweep, 100);
+  return () => reads.delete(read);
+}
+
 /** Reads at most `maxBodyBytes` of the body (413 past that) within `uploadTimeoutMs` (408). */
 export async function readBytes(req: Request, limits: BodyLimits): Promise<Uint8Array> {
   const limit = limits.maxBodyBytes;
   const declared = Number(req.headers.get("content-length") ?? NaN);
   if (declared > limit) throw tooLarge(limit);
   if (!req.body) return new Uint8Array(0);
+  const ms = limits.uploadTimeoutMs;
+  if (declared >= 0) {
+    // HTTP framing stops the body at its declared length: read it natively in one go.
+    const late = Promise.withResolvers<never>();
+    const stop = deadline(ms, () => late.reject(uploadTimeout(ms)));
+    const read = req.bytes();
+    read.catch(() => {}); // abandoned when the deadline wins
+    try {
+      return await Promise.race([read, late.promise]);
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      throw new GatewayError(400, "The request body could not be read.");
+    } finally {
+      stop();
+    }
+  }
   const reader = req.body.getReader();
   let timedOut = false;
-  const timer = setTimeout(() => {
+  const stop = deadline(ms, () => {
     timedOut = true;
     reader.cancel().catch(() => {});
-  }, limits.uploadTimeoutMs);
+  });
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (timedOut) throw uploadTimeout(limits.uploadTimeoutMs);
+      if (timedOut) throw uploadTimeout(ms);
       if (done) break;
       size += value.byteLength;
       if (size > limit) {
@@ -82,10 +123,10 @@ export async function readBytes(req: Request, limits: BodyLimits): Promise<Uint8
     }
   } catch (error) {
     if (error instanceof GatewayError) throw error;
-    if (timedOut) throw uploadTimeout(limits.uploadTimeoutMs);
+    if (timedOut) throw uploadTimeout(ms);
     throw new GatewayError(400, "The request body could not be read.");
   } finally {
-    clearTimeout(timer);
+    stop();
   }
   if (chunks.length === 1) return chunks[0];
   const bytes = new Uint8Array(size);

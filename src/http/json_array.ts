@@ -79,7 +79,7 @@ export class JsonArrayScanner implements Framer {
   #emit(tail: Uint8Array): void {
     const bytes = this.#pending.length ? concatBytes([...this.#pending, tail]) : tail;
     this.#pending = [];
-    this.onElement({ event: "", data: () => decoder.decode(bytes) });
+    this.onElement({ event: "", data: () => decoder.decode(bytes), raw: () => bytes });
   }
 }
 

@@ -14,6 +14,8 @@ export interface SseEvent {
   /** The `event:` name, or "" when the stream sends data-only events. */
   event: string;
   data(): string;
+  /** The data's bytes, undecoded (lines joined with LF). */
+  raw(): Uint8Array;
 }
 
 /**
@@ -42,6 +44,21 @@ function decodeRanges(ranges: Range[]): string {
   }
   return ranges.map(([bytes, start, end]) => decoder.decode(bytes.subarray(start, end))).join("\n");
 }
+
+function rawRanges(ranges: Range[]): Uint8Array {
+  if (ranges.length === 1) {
+    const [bytes, start, end] = ranges[0];
+    return bytes.subarray(start, end);
+  }
+  const parts: Uint8Array[] = [];
+  ranges.forEach(([bytes, start, end], i) => {
+    if (i) parts.push(NEWLINE);
+    parts.push(bytes.subarray(start, end));
+  });
+  return concatBytes(parts);
+}
+
+const NEWLINE = new Uint8Array([LF]);
 
 /** `line` (bytes[start, end)) starts with `field:`? Returns where the value starts, or -1. */
 function fieldValue(bytes: Uint8Array, start: number, end: number, field: string): number {
@@ -133,7 +150,11 @@ export class SseScanner implements Framer {
   #dispatch(): void {
     if (this.#data.length) {
       const ranges = this.#data;
-      this.onEvent({ event: this.#event, data: () => decodeRanges(ranges) });
+      this.onEvent({
+        event: this.#event,
+        data: () => decodeRanges(ranges),
+        raw: () => rawRanges(ranges),
+      });
     }
     this.#event = "";
     this.#data = [];

@@ -14,7 +14,7 @@ import type { ErrorFormat } from "../http/errors.ts";
 import { relayStream } from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
 import { send, type UpstreamCall, upstreamDeadlines } from "../providers/index.ts";
-import { planTokens, type TokenRequest } from "./reserve.ts";
+import { holdTokens, type TokenRequest } from "./reserve.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
 import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
 import { log } from "../log.ts";
@@ -126,17 +126,18 @@ export async function sendHeld(
 export async function passThrough(p: PassThrough): Promise<Response> {
   const { ctx, model } = p;
   const { store, config } = ctx.services;
-  const plan = p.tokens ? planTokens(ctx, model, p.tokens) : undefined;
-  const estimate = plan?.estimate ?? p.units!;
-  const bill: Bill = openBill(store, {
+  const identity = {
     principal: ctx.principal!,
     requestId: ctx.requestId,
     endpoint: p.endpoint,
     model,
-    reserve: plan?.reserve ?? price(estimate, model.prices).amount,
-    estimate,
-    inputBound: plan?.inputBound,
-    outputCap: plan?.cap,
+  };
+  const hold = p.tokens ? holdTokens(ctx, model, p.tokens, identity) : undefined;
+  const plan = hold?.plan;
+  const bill: Bill = hold?.bill ?? openBill(store, {
+    ...identity,
+    reserve: price(p.units!, model.prices).amount,
+    estimate: p.units!,
   });
   const sentCap = plan?.sendCap ? plan.cap : undefined;
   const abort = new AbortController();

@@ -1,13 +1,13 @@
 /**
  * The reserve step of a token-billed call: refuse what the catalog does not price (a service tier,
- * a hosted tool) with a 400 naming the field, then plan the hold (see `billing/reserve.ts`) —
- * 402 when the available balance cannot cover the smallest call.
+ * a hosted tool) with a 400 naming the field, then plan and take the hold (see
+ * `billing/reserve.ts`) — 402 when the available balance cannot cover the smallest call.
  */
 import type { RequestContext } from "../context.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { GatewayError } from "../http/errors.ts";
 import { type HostedTool, isBaseTier } from "../billing/price.ts";
-import { insufficientBalance } from "../billing/ledger.ts";
+import { type Bill, insufficientBalance, type OpenBill, openBill } from "../billing/ledger.ts";
 import { type Plan, planTokenCall, type TokenCall } from "../billing/reserve.ts";
 
 /** A hosted tool a request offers: the field that offers it, and the calls it may make. */
@@ -52,12 +52,24 @@ export function requirePriced(model: ResolvedModel, request: TokenRequest): void
   }
 }
 
-/** Plans the hold of a token-billed call, or throws the 400/402 the client should see. */
-export function planTokens(
+/** A token-billed call's hold: the ledger entry and the plan it was made on. */
+export interface TokenHold {
+  bill: Bill;
+  plan: Extract<Plan, { ok: true }>;
+}
+
+/**
+ * Plans and takes the hold of a token-billed call, or throws the 400/402 the client should see.
+ * The full hold is tried first; only when the balance cannot cover it is the available balance
+ * read, to run the call under the largest output cap it does cover. Both happen in one event-loop
+ * turn, so nothing else can take the balance in between.
+ */
+export function holdTokens(
   ctx: RequestContext,
   model: ResolvedModel,
   request: TokenRequest,
-): Extract<Plan, { ok: true }> {
+  bill: Omit<OpenBill, "reserve" | "estimate" | "inputBound" | "outputCap">,
+): TokenHold {
   requirePriced(model, request);
   const hostedTools = new Map<HostedTool, number>();
   for (const use of request.tools) {
@@ -66,13 +78,35 @@ export function planTokens(
     }
   }
   const { config, store } = ctx.services;
-  const principal = ctx.principal!;
-  const plan = planTokenCall(
+  const call = { ...request, hostedTools };
+  const open = (plan: Extract<Plan, { ok: true }>) =>
+    openBill(store, {
+      ...bill,
+      reserve: plan.reserve,
+      estimate: plan.estimate,
+      inputBound: plan.inputBound,
+      outputCap: plan.cap,
+    });
+  const full = planTokenCall(model, call, Infinity, config.defaultMaxOutputTokens);
+  if (!full.ok) throw new Error("a plan without a balance limit cannot fail");
+  const hold = tryOpen(() => open(full));
+  if (hold) return { bill: hold, plan: full };
+  const capped = planTokenCall(
     model,
-    { ...request, hostedTools },
-    model.prices ? store.available(principal.accountId) : 0,
+    call,
+    store.available(bill.principal.accountId),
     config.defaultMaxOutputTokens,
   );
-  if (!plan.ok) throw insufficientBalance(principal, plan.needed);
-  return plan;
+  if (!capped.ok) throw insufficientBalance(bill.principal, capped.needed);
+  return { bill: open(capped), plan: capped };
+}
+
+/** The bill, or undefined when the balance could not cover it (402). */
+function tryOpen(open: () => Bill): Bill | undefined {
+  try {
+    return open();
+  } catch (error) {
+    if (error instanceof GatewayError && error.status === 402) return undefined;
+    throw error;
+  }
 }

@@ -6,7 +6,7 @@
  */
 import { DatabaseSync } from "node:sqlite";
 
-const LOCK_NAME = /^[0-9a-f-]{36}\.lock$/;
+const LOCK_NAME = /^[0-9a-z]{10}\.lock$/;
 
 /** The owner locks of one store. */
 export class OwnerLock {
@@ -20,7 +20,9 @@ export class OwnerLock {
    */
   acquire(): string {
     Deno.mkdirSync(this.dir, { recursive: true });
-    const id = crypto.randomUUID();
+    // Short, as every held ledger row carries it: 50 random bits in base 36.
+    const random = crypto.getRandomValues(new Uint32Array(2));
+    const id = ((random[0] & 0x3ffff) * 2 ** 32 + random[1]).toString(36).padStart(10, "0");
     const temporary = `${this.dir}/.${id}.new`;
     const db = new DatabaseSync(temporary);
     db.exec("PRAGMA journal_mode = DELETE; BEGIN EXCLUSIVE;");

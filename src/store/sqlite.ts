@@ -91,6 +91,8 @@ const MIGRATIONS: string[] = [
    CREATE INDEX upstream_objects_age ON upstream_objects (created_at);`,
   // The serving process that holds each call's funds (see `owners.ts`); NULL for older rows.
   `ALTER TABLE ledger ADD COLUMN owner TEXT;`,
+  // One insert per call matters more than the prune every few hours, which may scan.
+  `DROP INDEX IF EXISTS upstream_objects_age;`,
 ];
 
 type Row = Record<string, unknown>;
@@ -108,6 +110,8 @@ export function openSqliteStore(path: string, options: { owner?: boolean } = {})
   }
   const db = new DatabaseSync(path);
   db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;");
+  // 32 MiB of page cache (the default is 2 MiB): the ledger and object tables outgrow it quickly.
+  db.exec("PRAGMA cache_size = -32768;");
   db.exec("PRAGMA foreign_keys = ON;");
   migrate(db);
   const lock = path === ":memory:" ? null : new OwnerLock(`${dir}/owners`);
@@ -221,6 +225,12 @@ class SqliteStore implements Store {
                ORDER BY k.created_at, k.id`),
       revokeKey: p(`UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
       dataVersion: p(`PRAGMA data_version`),
+      // Prepared once: the group commit runs these on every write of the hot path.
+      begin: p(`BEGIN IMMEDIATE`),
+      commit: p(`COMMIT`),
+      savepoint: p(`SAVEPOINT op`),
+      release: p(`RELEASE op`),
+      rollbackTo: p(`ROLLBACK TO op`),
       recordObject: p(
         `INSERT INTO upstream_objects (id, account_id, kind, context_tokens, created_at)
          VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
@@ -259,21 +269,24 @@ class SqliteStore implements Store {
    * `committed` resolves when the turn's transaction commits. Reads on this connection see the
    * written rows at once; other processes (the CLI) see them after the commit.
    */
-  #write<T>(op: () => T): { result: T; committed: Promise<void> } {
+  #write<T>(op: () => T, atomic = true): { result: T; committed: Promise<void> } {
     if (!this.#turn) {
-      this.#db.exec("BEGIN IMMEDIATE");
+      this.#s.begin.run();
       this.#turn = Promise.withResolvers<void>();
       this.#turn.promise.catch(() => {}); // observed by whoever awaits it
       setTimeout(() => this.#commit(), 0);
     }
-    this.#db.exec("SAVEPOINT op");
+    // A single statement is atomic by itself; several need a savepoint so that a failure leaves
+    // the turn's other writes intact.
+    if (!atomic) return { result: op(), committed: this.#turn.promise };
+    this.#s.savepoint.run();
     try {
       const result = op();
-      this.#db.exec("RELEASE op");
+      this.#s.release.run();
       return { result, committed: this.#turn.promise };
     } catch (error) {
-      this.#db.exec("ROLLBACK TO op");
-      this.#db.exec("RELEASE op");
+      this.#s.rollbackTo.run();
+      this.#s.release.run();
       throw error;
     }
   }
@@ -283,7 +296,7 @@ class SqliteStore implements Store {
     if (!turn) return;
     this.#turn = null;
     try {
-      this.#db.exec("COMMIT");
+      this.#s.commit.run();
       turn.resolve();
     } catch (error) {
       try {
@@ -461,8 +474,9 @@ class SqliteStore implements Store {
   }
 
   recordObject(o: UpstreamObject): void {
-    this.#write(() =>
-      this.#s.recordObject.run(o.id, o.accountId, o.kind, o.contextTokens, Date.now())
+    this.#write(
+      () => this.#s.recordObject.run(o.id, o.accountId, o.kind, o.contextTokens, Date.now()),
+      false,
     );
   }
 

@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import { withoutUsage } from "../../src/protocols/chat/stream.ts";
 import { chatUsage } from "../../src/billing/usage.ts";
 
-const event = (data: string) => ({ event: "", data: () => data });
+const event = (data: string) => ({
+  event: "",
+  data: () => data,
+  raw: () => new TextEncoder().encode(data),
+});
 
 Deno.test("withoutUsage drops the usage-only chunk and the usage members, keeping the rest", () => {
   assert.equal(
