@@ -11,7 +11,7 @@ import { ConfigError, loadConfig } from "./src/config/load.ts";
 import { openSqliteStore } from "./src/store/sqlite.ts";
 import { startServer } from "./src/server.ts";
 import { flushLog, log } from "./src/log.ts";
-import { recoverHolds } from "./src/billing/ledger.ts";
+import { billsInFlight, recoverHolds } from "./src/billing/ledger.ts";
 import { startEmulator } from "./src/emulator/server.ts";
 import { clearSpool } from "./src/http/multipart.ts";
 import {
@@ -133,8 +133,8 @@ async function main(argv: string[]): Promise<number> {
   throw new CliError(`unknown command: ${positionals.join(" ")}\n\n${USAGE}`);
 }
 
-/** How long after the drain time a shutdown waits for connections before it exits anyway. */
-const SHUTDOWN_GRACE_MS = 5_000;
+/** After the last call is settled, how long a stopping server lets its last answers flush. */
+const FLUSH_MS = 1_000;
 
 async function serve(config: Awaited<ReturnType<typeof loadConfig>>): Promise<number> {
   const store = openSqliteStore(config.dbPath, { owner: true });
@@ -156,14 +156,26 @@ async function serve(config: Awaited<ReturnType<typeof loadConfig>>): Promise<nu
     stopping = true;
     log("info", "shutting down");
     server.shutdown();
-    // Streams are cut after drainTimeoutMs; a connection that still holds on (a client that never
-    // finishes its upload) does not keep the process from exiting.
-    setTimeout(() => {
-      log("warn", "connections still open after the drain: exiting anyway");
-      flushLog();
-      store.close();
-      Deno.exit(0);
-    }, config.drainTimeoutMs + SHUTDOWN_GRACE_MS);
+    // Streams are cut after drainTimeoutMs. A connection that still holds on after that (a client
+    // that never finishes its upload) does not keep the process: it exits once no call holds
+    // funds — calls still waiting for their upstream get up to upstreamTimeoutMs more.
+    const drained = Date.now() + config.drainTimeoutMs;
+    const latest = drained + config.upstreamTimeoutMs;
+    const check = setInterval(() => {
+      const now = Date.now();
+      if (now < drained || (billsInFlight() > 0 && now < latest)) return;
+      clearInterval(check);
+      if (billsInFlight() > 0) {
+        log("warn", "exiting with calls in flight", { calls: billsInFlight() });
+      }
+      // A moment for the last answers (a cut stream's error event) to reach their clients.
+      setTimeout(() => {
+        log("info", "connections still open after the drain: exiting");
+        flushLog();
+        store.close();
+        Deno.exit(0);
+      }, FLUSH_MS);
+    }, 100);
   };
   Deno.addSignalListener("SIGTERM", stop);
   Deno.addSignalListener("SIGINT", stop);

@@ -58,7 +58,7 @@ function post(path: string, headers: Record<string, string>, body: unknown) {
   return fetch(`${gateway.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
+    body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -372,6 +372,104 @@ Deno.test("count_tokens relays the upstream's error (unknown model), redacted, i
   assert.equal(body.error.message, "model: claude-missing");
   assert.equal(res.headers.get("x-switchyard-token-count"), null);
   assert.equal((await usageOf(gateway, key)).requests, 0);
+});
+
+Deno.test("tool-call limits are whole numbers, and the limit held is sent when none was set", async () => {
+  const { key } = await gateway.createKey("tool-limits", "--credit", "5");
+  const bad: [string, Record<string, string>, unknown, string][] = [
+    ["/v1/responses", bearer(key), {
+      model: "metered-test",
+      input: "x",
+      tools: [{ type: "web_search" }],
+      max_tool_calls: 0.333,
+    }, "max_tool_calls"],
+    ["/v1/messages", anthropic(key), {
+      model: "claude-metered",
+      max_tokens: 64,
+      tools: [{ type: "web_search_20250305", name: "web_search", max_uses: -1 }],
+      messages: [{ role: "user", content: "x" }],
+    }, "max_uses"],
+    ["/v1/chat/completions", bearer(key), {
+      model: "gpt-test",
+      messages: [{ role: "user", content: "x" }],
+      search_parameters: { mode: "on", max_search_results: -100000 },
+    }, "max_search_results"],
+  ];
+  for (const [path, headers, body, field] of bad) {
+    const res = await post(path, headers, body);
+    assert.equal(res.status, 400, `${path}: ${await res.clone().text()}`);
+    assert.match(await res.text(), new RegExp(field));
+  }
+  await (await post("/v1/responses", bearer(key), {
+    model: "metered-test",
+    input: "news",
+    tools: [{ type: "web_search" }],
+  })).text();
+  assert.equal(
+    ((await stack.upstreamRequests()).at(-1)!.body as Record<string, unknown>).max_tool_calls,
+    10,
+  );
+  await (await post("/v1/messages", anthropic(key), {
+    model: "claude-metered",
+    max_tokens: 64,
+    tools: [{ type: "web_search_20250305", name: "web_search" }],
+    messages: [{ role: "user", content: "news" }],
+  })).text();
+  const sent = (await stack.upstreamRequests()).at(-1)!.body as { tools: { max_uses: number }[] };
+  assert.equal(sent.tools[0].max_uses, 10);
+  assert.equal((await usageOf(gateway, key)).held_nanousd, 0);
+});
+
+Deno.test("what the hold cannot see is held anyway: token ids, candidates, a cut conversation", async () => {
+  // Token ids count as a token each: 10,000 of them (20 KB of JSON, which the upstream bills as
+  // 200,000 nanoUSD) cannot be held on 150,000.
+  const { key: tiny } = await gateway.createKey("hold-ids", "--credit", "0.00015");
+  const ids = await post("/v1/embeddings", bearer(tiny), {
+    model: "embed-test",
+    input: Array.from({ length: 10_000 }, () => 1),
+  });
+  assert.equal(ids.status, 402);
+  await ids.body?.cancel();
+  assert.equal((await usageOf(gateway, tiny)).balance_nanousd, 150_000);
+  // Four candidates hold four answers: the cap sent fits the balance for all four.
+  const { key: poor } = await gateway.createKey("hold-candidates", "--credit", "0.2");
+  const four = await post("/v1beta/models/gemini-test:generateContent", goog(poor), {
+    contents: [{ role: "user", parts: [{ text: "x" }] }],
+    generationConfig: { candidateCount: 4 },
+  });
+  assert.equal(four.status, 200);
+  await four.body?.cancel();
+  const cap = Number(four.headers.get("x-switchyard-max-output-tokens"));
+  assert.ok(cap > 3000 && cap < 3400, `cap ${cap} for 4 × $15/M within $0.20`);
+  // A stream cut before its usage leaves its conversation's size on record for the next hold.
+  const { key } = await gateway.createKey("hold-cut", "--credit", "5");
+  const cut = await (await post("/v1/responses", bearer(key), {
+    model: "gpt-test",
+    input: "long " + "context ".repeat(2000) + "[[emulate cut=8]]",
+    stream: true,
+  })).text();
+  const id = JSON.parse(/event: response\.created\ndata: (.*)/.exec(cut)![1]).response.id;
+  await eventually(async () => (await usageOf(gateway, key)).requests === 1);
+  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
+  const row = db.prepare("SELECT context_tokens FROM upstream_objects WHERE id = ?").get(id) as {
+    context_tokens: number;
+  };
+  db.close();
+  assert.ok(row.context_tokens > 2000, `recorded ${row.context_tokens} tokens`);
+});
+
+Deno.test("a body repeating a member the bill depends on reaches the upstream as the gateway read it", async () => {
+  const { key } = await gateway.createKey("duplicates", "--credit", "5");
+  // Gemini bodies go upstream as the client sent them — unless a decisive member repeats.
+  const text = '{"contents":[{"parts":[{"text":"x"}]}],' +
+    '"generationConfig":{"maxOutputTokens":16,"maxOutputTokens":4000}}';
+  const res = await post("/v1beta/models/gemini-test:generateContent", goog(key), text);
+  assert.equal(res.status, 200);
+  await res.body?.cancel();
+  const seen = (await stack.upstreamRequests()).at(-1)!;
+  const canonical = JSON.stringify(JSON.parse(text));
+  assert.equal(seen.size, new TextEncoder().encode(canonical).length, "one maxOutputTokens");
+  assert.deepEqual(seen.body, JSON.parse(text));
 });
 
 Deno.test("after everything: every account's balance is its credits less its settled charges", async () => {

@@ -317,6 +317,29 @@ Deno.test("upstream state stays with the account that created it", async () => {
     assert.equal(error.param, "previous_response_id");
     assert.match(error.message, /not found/);
   }
+  // Compaction and token counting would read or size the other account's conversation.
+  for (const path of ["/v1/responses/compact", "/v1/responses/input_tokens"]) {
+    const reached = await post(path, bearer(other), {
+      model: "gpt-test",
+      input: "x",
+      previous_response_id: first.id,
+    });
+    assert.equal(reached.status, 404, path);
+    assert.equal((await reached.json()).error.param, "previous_response_id", path);
+  }
+  // A response stored nowhere cannot be continued, here as upstream (and is not recorded).
+  const unstored = await (await post("/v1/responses", bearer(owner), {
+    model: "gpt-test",
+    input: "x",
+    store: false,
+  })).json();
+  const continued = await post("/v1/responses", bearer(owner), {
+    model: "gpt-test",
+    input: "x",
+    previous_response_id: unstored.id,
+  });
+  assert.equal(continued.status, 404);
+  await continued.body?.cancel();
   const unknown = await post("/v1/responses", bearer(other), {
     model: "gpt-test",
     input: "x",
@@ -337,14 +360,16 @@ Deno.test("upstream state stays with the account that created it", async () => {
   });
   assert.equal(cached.status, 404);
   assert.equal((await cached.json()).error.status, "NOT_FOUND");
-  const container = await post("/v1/messages", anthropic(other), {
-    model: "claude-test",
-    max_tokens: 16,
-    container: "container_someone_elses",
-    messages: [{ role: "user", content: "x" }],
-  });
-  assert.equal(container.status, 404);
-  assert.equal((await container.json()).error.type, "not_found_error");
+  for (const container of ["container_someone_elses", { id: "container_someone_elses" }]) {
+    const res = await post("/v1/messages", anthropic(other), {
+      model: "claude-test",
+      max_tokens: 16,
+      container,
+      messages: [{ role: "user", content: "x" }],
+    });
+    assert.equal(res.status, 404);
+    assert.equal((await res.json()).error.type, "not_found_error");
+  }
   // Nothing the other account tried was billed.
   assert.equal((await usageOf(gateway, other)).requests, 0);
 });
@@ -393,6 +418,57 @@ Deno.test("upstream errors name neither the operator nor the upstream model; key
   assert.ok(logged.some((l) => l.includes("API_KEY_INVALID")), "the server log has the details");
   assert.ok(logged.every((l) => !l.includes("operator-secret")), "but never the key");
   assert.equal((await usageOf(gateway, key)).requests, 0);
+  // An error event inside a stream is redacted as an error response is.
+  const streamed = await (await post("/v1/responses", bearer(key), {
+    model: "gpt-test",
+    input: "go [[emulate words=50 stream_error=5]]",
+    stream: true,
+  })).text();
+  // (Ordinary events carry the upstream's own model field, as a direct answer would.)
+  const inStream = /event: error\ndata: (.*rate_limit_exceeded.*)/.exec(streamed)![1];
+  assert.match(inStream, /Rate limit reached for gpt-test in organization org-\[redacted\]/);
+  assert.doesNotMatch(inStream, /EmuLat3d|gpt-5\.4/);
+});
+
+Deno.test("a JSON answer that stops after its headers is cut like a stalled stream", async () => {
+  const { key } = await gateway.createKey("stalled-json", "--credit", "5");
+  const started = Date.now();
+  const res = await post("/v1/responses", bearer(key), {
+    model: "gpt-test",
+    input: "pause [[emulate stall=3000]]",
+  });
+  assert.equal(res.status, 504);
+  assert.match((await res.json()).error.message, /stopped sending its answer/);
+  assert.ok(Date.now() - started < 2000, `cut after ${Date.now() - started} ms`);
+  await eventually(async () => (await usageOf(gateway, key)).held_nanousd === 0);
+});
+
+Deno.test("multipart: a priced field may not be a file part, and text fields are bounded", async () => {
+  const { key } = await gateway.createKey("form-limits", "--credit", "5");
+  const boundary = "----limits";
+  const part = (name: string, value: string, filename?: string) =>
+    `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${
+      filename ? `; filename="${filename}"` : ""
+    }\r\n\r\n${value}\r\n`;
+  const send = (body: string) =>
+    fetch(`${gateway.url}/v1/images/edits`, {
+      method: "POST",
+      headers: { ...bearer(key), "content-type": `multipart/form-data; boundary=${boundary}` },
+      body: body + `--${boundary}--\r\n`,
+    });
+  const asFile = await send(
+    part("model", "image-test") + part("image", "png", "a.png") + part("prompt", "x") +
+      part("n", "10", "n.txt"),
+  );
+  assert.equal(asFile.status, 400);
+  assert.equal((await asFile.json()).error.param, "n");
+  const bigText = await send(
+    part("model", "image-test") + part("image", "png", "a.png") +
+      Array.from({ length: 8 }, (_, i) => part(`extra${i}`, "t".repeat(200_000))).join(""),
+  );
+  assert.equal(bigText.status, 400);
+  assert.match((await bigText.json()).error.message, /text fields are larger/);
+  assert.equal((await usageOf(gateway, key)).spent_nanousd, 0);
 });
 
 /** One stream per protocol and framing, cut by the upstream (an error) or stopped early (a clean close). */

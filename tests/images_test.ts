@@ -8,7 +8,18 @@ import { OpenAI, toFile } from "./deps.ts";
 import { startStack, usageOf } from "./helpers/setup.ts";
 
 const LIMIT = 200_000;
-const stack = await startStack({ server: { maxBodyBytes: 65536, maxUploadBytes: LIMIT } });
+const stack = await startStack({
+  server: { maxBodyBytes: 65536, maxUploadBytes: LIMIT },
+  models: {
+    "free-image-test": { provider: "openai", kind: "image", upstream: "gpt-image-1", free: true },
+    "image-input-test": {
+      provider: "openai",
+      kind: "image",
+      upstream: "gpt-image-1",
+      price: { image: 0.042, input: 5, imageInput: 10 },
+    },
+  },
+});
 const { gateway } = stack;
 Deno.test.afterAll(() => stack.stop());
 
@@ -40,6 +51,8 @@ Deno.test("images.generate: n images at the size/quality price", async () => {
   const usage = await usageOf(gateway, key);
   assert.deepEqual(usage.by_unit, {
     images: { quantity: 2, spent_usd: "0.334", spent_nanousd: 334_000_000 },
+    // The answer's input tokens are recorded; this model prices no input.
+    input_tokens: { quantity: result.usage!.input_tokens, spent_usd: "0.00", spent_nanousd: 0 },
   });
   assert.equal(usage.by_model["image-test"].requests, 1);
 });
@@ -53,6 +66,44 @@ Deno.test("the answer's own size and quality decide the rate when the request sa
   });
   assert.equal(result.quality, "medium");
   assert.equal((await usageOf(gateway, key)).spent_nanousd, 40_000_000);
+});
+
+Deno.test("input tokens an image answer reports are billed on top: text and image input", async () => {
+  const { key } = await client("img-input");
+  const post = (body: unknown) =>
+    fetch(`${gateway.url}/v1/images/edits`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const answer = await (await post({
+    model: "image-input-test",
+    prompt: "Combine these two pictures into one",
+    images: [{ image_url: "https://example.com/a.png" }, {
+      image_url: "https://example.com/b.png",
+    }],
+  })).json();
+  const details = answer.usage.input_tokens_details;
+  assert.ok(details.text_tokens > 0 && details.image_tokens > 0);
+  const usage = await usageOf(gateway, key);
+  assert.deepEqual(usage.by_unit.input_tokens.quantity, details.text_tokens);
+  assert.deepEqual(usage.by_unit.image_input_tokens.quantity, details.image_tokens);
+  assert.equal(
+    usage.spent_nanousd,
+    42_000_000 + details.text_tokens * 5_000 + details.image_tokens * 10_000,
+  );
+  // Streamed, each completed event repeats the request's input: it is counted once.
+  const streamed = await post({
+    model: "image-input-test",
+    prompt: "Two of them",
+    images: [{ image_url: "https://example.com/a.png" }],
+    n: 2,
+    stream: true,
+  });
+  assert.equal((await streamed.text()).match(/event: image_edit\.completed/g)?.length, 2);
+  const after = await usageOf(gateway, key);
+  assert.equal(after.by_unit.images.quantity, 3);
+  assert.equal(after.by_unit.image_input_tokens.quantity, details.image_tokens + 323);
 });
 
 Deno.test("xAI image models: url answers, billed per image", async () => {
@@ -248,7 +299,20 @@ Deno.test("every priced field counts wherever it stands in the form, and model m
   assert.match(error.message, /more than once/);
 });
 
-Deno.test("a key without balance is refused before its upload is read", async () => {
+Deno.test("a free image model takes uploads from an account without balance", async () => {
+  const { key } = await gateway.createKey("img-free");
+  const boundary = "----switchyard-free";
+  const res = await postEdit(
+    key,
+    multipart(boundary, [["model", "free-image-test"], ["prompt", "x"], ["image", PNG, "a.png"]]),
+    boundary,
+  );
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.equal((await res.json()).data.length, 1);
+  assert.equal((await usageOf(gateway, key)).spent_nanousd, 0);
+});
+
+Deno.test("a key without balance is refused for a priced model", async () => {
   const { key } = await gateway.createKey("img-no-balance");
   const boundary = "----switchyard-nobalance";
   const body = multipart(boundary, [

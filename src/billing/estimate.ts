@@ -32,6 +32,8 @@ export function tokensForBytes(bytes: number): number {
 
 /** Tokens reserved for one image, or one file or media item referenced by id or URL. */
 export const MEDIA_TOKENS = 3_000;
+/** Bytes a number counts as: one token of the typical estimate, two of the bound. */
+const NUMBER_BYTES = 4;
 /** Structural tokens reserved per JSON object (message and tool framing upstream). */
 const OBJECT_TOKENS = 4;
 
@@ -90,6 +92,8 @@ export function estimateInput(body: unknown): InputEstimate {
     const value = stack.pop();
     if (typeof value === "string") {
       bytes += utf8Length(value);
+    } else if (typeof value === "number") {
+      bytes += NUMBER_BYTES; // token ids (embeddings) are a token each
     } else if (Array.isArray(value)) {
       for (const item of value) stack.push(item);
     } else if (value !== null && typeof value === "object") {
@@ -102,6 +106,8 @@ export function estimateInput(body: unknown): InputEstimate {
           const t = stringTokens(key, item, owner);
           bytes += t.bytes;
           media += t.media;
+        } else if (typeof item === "number") {
+          bytes += NUMBER_BYTES;
         } else if (item !== null && typeof item === "object") {
           stack.push(item);
         }

@@ -25,8 +25,10 @@ export interface OpenBill {
   estimate: Usage;
   /** Input tokens held: an estimate of the input never exceeds it. */
   inputBound?: number;
-  /** The output cap the call runs under: an estimate of the output never exceeds it. */
+  /** The output cap the call runs under, per answer: an estimate never exceeds it × `choices`. */
   outputCap?: number;
+  /** Answers asked for at once (chat `n`, Gemini `candidateCount`). */
+  choices?: number;
 }
 
 /** The 402 for a call the available balance cannot cover. */
@@ -39,6 +41,14 @@ export function insufficientBalance(principal: Principal, needed: number): Gatew
   );
 }
 
+/** Calls of this process holding funds now (a draining server waits for them). */
+let inFlight = 0;
+
+/** How many calls of this process hold funds now. */
+export function billsInFlight(): number {
+  return inFlight;
+}
+
 /** A call in flight with funds reserved; settle or release it exactly once. */
 export class Bill {
   #done = false;
@@ -49,7 +59,17 @@ export class Bill {
     private readonly call: OpenBill,
     /** Resolves when the held entry is durable; await it before relaying the upstream's answer. */
     readonly durable: Promise<void>,
-  ) {}
+  ) {
+    inFlight++;
+  }
+
+  /** Marks the bill done; false when it already was. */
+  #finish(): boolean {
+    if (this.#done) return false;
+    this.#done = true;
+    inFlight--;
+    return true;
+  }
 
   /**
    * Charges `usage` (estimated when the upstream did not report it) and resolves once the charge
@@ -57,8 +77,7 @@ export class Bill {
    * decides the rate (an image's size and quality).
    */
   async settle(usage: Usage, estimated = false, prices = this.call.model.prices): Promise<void> {
-    if (this.#done) return;
-    this.#done = true;
+    if (!this.#finish()) return;
     const settled = await this.store.settle(this.id, { ...price(usage, prices), estimated });
     if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
   }
@@ -69,26 +88,38 @@ export class Bill {
   }
 
   /**
-   * Settles a stream. Its final usage, when it arrived, is the charge. A stream that ended before
-   * — the client went away, the upstream cut it, a time limit or a drain — is charged the larger
-   * of what the upstream reported and what was relayed: input as reported (else the estimate),
-   * output at least the relayed bytes' estimate (never past the cap), units at least as asked.
+   * What a stream is charged (settle it with the result). Its final usage, when it arrived, is the
+   * charge. A stream that ended before — the client went away, the upstream cut it, a time limit
+   * or a drain — is charged the larger of what the upstream reported and what was relayed: input
+   * as reported (else the estimate), output at least the relayed bytes' estimate (never past the
+   * cap × answers), units at least as asked; marked as an estimate.
    */
-  settleRelayed(
+  relayedCharge(
     reported: Usage | null,
     complete: boolean,
     outputBytes: number,
-    prices = this.call.model.prices,
-  ): Promise<void> {
-    if (complete && reported) return this.settle(reported, false, prices);
-    return this.settle(this.#estimated(reported, tokensForBytes(outputBytes)), true, prices);
+  ): { usage: Usage; estimated: boolean } {
+    if (complete && reported) return { usage: reported, estimated: false };
+    return { usage: this.#estimated(reported, tokensForBytes(outputBytes)), estimated: true };
+  }
+
+  /**
+   * The size of the conversation a call ends, for the hold of a call that continues it: exact when
+   * the upstream reported it all, else the input as reported (or its bound) and the output charged.
+   */
+  contextTokens(reported: Usage | null, complete: boolean, charged: Usage): number {
+    if (complete && reported) return inputTotal(reported) + reported.outputTokens;
+    const input = reported && inputTotal(reported) > 0
+      ? inputTotal(reported)
+      : this.call.inputBound ?? inputTotal(charged);
+    return input + charged.outputTokens;
   }
 
   #estimated(reported: Usage | null, outputTokens: number): Usage {
-    const { estimate, outputCap, inputBound } = this.call;
+    const { estimate, outputCap, inputBound, choices } = this.call;
     const u: Usage = { ...(reported ?? estimate) };
     if (inputTotal(u) === 0) u.inputTokens = Math.min(estimate.inputTokens, inputBound ?? Infinity);
-    const room = (outputCap ?? Infinity) - u.imageOutputTokens;
+    const room = (outputCap ?? Infinity) * (choices ?? 1) - u.imageOutputTokens;
     u.outputTokens = Math.max(u.outputTokens, Math.min(outputTokens, Math.max(0, room)));
     u.images = Math.max(u.images, estimate.images);
     u.videoSeconds = Math.max(u.videoSeconds, estimate.videoSeconds);
@@ -98,8 +129,7 @@ export class Bill {
 
   /** Removes the reservation without charging (the call failed). */
   async release(): Promise<void> {
-    if (this.#done) return;
-    this.#done = true;
+    if (!this.#finish()) return;
     await this.store.settle(this.id, null);
   }
 }
@@ -110,6 +140,9 @@ export class Bill {
  * upstream call, before relaying its answer.
  */
 export function openBill(store: Store, call: OpenBill): Bill {
+  if (!Number.isSafeInteger(call.reserve) || call.reserve < 0) {
+    throw new Error(`a hold must be a whole, non-negative amount (got ${call.reserve})`);
+  }
   const { id, committed } = store.reserve({
     requestId: call.requestId,
     keyId: call.principal.keyId,

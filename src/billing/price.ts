@@ -33,6 +33,8 @@ export interface Usage {
   /** Cache writes with the default (5-minute) lifetime. */
   cacheWriteTokens: number;
   cacheWrite1hTokens: number;
+  /** Input tokens of images given to an image model (priced at `imageInput`). */
+  imageInputTokens?: number;
   /** Output tokens, reasoning/thinking included, image output excluded. */
   outputTokens: number;
   imageOutputTokens: number;
@@ -62,7 +64,8 @@ export function emptyUsage(): Usage {
 
 /** All input tokens of a usage, cached and cache writes included. */
 export function inputTotal(u: Usage): number {
-  return u.inputTokens + u.cachedInputTokens + u.cacheWriteTokens + u.cacheWrite1hTokens;
+  return u.inputTokens + u.cachedInputTokens + u.cacheWriteTokens + u.cacheWrite1hTokens +
+    (u.imageInputTokens ?? 0);
 }
 
 /** Token units: ledger name, usage field, rate field. */
@@ -71,6 +74,7 @@ const TOKEN_UNITS: [string, keyof Usage, keyof TokenRates][] = [
   ["cached_input_tokens", "cachedInputTokens", "cachedInput"],
   ["cache_write_tokens", "cacheWriteTokens", "cacheWrite"],
   ["cache_write_1h_tokens", "cacheWrite1hTokens", "cacheWrite1h"],
+  ["image_input_tokens", "imageInputTokens", "imageInput"],
   ["output_tokens", "outputTokens", "output"],
   ["image_output_tokens", "imageOutputTokens", "imageOutput"],
 ];
@@ -87,6 +91,7 @@ const RATE_FIELDS: (keyof TokenRates)[] = [
   "cachedInput",
   "cacheWrite",
   "cacheWrite1h",
+  "imageInput",
   "output",
   "imageOutput",
 ];
@@ -154,7 +159,7 @@ export function price(usage: Usage, prices: Prices | null): Priced {
     ? ratesFor(prices, usage.serviceTier, inputTotal(usage))
     : { rates: null, suffix: "" };
   for (const [unit, field, rateField] of TOKEN_UNITS) {
-    const quantity = usage[field] as number;
+    const quantity = (usage[field] ?? 0) as number;
     if (quantity) add(unit + suffix, quantity, rates ? tokenCost(quantity, rates[rateField]) : 0);
   }
   for (const [unit, field, priceField] of ITEM_UNITS) {

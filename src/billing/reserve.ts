@@ -14,8 +14,10 @@ import { emptyUsage, type HostedTool, maxRates, ratesFor, tokenCost, type Usage 
 
 /** Input tokens reserved per hosted tool call (search results come back as input). */
 export const TOOL_CALL_INPUT_TOKENS = 4_000;
-/** Calls reserved per hosted tool when the request does not limit them. */
+/** Calls reserved per hosted tool when the request does not limit them (and sent as the limit). */
 export const DEFAULT_TOOL_CALLS = 10;
+/** The most hosted tool calls a request may allow. */
+export const MAX_TOOL_CALLS = 10_000;
 
 /** What the reservation needs to know about a token-billed request. */
 export interface TokenCall {

@@ -6,7 +6,7 @@
  * whether its final usage has arrived (`complete`), whether the stream's end-of-stream marker
  * passed (`finished`: a stream that stops before it was cut), and the UTF-8 bytes of the output
  * relayed — text, thinking and tool-argument deltas — for the one estimator used when a stream
- * ends early (see `Bill.settleRelayed`).
+ * ends early (see `Bill.relayedCharge`).
  */
 import type { SseEvent } from "../http/sse.ts";
 import { memberKey, stringBytes } from "../http/json_bytes.ts";

@@ -12,6 +12,8 @@ export interface TokenRates {
   cachedInput: number;
   cacheWrite: number;
   cacheWrite1h: number;
+  /** Image input tokens (of image models); defaults to `input`. */
+  imageInput: number;
   output: number;
   imageOutput: number;
 }
@@ -134,6 +136,11 @@ export class Catalog {
   /** Every catalog entry, exact ids first (for model listings). */
   entries(): ModelEntry[] {
     return [...this.#exact.values(), ...this.#patterns.map((p) => p.entry)];
+  }
+
+  /** Whether any model of `kind` is served free (so an account without balance may call it). */
+  hasFree(kind: ModelKind): boolean {
+    return this.entries().some((entry) => entry.kind === kind && entry.prices === null);
   }
 
   provider(name: string): ProviderEntry | undefined {

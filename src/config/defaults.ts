@@ -146,11 +146,21 @@ const geminiImage = (
   image: { sizes },
 });
 
-/** GPT image prices per image: `[low, medium, high]` for square and for wide/tall sizes. */
-const gptImage = (square: number[], wide: number[]): ModelInput => ({
+/**
+ * GPT image prices per image: `[low, medium, high]` for square and for wide/tall sizes, and the
+ * input tokens billed on top: `[text, cached text, image]` per million.
+ */
+const gptImage = (
+  square: number[],
+  wide: number[],
+  [input, cachedInput, imageInput]: number[],
+): ModelInput => ({
   provider: "openai",
   kind: "image",
   price: {
+    input,
+    cachedInput,
+    imageInput,
     image: square[1],
     imageBy: Object.fromEntries(["low", "medium", "high"].flatMap((quality, i) => [
       [quality, square[i]],
@@ -254,9 +264,9 @@ export const DEFAULT_MODELS: Record<string, ModelInput> = {
   ...withSnapshots("o4-mini-deep-research", openai([2, 0.5, 8], 100_000)),
   "text-embedding-3-small": { provider: "openai", kind: "embedding", price: { input: 0.02 } },
   "text-embedding-3-large": { provider: "openai", kind: "embedding", price: { input: 0.13 } },
-  "gpt-image-1": gptImage([0.011, 0.042, 0.167], [0.016, 0.063, 0.25]),
-  "gpt-image-1-mini": gptImage([0.005, 0.011, 0.036], [0.006, 0.015, 0.052]),
-  "gpt-image-1.5": gptImage([0.009, 0.034, 0.133], [0.013, 0.05, 0.2]),
+  "gpt-image-1": gptImage([0.011, 0.042, 0.167], [0.016, 0.063, 0.25], [5, 1.25, 10]),
+  "gpt-image-1-mini": gptImage([0.005, 0.011, 0.036], [0.006, 0.015, 0.052], [2, 0.2, 2.5]),
+  "gpt-image-1.5": gptImage([0.009, 0.034, 0.133], [0.013, 0.05, 0.2], [5, 1.25, 8]),
   // xAI — Responses, chat, images, video. The grok-4, grok-3 and grok-code-fast slugs were retired
   // on 2026-05-15: they are served by grok-4.3 and billed at its rates.
   "grok-4.3*": GROK_4_3,

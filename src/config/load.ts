@@ -235,6 +235,7 @@ function toRates(p: TokenRatesInput, at: string, base?: TokenRates): TokenRates 
     cachedInput: nano("cachedInput", input),
     cacheWrite,
     cacheWrite1h: nano("cacheWrite1h", cacheWrite),
+    imageInput: nano("imageInput", input),
     output,
     imageOutput: nano("imageOutput", output),
   };

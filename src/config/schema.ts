@@ -28,6 +28,8 @@ const TokenRatesSchema = {
   cacheWrite: v.optional(usd),
   /** Input tokens written to a prompt cache with a 1-hour TTL. Defaults to `cacheWrite`. */
   cacheWrite1h: v.optional(usd),
+  /** Input tokens of images given to an image model. Defaults to `input`. */
+  imageInput: v.optional(usd),
   /** Output tokens (reasoning/thinking included). */
   output: v.optional(usd),
   /** Image output tokens. Defaults to `output`. */

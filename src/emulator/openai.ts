@@ -51,6 +51,17 @@ const MESSAGES: Record<number, string> = {
 /** The emulated operator's organization, named in rate-limit messages as OpenAI does. */
 export const EMULATED_ORG = "org-EmuLat3dOperat0r";
 
+/** The `error` event a stream ends with when the provider hits a limit mid-stream. */
+export function streamRateLimit(model: unknown): Json {
+  return {
+    type: "error",
+    code: "rate_limit_exceeded",
+    message:
+      `Rate limit reached for ${model} in organization ${EMULATED_ORG} on tokens per min (TPM).`,
+    param: null,
+  };
+}
+
 /** Fault by directive: an error response, or undefined to go on. */
 export function openaiFault(d: Directives, model?: unknown): Response | undefined {
   if (d.status === 429 && typeof model === "string") {
@@ -222,10 +233,36 @@ export async function responses(req: Request): Promise<Response> {
       incomplete,
     });
 
-  if (body.stream !== true) return Response.json(response("final"));
+  if (body.stream !== true) {
+    if (!d.stall) return Response.json(response("final"));
+    // The headers and a first byte, then a pause before the rest of the answer.
+    const text = JSON.stringify(response("final"));
+    const encoder = new TextEncoder();
+    return new Response(
+      new ReadableStream({
+        async start(controller) {
+          controller.enqueue(encoder.encode(text.slice(0, 1)));
+          await sleep(d.stall);
+          controller.enqueue(encoder.encode(text.slice(1)));
+          controller.close();
+        },
+      }),
+      { headers: { "content-type": "application/json" } },
+    );
+  }
 
   const obfuscate = (body.stream_options as Json | undefined)?.include_obfuscation !== false;
   async function* events(): AsyncGenerator<string> {
+    for await (const event of responseEvents()) {
+      if (d.streamError !== undefined && sent++ >= d.streamError) {
+        yield encodeSse(JSON.stringify(streamRateLimit(body.model)), "error");
+        return;
+      }
+      yield event;
+    }
+  }
+  let sent = 0;
+  async function* responseEvents(): AsyncGenerator<string> {
     let seq = 0;
     const ev = (type: string, payload: Json) =>
       encodeSse(JSON.stringify({ type, ...payload, sequence_number: seq++ }), type);

@@ -36,6 +36,8 @@ interface Seen {
   path: string;
   headers: Record<string, string>;
   body: unknown;
+  /** The body's size in bytes, as received. */
+  size: number;
 }
 
 interface Family {
@@ -207,6 +209,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
         path: url.pathname + url.search,
         headers: Object.fromEntries(req.headers),
         body,
+        size: bytes?.byteLength ?? 0,
       });
       if (seen.length > 200) seen.shift();
       request = new Request(req.url, { method: req.method, headers: req.headers, body: bytes });

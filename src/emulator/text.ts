@@ -51,6 +51,10 @@ export interface Directives {
   nullUsage?: number;
   /** Images: `quality: auto` comes back `high` (1) instead of `medium`. */
   detail?: number;
+  /** Responses and chat streams: after this many events, the provider's error event (a rate limit). */
+  streamError?: number;
+  /** JSON answers: the body pauses this many milliseconds after its first bytes. */
+  stall?: number;
 }
 
 const NUMERIC = [
@@ -67,6 +71,7 @@ const NUMERIC = [
   "seconds",
   "gone",
   "detail",
+  "stall",
 ];
 
 const DIRECTIVE = /\[\[emulate ([^\]]*)\]\]/g;
@@ -86,6 +91,7 @@ export function directives(texts: string[]): Directives {
         }
         if (key === "cache_write" && Number.isFinite(n)) found.cacheWrite = n;
         if (key === "null_usage" && Number.isFinite(n)) found.nullUsage = n;
+        if (key === "stream_error" && Number.isFinite(n)) found.streamError = n;
       }
     }
   }

@@ -11,6 +11,7 @@ import { openaiUsage } from "../billing/usage.ts";
 import { estimateInput } from "../billing/estimate.ts";
 import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
+import { responsesState } from "../pipeline/upstream_objects.ts";
 
 export const CompactRequest = v.looseObject({
   model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
@@ -19,12 +20,14 @@ export const CompactRequest = v.looseObject({
     "must be a string or an array of input items",
   )),
   instructions: v.optional(v.nullable(v.string("must be a string"))),
+  service_tier: v.optional(v.nullable(v.string("must be a string"))),
 });
 
 export const compactResponse: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(CompactRequest, body.value);
   const model = resolveModel(ctx, request.model, "compact");
+  const state = responsesState(ctx, body.value);
   return await passThrough({
     ctx,
     format: "openai",
@@ -32,6 +35,9 @@ export const compactResponse: Handler = async (ctx) => {
     model,
     tokens: {
       input: estimateInput(body.value),
+      contextTokens: state.contextTokens,
+      serviceTier: request.service_tier ?? undefined,
+      tierField: "service_tier",
       output: true,
       cappable: false,
       minCap: 1,

@@ -20,6 +20,7 @@ import type { SseEvent } from "../http/sse.ts";
 import { encodeSse } from "../http/sse.ts";
 import type { StreamMeter } from "../billing/usage.ts";
 import { emptyUsage, imageRate, type Usage } from "../billing/price.ts";
+import { estimateInput } from "../billing/estimate.ts";
 import { insufficientBalance } from "../billing/ledger.ts";
 import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
 import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
@@ -69,8 +70,13 @@ interface ImageCall {
   size?: string;
   quality?: string;
   stream: boolean;
+  /** Input tokens: the prompt's (typical and bound) and the input images' bound. */
+  input: { typical: number; bound: number; images: number };
   call: UpstreamCall;
 }
+
+/** Input tokens held per input image (high input fidelity costs thousands). */
+const IMAGE_INPUT_TOKENS = 6_000;
 
 /** Sizes and qualities that leave the choice to the upstream. */
 const CHOSEN_UPSTREAM = new Set(["auto", ""]);
@@ -116,9 +122,28 @@ function deliveredPrices(
 
 const images = (n: number): Usage => ({ ...emptyUsage(), images: n });
 
-/** Counts `*.completed` events (one per finished image) and keeps the size and quality stated. */
+/**
+ * The images and the input tokens an answer's `usage` reports (GPT image models): text tokens at
+ * the input rate, image tokens at the image-input rate.
+ */
+function imageUsage(n: number, usage: unknown): Usage {
+  const u = (usage ?? {}) as Record<string, unknown>;
+  const details = (u.input_tokens_details ?? {}) as Record<string, unknown>;
+  const count = (value: unknown) => typeof value === "number" && value > 0 ? Math.round(value) : 0;
+  const imageTokens = count(details.image_tokens);
+  const textTokens = details.text_tokens !== undefined
+    ? count(details.text_tokens)
+    : Math.max(0, count(u.input_tokens) - imageTokens);
+  return { ...images(n), inputTokens: textTokens, imageInputTokens: imageTokens };
+}
+
+/**
+ * Counts `*.completed` events (one per finished image), keeps the size and quality stated, and
+ * the input tokens (each event repeats the request's: the first one counts).
+ */
 function imageMeter(n: number): StreamMeter & { stated: { size?: unknown; quality?: unknown } } {
   let completed = 0;
+  let input: unknown;
   const stated: { size?: unknown; quality?: unknown } = {};
   return {
     stated,
@@ -129,9 +154,10 @@ function imageMeter(n: number): StreamMeter & { stated: { size?: unknown; qualit
         const data = JSON.parse(e.data());
         stated.size ??= data.size;
         stated.quality ??= data.quality;
+        input ??= data.usage;
       } catch { /* counted, priced as held */ }
     },
-    usage: () => completed ? images(completed) : null,
+    usage: () => completed ? imageUsage(completed, input) : null,
     complete: () => completed >= n,
     finished: () => completed >= n,
     outputBytes: () => 0,
@@ -169,12 +195,14 @@ function run(ctx: RequestContext, c: ImageCall): Promise<Response> {
     format: "openai",
     endpoint: `images.${c.mode}`,
     model,
-    units: images(c.n),
+    units: { ...images(c.n), inputTokens: c.input.typical },
+    // Input tokens at the image-input rate, the dearer one: the hold covers either kind.
+    unitsHold: { ...images(c.n), imageInputTokens: c.input.bound + c.input.images },
     stream: c.stream,
     call: () => c.call,
     usageFromJson: (json) => {
-      const data = (json as { data?: unknown }).data;
-      return images(Array.isArray(data) ? data.length : 0);
+      const answer = json as { data?: unknown; usage?: unknown };
+      return imageUsage(Array.isArray(answer.data) ? answer.data.length : 0, answer.usage);
     },
     pricesFromJson: (json) => {
       const answer = json as { size?: unknown; quality?: unknown };
@@ -203,6 +231,7 @@ async function fromJson(ctx: RequestContext, mode: ImageCall["mode"]): Promise<R
     size: request.size ?? undefined,
     quality: request.quality ?? undefined,
     stream: request.stream === true,
+    input: { ...estimateInput(body.value), images: 0 },
     call: { path: `/images/${mode}`, body: withUpstreamModel(body, model) },
   });
 }
@@ -228,9 +257,12 @@ export const editImage: Handler = async (ctx) => {
   const limit = config.maxUploadBytes;
   if (Number(ctx.req.headers.get("content-length") ?? 0) > limit) throw uploadTooLarge(limit);
   if (!ctx.req.body) throw new GatewayError(400, "The request has no body", { param: "image" });
-  // No upload is accepted for an account that could not pay for any image.
+  // No upload is accepted for an account that could not pay for any image (unless some image
+  // model is free: which one is asked for is only known once the body is read).
   const principal = ctx.principal!;
-  if (store.available(principal.accountId) <= 0) throw insufficientBalance(principal, 1);
+  if (store.available(principal.accountId) <= 0 && !config.catalog.hasFree("image")) {
+    throw insufficientBalance(principal, 1);
+  }
   const form = await spoolMultipart(ctx.req.body, boundary, {
     dir: config.spoolDir,
     limit,
@@ -238,6 +270,13 @@ export const editImage: Handler = async (ctx) => {
     signal: AbortSignal.timeout(config.uploadTimeoutMs),
   });
   try {
+    for (const name of ONCE) {
+      if (form.files.has(name)) {
+        throw new GatewayError(400, `The field '${name}' must be a text field, not a file.`, {
+          param: name,
+        });
+      }
+    }
     const fields = new Map<string, string>();
     for (const field of form.fields) {
       if (ONCE.includes(field.name) && fields.has(field.name)) {
@@ -258,6 +297,8 @@ export const editImage: Handler = async (ctx) => {
     }
     const modelIndex = form.fields.findIndex((field) => field.name === "model");
     const upload = form.open(new Map([[modelIndex, model.upstreamId]]));
+    const prompt = estimateInput(fields.get("prompt") ?? "");
+    const files = [...form.files.values()].reduce((sum, count) => sum + count, 0);
     return await run(ctx, {
       mode: "edits",
       model,
@@ -265,6 +306,7 @@ export const editImage: Handler = async (ctx) => {
       size: fields.get("size"),
       quality: fields.get("quality"),
       stream: fields.get("stream") === "true",
+      input: { ...prompt, images: files * IMAGE_INPUT_TOKENS },
       call: {
         path: "/images/edits",
         body: upload.body,

@@ -12,6 +12,7 @@ import { validate } from "../http/validate.ts";
 import { estimateInput } from "../billing/estimate.ts";
 import { withUpstreamModel } from "../pipeline/passthrough.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
+import { responsesState } from "../pipeline/upstream_objects.ts";
 import { relayUpstreamError } from "../pipeline/upstream_errors.ts";
 import { send, upstreamDeadlines } from "../providers/index.ts";
 
@@ -28,6 +29,8 @@ export const countInputTokens: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(InputTokensRequest, body.value);
   const model = request.model ? resolveModel(ctx, request.model, "responses") : undefined;
+  // Counting another account's conversation would tell its size.
+  responsesState(ctx, body.value);
   if (model?.provider.type === "openai") {
     const upstream = await send(
       model.provider,

@@ -2,6 +2,8 @@
  * Request bodies: media-type check, size limit while reading (never buffering more than the
  * limit), and JSON parsing, each failure a `GatewayError` the route renders in its own format.
  */
+import { concatBytes } from "./bytes.ts";
+import { deadline } from "./deadlines.ts";
 import { GatewayError } from "./errors.ts";
 import { formatPath } from "../field_path.ts";
 
@@ -54,31 +56,6 @@ export function uploadTimeout(ms: number): GatewayError {
   });
 }
 
-/** Body reads in progress and their deadlines: one timer checks them all, not one per read. */
-const reads = new Set<{ until: number; expire: () => void }>();
-let sweeper: ReturnType<typeof setInterval> | undefined;
-
-function sweep(): void {
-  const now = Date.now();
-  for (const read of reads) {
-    if (now < read.until) continue;
-    reads.delete(read);
-    read.expire();
-  }
-  if (!reads.size) {
-    clearInterval(sweeper);
-    sweeper = undefined;
-  }
-}
-
-/** Calls `expire` once `ms` have passed (within 100 ms), unless the returned function is called. */
-function deadline(ms: number, expire: () => void): () => void {
-  const read = { until: Date.now() + ms, expire };
-  reads.add(read);
-  sweeper ??= setInterval(sweep, 100);
-  return () => reads.delete(read);
-}
-
 /** Reads at most `maxBodyBytes` of the body (413 past that) within `uploadTimeoutMs` (408). */
 export async function readBytes(req: Request, limits: BodyLimits): Promise<Uint8Array> {
   const limit = limits.maxBodyBytes;
@@ -128,14 +105,7 @@ export async function readBytes(req: Request, limits: BodyLimits): Promise<Uint8
   } finally {
     stop();
   }
-  if (chunks.length === 1) return chunks[0];
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return chunks.length ? concatBytes(chunks, size) : new Uint8Array(0);
 }
 
 /** A JSON request body: the text as received and its parsed value. */

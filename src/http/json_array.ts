@@ -3,7 +3,8 @@
  * `[{…}\n,\r\n{…}\n]` — split into its top-level elements as they complete. Linear in the bytes:
  * inside strings it jumps to the next quote or backslash with native `indexOf`.
  */
-import { concatBytes, type Framer, type SseEvent } from "./sse.ts";
+import { concatBytes } from "./bytes.ts";
+import type { Framer, SseEvent } from "./sse.ts";
 
 const QUOTE = 34;
 const BACKSLASH = 92;

@@ -70,6 +70,9 @@ export interface SpoolOptions {
   signal?: AbortSignal;
 }
 
+/** The most bytes all text fields of a form may have together (they are kept in memory). */
+export const MAX_TEXT_BYTES = 1024 * 1024;
+
 /** Most text fields and distinct file field names a form may have (400 past it). */
 export const MAX_PARTS = 1000;
 
@@ -314,6 +317,8 @@ class MultipartParser {
   readonly files = new Map<string, number>();
   readonly #delimiter: Uint8Array;
   readonly #maxFieldBytes: number;
+  /** Bytes of all text fields so far (they are kept in memory). */
+  #textLength = 0;
   /** The body starts as if preceded by CRLF, so `--boundary` at offset 0 is a delimiter too. */
   #state = State.Preamble;
   /** Bytes of the delimiter matched at the end of the previous chunk (carried, not copied). */
@@ -467,6 +472,10 @@ class MultipartParser {
   #data(bytes: Uint8Array): void {
     if (this.#state !== State.Value || this.#isFile || bytes.length === 0) return;
     this.#valueLength += bytes.length;
+    this.#textLength += bytes.length;
+    if (this.#textLength > MAX_TEXT_BYTES) {
+      throw new GatewayError(400, `The form's text fields are larger than ${MAX_TEXT_BYTES} bytes`);
+    }
     if (this.#valueLength > this.#maxFieldBytes) {
       throw new GatewayError(
         400,

@@ -7,9 +7,12 @@
  * A stream ends one of three ways, and `onEnd` runs exactly once, before the client sees the end:
  * - `done`: the upstream ended after its end-of-stream marker (`finished()`);
  * - `cut`: the upstream failed, ended before that marker, went quiet for `idleMs`, ran past
- *   `maxMs`, or the server is draining — the client gets `errorTail` (the protocol's error event);
+ *   `maxMs`, or the server is draining — the client gets `errorTail` (the protocol's error event).
+ *   A cut is settled at once, even while the client is not reading;
  * - `cancel`: the client went away; the upstream request is aborted.
  */
+import { deadline } from "./deadlines.ts";
+import { GatewayError } from "./errors.ts";
 import { JsonArrayScanner } from "./json_array.ts";
 import { type Framer, type SseEvent, SseScanner } from "./sse.ts";
 
@@ -36,6 +39,11 @@ export interface RelayOptions {
   errorTail?: (started: boolean) => Uint8Array | undefined;
   /** Re-frames an SSE stream event by event: the encoded event to send, or null to drop it. */
   rewrite?: (event: SseEvent) => string | null;
+  /**
+   * Rewrites the text of units around an upstream error event (an `error` or `response.failed`
+   * event, an `{"error":…}` chunk or fragment) before they are sent: the rest passes unchanged.
+   */
+  redact?: (text: string) => string;
   /** Aborts the upstream request (the client went away, or the stream was cut). */
   abort(): void;
   /** Longest silence between upstream chunks, ms (0: none). */
@@ -57,15 +65,17 @@ export function relayStream(
   options: RelayOptions,
 ): ReadableStream<Uint8Array> {
   const reader = upstream.getReader();
-  const { rewrite, live } = options;
+  const { rewrite, live, redact } = options;
   const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
   let rewritten = "";
-  const onEvent = rewrite
-    ? (event: SseEvent) => {
-      options.onEvent(event);
-      rewritten += rewrite(event) ?? "";
-    }
-    : options.onEvent;
+  /** An upstream error unit is among those about to be sent (see `redact`). */
+  let errorSeen = false;
+  const onEvent = (event: SseEvent) => {
+    options.onEvent(event);
+    if (redact && isErrorUnit(event)) errorSeen = true;
+    if (rewrite) rewritten += rewrite(event) ?? "";
+  };
   const framer: Framer = options.framing === "sse"
     ? new SseScanner(onEvent)
     : new JsonArrayScanner(onEvent);
@@ -77,6 +87,11 @@ export function relayStream(
   let waitingSince: number | null = null;
   let idleTimer: ReturnType<typeof setTimeout> | undefined;
   let maxTimer: ReturnType<typeof setTimeout> | undefined;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  /** The client's stream is closed (or being closed): nothing more is sent. */
+  let closed = false;
+  /** A pull is in progress: the client is reading. */
+  let reading = false;
 
   let ended = false;
   const end = async (how: StreamEnd, why?: CutReason) => {
@@ -87,11 +102,43 @@ export function relayStream(
     live?.delete(handle);
     await options.onEnd(how, why);
   };
+  const send = (bytes: Uint8Array) => {
+    started = true;
+    controller.enqueue(bytes);
+  };
+  /** Sends units; those around an upstream error pass through `redact` first. */
+  const sendUnits = (parts: Uint8Array[]) => {
+    if (!errorSeen || !redact) {
+      for (const part of parts) send(part);
+      return;
+    }
+    errorSeen = false;
+    const text = parts.map((part) => decoder.decode(part, { stream: true })).join("") +
+      decoder.decode();
+    send(encoder.encode(redact(text)));
+  };
+  const sendRewritten = () => {
+    const text = errorSeen && redact ? redact(rewritten) : rewritten;
+    errorSeen = false;
+    rewritten = "";
+    send(encoder.encode(text));
+  };
+  /** Settles a cut stream and ends it with the error tail (once). */
+  const finishCut = async (why: CutReason) => {
+    if (closed) return;
+    closed = true;
+    await end("cut", why);
+    const tail = options.errorTail?.(started);
+    if (tail) controller.enqueue(tail);
+    controller.close();
+  };
   const cut = (why: CutReason) => {
     if (cutReason || ended) return;
     cutReason = why;
     options.abort();
     reader.cancel().catch(() => {});
+    // A client that is not reading would otherwise leave the call unsettled until it reads again.
+    if (!reading) void finishCut(why);
   };
   const handle: LiveStream = { cut };
   live?.add(handle);
@@ -106,63 +153,106 @@ export function relayStream(
     idleTimer = setTimeout(check, options.idleMs);
   }
 
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const send = (bytes: Uint8Array) => {
-        started = true;
-        controller.enqueue(bytes);
-      };
-      const finishCut = async (why: CutReason) => {
-        await end("cut", why);
-        const tail = options.errorTail?.(started);
-        if (tail) controller.enqueue(tail);
+  /** Reads until a whole unit can be passed on, or the stream ends. */
+  const readOn = async (): Promise<void> => {
+    for (;;) {
+      let result: ReadableStreamReadResult<Uint8Array>;
+      waitingSince = Date.now();
+      try {
+        result = await reader.read();
+      } catch {
+        return await finishCut(cutReason ?? "upstream_error");
+      } finally {
+        waitingSince = null;
+      }
+      if (cutReason) return await finishCut(cutReason);
+      if (result.done) {
+        framer.end();
+        if (rewrite && rewritten) sendRewritten();
+        if (!options.finished() || framer.closed?.() === false) {
+          return await finishCut("upstream_ended");
+        }
+        if (!rewrite) sendUnits(held);
+        held = [];
+        closed = true;
+        await end("done");
         controller.close();
-      };
-      for (;;) {
-        let result: ReadableStreamReadResult<Uint8Array>;
-        waitingSince = Date.now();
-        try {
-          result = await reader.read();
-        } catch {
-          return await finishCut(cutReason ?? "upstream_error");
-        } finally {
-          waitingSince = null;
-        }
-        if (cutReason) return await finishCut(cutReason);
-        if (result.done) {
-          framer.end();
-          if (rewrite && rewritten) send(encoder.encode(rewritten));
-          rewritten = "";
-          if (!options.finished() || framer.closed?.() === false) {
-            return await finishCut("upstream_ended");
-          }
-          if (!rewrite) { for (const bytes of held) send(bytes); }
-          held = [];
-          await end("done");
-          controller.close();
-          return;
-        }
-        const chunk = result.value;
-        const boundary = framer.push(chunk);
-        if (rewrite) {
-          if (!rewritten) continue; // dropped, or an unfinished event: read on
-          send(encoder.encode(rewritten));
-          rewritten = "";
-          return;
-        }
-        if (boundary < 0) {
-          held.push(chunk);
-          continue;
-        }
-        for (const bytes of held) send(bytes);
-        held = boundary < chunk.length ? [chunk.subarray(boundary)] : [];
-        send(boundary === chunk.length ? chunk : chunk.subarray(0, boundary));
         return;
+      }
+      const chunk = result.value;
+      const boundary = framer.push(chunk);
+      if (rewrite) {
+        if (!rewritten) continue; // dropped, or an unfinished event: read on
+        sendRewritten();
+        return;
+      }
+      if (boundary < 0) {
+        held.push(chunk);
+        continue;
+      }
+      const units = [...held, boundary === chunk.length ? chunk : chunk.subarray(0, boundary)];
+      held = boundary < chunk.length ? [chunk.subarray(boundary)] : [];
+      sendUnits(units);
+      return;
+    }
+  };
+
+  return new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+    },
+    async pull() {
+      if (closed) return;
+      reading = true;
+      try {
+        await readOn();
+      } finally {
+        reading = false;
       }
     },
     async cancel(reason) {
+      closed = true;
       options.abort();
       await Promise.all([end("cancel"), reader.cancel(reason).catch(() => {})]);
     },
   }, { highWaterMark: 1 }); // read one chunk ahead of the client
+}
+
+const ERROR_MEMBER = new TextEncoder().encode('"error"');
+
+/** Whether a unit is an upstream error: by its event name, or a JSON object whose first member is `error`. */
+function isErrorUnit(event: SseEvent): boolean {
+  if (event.event === "error" || event.event === "response.failed") return true;
+  if (event.event !== "") return false;
+  const raw = event.raw();
+  let i = 0;
+  while (raw[i] === 32 || raw[i] === 10 || raw[i] === 13 || raw[i] === 9) i++;
+  if (raw[i++] !== 123) return false; // {
+  while (raw[i] === 32 || raw[i] === 10 || raw[i] === 13 || raw[i] === 9) i++;
+  for (let j = 0; j < ERROR_MEMBER.length; j++) if (raw[i + j] !== ERROR_MEMBER[j]) return false;
+  return true;
+}
+
+/**
+ * Reads a whole upstream answer (JSON) natively, within `ms` of its headers: past that the
+ * upstream request is aborted and a 504 thrown. An answer arrives in one go after its headers, so
+ * one deadline (the stream idle limit) stands for both the idle and the total limit of streams.
+ */
+export async function readWhole(
+  answer: Response,
+  limits: { abort(): void; ms: number },
+): Promise<string> {
+  if (limits.ms <= 0) return await answer.text();
+  const late = Promise.withResolvers<never>();
+  const stop = deadline(limits.ms, () => {
+    limits.abort();
+    late.reject(new GatewayError(504, "The upstream stopped sending its answer."));
+  });
+  const text = answer.text();
+  text.catch(() => {}); // abandoned when the deadline wins
+  try {
+    return await Promise.race([text, late.promise]);
+  } finally {
+    stop();
+  }
 }

@@ -8,6 +8,7 @@
  * split over chunks is kept as the chunks it arrived in and joined once, when its end arrives, so
  * the work is linear in the bytes whatever their shape (one 8 MB `data:` line included).
  */
+import { concatBytes } from "./bytes.ts";
 
 /** One event; `data()` decodes its data lines (joined with "\n") on demand. */
 export interface SseEvent {
@@ -67,18 +68,6 @@ function fieldValue(bytes: Uint8Array, start: number, end: number, field: string
   for (let i = 0; i < n; i++) if (bytes[start + i] !== field.charCodeAt(i)) return -1;
   const value = start + n + 1;
   return value < end && bytes[value] === 32 ? value + 1 : value;
-}
-
-/** Joins chunks into one array (one copy). */
-export function concatBytes(parts: Uint8Array[], length?: number): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(length ?? parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
 
 /** Scans SSE bytes pushed in arbitrary chunks; `onEvent` fires per complete event. */

@@ -11,11 +11,11 @@ import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
 import type { JsonBody } from "../http/body.ts";
 import type { ErrorFormat } from "../http/errors.ts";
-import { relayStream } from "../http/relay.ts";
+import { readWhole, relayStream } from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
 import { send, type UpstreamCall, upstreamDeadlines } from "../providers/index.ts";
 import { holdTokens, type TokenRequest } from "./reserve.ts";
-import { relayUpstreamError } from "./upstream_errors.ts";
+import { redact, relayUpstreamError } from "./upstream_errors.ts";
 import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
 import { log } from "../log.ts";
 
@@ -30,8 +30,12 @@ export interface PassThrough {
   model: ResolvedModel;
   /** A token-billed call: what the reservation needs to know. */
   tokens?: TokenRequest;
-  /** A call billed by units (images, video seconds, search calls): what to hold and charge. */
+  /**
+   * A call billed by units (images, video seconds, search calls): what to charge when nothing
+   * better is known, and what to hold (`unitsHold`, else the same).
+   */
   units?: Usage;
+  unitsHold?: Usage;
   stream: boolean;
   /** The upstream request; `cap` is the output cap to send when the gateway imposes one. */
   call: (cap: number | undefined) => UpstreamCall;
@@ -54,17 +58,45 @@ export interface PassThrough {
    * (see `upstream_objects.ts`); absent when the call creates none that can be named later.
    */
   objectsFromJson?: (body: unknown) => CreatedObject[];
+  /** False when the answer's own response object is not stored upstream (not recorded then). */
+  keepResponses?: boolean;
 }
 
-/** Records what the answer created, with the conversation's size for later estimates. */
-function remember(p: PassThrough, objects: CreatedObject[], usage: Usage | null): void {
+/** Records what the answer created, with the conversation's size for later holds. */
+function remember(p: PassThrough, objects: CreatedObject[], contextTokens: number): void {
   if (!p.objectsFromJson || !objects.length) return;
-  rememberObjects(p.ctx, objects, usage ? inputTotal(usage) + usage.outputTokens : 0);
+  const kept = p.keepResponses === false
+    ? objects.filter((object) => object.kind !== "response")
+    : objects;
+  if (kept.length) rememberObjects(p.ctx, kept, contextTokens);
+}
+
+/**
+ * Member names the gateway's decisions (price, hold, ownership) depend on. When one appears twice
+ * in a body, the upstream might read the other copy than `JSON.parse` did: such a body is sent
+ * re-serialized from what the gateway read.
+ */
+const DECISIVE =
+  /"(model|max_output_tokens|max_tokens|max_completion_tokens|n|service_tier|tools|max_tool_calls|max_uses|background|previous_response_id|conversation|container|stream|stream_options|generationConfig|generation_config|maxOutputTokens|candidateCount|candidate_count|cachedContent|cached_content|search_parameters|max_search_results|web_search_options|thinking|budget_tokens)"\s*:/g;
+
+/** Whether a decisive member name occurs more than once in the body's text. */
+function repeatsDecisive(text: string): boolean {
+  const seen = new Set<string>();
+  for (const match of text.matchAll(DECISIVE)) {
+    if (seen.has(match[1])) return true;
+    seen.add(match[1]);
+  }
+  return false;
+}
+
+/** The client's body as sent upstream: its own text, unless a decisive member repeats. */
+export function forwardedBody(body: JsonBody): string {
+  return repeatsDecisive(body.text) ? JSON.stringify(body.value) : body.text;
 }
 
 /**
  * The client's body with `model` replaced by the upstream id and `patch` applied (the same text
- * when nothing changes).
+ * when nothing changes; see `forwardedBody`).
  */
 export function withUpstreamModel(
   body: JsonBody,
@@ -72,7 +104,7 @@ export function withUpstreamModel(
   patch?: Record<string, unknown>,
 ): string {
   const sameModel = body.value.model === undefined || body.value.model === model.upstreamId;
-  if (sameModel && !patch) return body.text;
+  if (sameModel && !patch) return forwardedBody(body);
   return JSON.stringify({
     ...body.value,
     ...(body.value.model === undefined ? {} : { model: model.upstreamId }),
@@ -89,6 +121,12 @@ function responseHeaders(upstream: Response): Headers {
     if (value) headers.set(name, value);
   }
   return headers;
+}
+
+/** The deadline of a JSON answer after its headers: the smaller stream limit set (0: none). */
+function answerDeadline(idleMs: number, maxMs: number): number {
+  const limits = [idleMs, maxMs].filter((ms) => ms > 0);
+  return limits.length ? Math.min(...limits) : 0;
 }
 
 /** The upstream's 2xx answer, or the response the client gets for its failure. */
@@ -136,7 +174,7 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   const plan = hold?.plan;
   const bill: Bill = hold?.bill ?? openBill(store, {
     ...identity,
-    reserve: price(p.units!, model.prices).amount,
+    reserve: price(p.unitsHold ?? p.units!, model.prices).amount,
     estimate: p.units!,
   });
   const sentCap = plan?.sendCap ? plan.cap : undefined;
@@ -154,6 +192,7 @@ export async function passThrough(p: PassThrough): Promise<Response> {
       finished: meter.finished,
       errorTail: p.errorTail,
       rewrite: p.rewrite,
+      redact: (text) => redact(text, model),
       abort: () => abort.abort(),
       idleMs: config.streamIdleTimeoutMs,
       maxMs: config.streamMaxMs,
@@ -161,15 +200,22 @@ export async function passThrough(p: PassThrough): Promise<Response> {
       onEnd: async (how, why) => {
         if (how === "cut") log("warn", "stream cut", { request_id: ctx.requestId, reason: why });
         const prices = p.pricesFromMeter?.(meter) ?? model.prices;
-        remember(p, meter.objects(), meter.usage());
-        await bill.settleRelayed(meter.usage(), meter.complete(), meter.outputBytes(), prices);
+        const reported = meter.usage();
+        const complete = meter.complete();
+        const charge = bill.relayedCharge(reported, complete, meter.outputBytes());
+        // Recorded in the same commit as the charge.
+        remember(p, meter.objects(), bill.contextTokens(reported, complete, charge.usage));
+        await bill.settle(charge.usage, charge.estimated, prices);
       },
     });
     return new Response(body, { status: upstream.status, headers });
   }
   let text: string;
   try {
-    text = await upstream.text();
+    text = await readWhole(upstream, {
+      abort: () => abort.abort(),
+      ms: answerDeadline(config.streamIdleTimeoutMs, config.streamMaxMs),
+    });
   } catch (error) {
     await bill.settleEstimate(0);
     throw error;
@@ -180,7 +226,9 @@ export async function passThrough(p: PassThrough): Promise<Response> {
     const json = JSON.parse(text);
     usage = p.usageFromJson(json);
     if (p.pricesFromJson) prices = p.pricesFromJson(json);
-    if (p.objectsFromJson) remember(p, p.objectsFromJson(json), usage);
+    if (p.objectsFromJson && usage) {
+      remember(p, p.objectsFromJson(json), inputTotal(usage) + usage.outputTokens);
+    }
   } catch { /* not JSON: estimated below */ }
   await (usage
     ? bill.settle(usage, false, prices)

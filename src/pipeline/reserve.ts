@@ -68,7 +68,7 @@ export function holdTokens(
   ctx: RequestContext,
   model: ResolvedModel,
   request: TokenRequest,
-  bill: Omit<OpenBill, "reserve" | "estimate" | "inputBound" | "outputCap">,
+  bill: Omit<OpenBill, "reserve" | "estimate" | "inputBound" | "outputCap" | "choices">,
 ): TokenHold {
   requirePriced(model, request);
   const hostedTools = new Map<HostedTool, number>();
@@ -86,6 +86,7 @@ export function holdTokens(
       estimate: plan.estimate,
       inputBound: plan.inputBound,
       outputCap: plan.cap,
+      choices: request.choices,
     });
   const full = planTokenCall(model, call, Infinity, config.defaultMaxOutputTokens);
   if (!full.ok) throw new Error("a plan without a balance limit cannot fail");

@@ -8,6 +8,7 @@
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { type ErrorFormat, GatewayError } from "../http/errors.ts";
 import { log } from "../log.ts";
+import { concatBytes } from "../http/bytes.ts";
 
 /** The most of an upstream error body that is read. */
 const MAX_ERROR_BYTES = 64 * 1024;
@@ -34,11 +35,15 @@ export function redact(text: string, model?: ResolvedModel): string {
   return out;
 }
 
+/** The longest an error body may take to arrive. */
+const ERROR_BODY_MS = 10_000;
+
 async function readBounded(upstream: Response): Promise<string> {
   if (!upstream.body) return "";
   const reader = upstream.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
+  const timer = setTimeout(() => reader.cancel().catch(() => {}), ERROR_BODY_MS);
   try {
     while (size < MAX_ERROR_BYTES) {
       const { done, value } = await reader.read();
@@ -46,14 +51,13 @@ async function readBounded(upstream: Response): Promise<string> {
       chunks.push(value);
       size += value.length;
     }
-  } catch { /* a broken body: what arrived */ }
-  reader.cancel().catch(() => {});
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
+  } catch {
+    /* a broken body: what arrived */
+  } finally {
+    clearTimeout(timer);
   }
+  reader.cancel().catch(() => {});
+  const bytes = chunks.length ? concatBytes(chunks, size) : new Uint8Array(0);
   return new TextDecoder().decode(bytes.subarray(0, MAX_ERROR_BYTES));
 }
 

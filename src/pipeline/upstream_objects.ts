@@ -8,6 +8,7 @@
  */
 import type { RequestContext } from "../context.ts";
 import { GatewayError } from "../http/errors.ts";
+import { textOf } from "../http/json.ts";
 import type { UpstreamObject } from "../store/store.ts";
 
 /** An object an answer created: its id and kind. */
@@ -41,6 +42,59 @@ export function notFound(what: string, id: string, field: string): GatewayError 
     param: field,
     code: "not_found",
   });
+}
+
+/**
+ * The upstream state a Responses-family body (responses, compact, input_tokens) names, checked:
+ * `previous_response_id` must be the caller's (its conversation's size is returned, for the
+ * hold), a `conversation` cannot be the caller's (none is created through the gateway), item
+ * references are refused, and a code interpreter container must be the caller's.
+ */
+export function responsesState(
+  ctx: RequestContext,
+  body: Record<string, unknown>,
+): { contextTokens?: number } {
+  const conversation = body.conversation;
+  if (conversation !== undefined && conversation !== null) {
+    const id = typeof conversation === "object"
+      ? textOf((conversation as { id?: unknown }).id)
+      : textOf(conversation);
+    throw notFound("Conversation", id, "conversation");
+  }
+  if (Array.isArray(body.input)) {
+    body.input.forEach((item, i) => {
+      if ((item as { type?: unknown } | null)?.type === "item_reference") {
+        throw new GatewayError(
+          400,
+          `Invalid 'input[${i}]': item references are not supported through this gateway; send the item itself.`,
+          { param: `input[${i}]`, code: "unsupported_value" },
+        );
+      }
+    });
+  }
+  if (Array.isArray(body.tools)) {
+    body.tools.forEach((tool, i) => {
+      const container = (tool as { container?: unknown } | null)?.container;
+      if (container !== undefined && typeof container !== "object") {
+        ownObject(ctx, container, "container", `tools[${i}].container`);
+      } else if (container && typeof (container as { id?: unknown }).id === "string") {
+        ownObject(ctx, (container as { id: string }).id, "container", `tools[${i}].container.id`);
+      }
+    });
+  }
+  const previous = body.previous_response_id;
+  if (previous === undefined || previous === null) return {};
+  return {
+    contextTokens: ownObject(ctx, previous, "response", "previous_response_id").contextTokens,
+  };
+}
+
+/** A Messages `container` (an id, or `{id}`), which must be the caller's. */
+export function messagesState(ctx: RequestContext, body: Record<string, unknown>): void {
+  const container = body.container;
+  if (container === undefined || container === null) return;
+  const id = typeof container === "object" ? (container as { id?: unknown }).id : container;
+  if (id !== undefined) ownObject(ctx, id, "container", "container");
 }
 
 /** Records the objects an account's answer created (`contextTokens` for responses). */

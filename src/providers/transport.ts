@@ -71,8 +71,10 @@ async function fetchUpstream(
   deadlines: Deadlines,
 ): Promise<Response> {
   let expired: string | null = null;
+  let settled = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expire = (why: string, ms: number) => {
+    if (settled) return; // the headers came first: no deadline may fire on the answer
     clearTimeout(timer);
     timer = setTimeout(() => {
       expired = why;
@@ -100,6 +102,7 @@ async function fetchUpstream(
       `Could not reach the upstream provider (${(error as Error).name}).`,
     );
   } finally {
+    settled = true;
     clearTimeout(timer);
   }
 }

@@ -7,6 +7,10 @@
 import { DatabaseSync } from "node:sqlite";
 
 const LOCK_NAME = /^[0-9a-z]{10}\.lock$/;
+/** A lock file being taken (`acquire`), left behind if its process died at that moment. */
+const TEMPORARY_NAME = /^\.[0-9a-z]{10}\.new$/;
+/** A temporary lock file older than this was abandoned. */
+const ABANDONED_MS = 60_000;
 
 /** The owner locks of one store. */
 export class OwnerLock {
@@ -62,6 +66,10 @@ export class OwnerLock {
       return;
     }
     for (const entry of entries) {
+      if (entry.isFile && TEMPORARY_NAME.test(entry.name)) {
+        this.#removeAbandoned(`${this.dir}/${entry.name}`);
+        continue;
+      }
       if (!entry.isFile || !LOCK_NAME.test(entry.name)) continue;
       const id = entry.name.slice(0, -5);
       if (live.has(id) || this.alive(id)) continue;
@@ -69,6 +77,13 @@ export class OwnerLock {
         Deno.removeSync(this.#path(id));
       } catch { /* another process cleared it */ }
     }
+  }
+
+  #removeAbandoned(path: string): void {
+    try {
+      const age = Date.now() - (Deno.statSync(path).mtime?.getTime() ?? Date.now());
+      if (age > ABANDONED_MS) Deno.removeSync(path);
+    } catch { /* renamed into place, or already removed */ }
   }
 
   /** Gives this process's lock up (a clean shutdown). */

@@ -93,6 +93,20 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE ledger ADD COLUMN owner TEXT;`,
   // One insert per call matters more than the prune every few hours, which may scan.
   `DROP INDEX IF EXISTS upstream_objects_age;`,
+  // Kept in insertion (rowid) order, so expired objects are a range at the start that the prune
+  // deletes without scanning the rest; the id is a unique index.
+  `CREATE TABLE upstream_objects_new (
+     id TEXT NOT NULL UNIQUE,
+     account_id INTEGER NOT NULL REFERENCES accounts(id),
+     kind TEXT NOT NULL,
+     context_tokens INTEGER NOT NULL DEFAULT 0,
+     created_at INTEGER NOT NULL
+   );
+   INSERT INTO upstream_objects_new (id, account_id, kind, context_tokens, created_at)
+     SELECT id, account_id, kind, context_tokens, created_at FROM upstream_objects
+     ORDER BY created_at;
+   DROP TABLE upstream_objects;
+   ALTER TABLE upstream_objects_new RENAME TO upstream_objects;`,
 ];
 
 type Row = Record<string, unknown>;
@@ -171,7 +185,7 @@ class SqliteStore implements Store {
       ),
       holdFunds: p(
         `UPDATE accounts SET held = held + ?1
-         WHERE id = ?2 AND (?1 = 0 OR balance - held >= ?1)`,
+         WHERE id = ?2 AND ?1 >= 0 AND (?1 = 0 OR balance - held >= ?1)`,
       ),
       insertHold: p(
         `INSERT INTO ledger (kind, status, request_id, key_id, account_id, endpoint, model,
@@ -238,7 +252,12 @@ class SqliteStore implements Store {
       upstreamObject: p(
         `SELECT id, account_id, kind, context_tokens FROM upstream_objects WHERE id = ?`,
       ),
-      pruneObjects: p(`DELETE FROM upstream_objects WHERE created_at < ?`),
+      // Objects are in creation order: the expired ones are the rowids before the first live one.
+      pruneObjects: p(
+        `DELETE FROM upstream_objects WHERE rowid < coalesce(
+           (SELECT rowid FROM upstream_objects WHERE created_at >= ?1 ORDER BY rowid LIMIT 1),
+           (SELECT max(rowid) + 1 FROM upstream_objects))`,
+      ),
       requests: p(`SELECT count(*) AS n FROM ledger l WHERE ${SETTLED_CHARGES}`),
       byUnit: p(`SELECT json_extract(u.value, '$.unit') AS unit,
                         sum(json_extract(u.value, '$.quantity')) AS quantity,

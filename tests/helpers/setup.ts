@@ -10,7 +10,7 @@ export interface Stack {
   emulatorUrl: string;
   /** Requests the emulator received so far. */
   upstreamRequests(): Promise<
-    { method: string; path: string; headers: Record<string, string>; body: unknown }[]
+    { method: string; path: string; headers: Record<string, string>; body: unknown; size: number }[]
   >;
   emulatorStats(): Promise<Record<string, number>>;
   /** Starts a new gateway on the same config and store (after `gateway.crash()`); returns it. */

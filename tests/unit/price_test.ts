@@ -7,6 +7,7 @@ const prices: Prices = {
   cachedInput: 250_000_000,
   cacheWrite: 3_125_000_000,
   cacheWrite1h: 5_000_000_000,
+  imageInput: 10_000_000_000,
   output: 15_000_000_000,
   imageOutput: 30_000_000_000,
   image: 42_000_000, // $0.042 each

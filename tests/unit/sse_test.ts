@@ -159,3 +159,34 @@ Deno.test("the relay passes whole events only, and a cut stream ends in the erro
   assert.equal(done.text, parts.join(""), "a finished stream passes byte for byte");
   assert.equal(done.ended, "done");
 });
+
+Deno.test("a stream cut while its client is not reading is settled at once", async () => {
+  let ended = "";
+  const upstream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      controller.enqueue(new TextEncoder().encode("data: tick\n\n"));
+      return new Promise((r) => setTimeout(r, 20));
+    },
+  });
+  const body = relayStream(upstream, {
+    framing: "sse",
+    onEvent: () => {},
+    finished: () => false,
+    onEnd: (how) => void (ended = how),
+    errorTail: () => new TextEncoder().encode("event: error\ndata: {}\n\n"),
+    abort: () => {},
+    idleMs: 0,
+    maxMs: 100,
+  });
+  const reader = body.getReader();
+  await reader.read(); // then the client stops reading
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(ended, "cut", "settled without another read");
+  let rest = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    rest += new TextDecoder().decode(value);
+  }
+  assert.match(rest, /event: error/);
+});

@@ -13,7 +13,7 @@ import { passThrough, withUpstreamModel } from "../../pipeline/passthrough.ts";
 import { resolveModel } from "../../pipeline/resolve.ts";
 import { ChatRequest } from "./schema.ts";
 import { streamErrorChunk, withoutUsage } from "./stream.ts";
-import { capField, chatToolUses } from "./metering.ts";
+import { capField, chatToolUses, DEFAULT_SEARCH_RESULTS } from "./metering.ts";
 
 export const createChatCompletion: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config);
@@ -45,6 +45,10 @@ export const createChatCompletion: Handler = async (ctx) => {
       if (cap !== undefined) patch[field] = cap;
       if (stream && !clientWantsUsage) {
         patch.stream_options = { ...request.stream_options, include_usage: true };
+      }
+      const live = body.value.search_parameters as Record<string, unknown> | undefined;
+      if (tools.some((use) => use.field === "search_parameters") && !live?.max_search_results) {
+        patch.search_parameters = { ...live, max_search_results: DEFAULT_SEARCH_RESULTS };
       }
       return {
         path: "/chat/completions",

@@ -4,6 +4,11 @@
  * and which field carries its output cap (`openai-other.md` §1.1).
  */
 import type { ToolUse } from "../../pipeline/reserve.ts";
+import { GatewayError } from "../../http/errors.ts";
+
+/** xAI's Live Search: sources held (and sent as the limit) when the request sets none. */
+export const DEFAULT_SEARCH_RESULTS = 20;
+const MAX_SEARCH_RESULTS = 100;
 
 type Json = Record<string, unknown>;
 
@@ -15,8 +20,18 @@ export function chatToolUses(body: Json): ToolUse[] {
   }
   const live = body.search_parameters as Json | undefined;
   if (live && typeof live === "object" && live.mode !== "off") {
-    const sources = typeof live.max_search_results === "number" ? live.max_search_results : 20;
-    uses.push({ tools: ["x_search"], field: "search_parameters", calls: Math.min(sources, 50) });
+    const sources = live.max_search_results ?? DEFAULT_SEARCH_RESULTS;
+    if (
+      !Number.isInteger(sources) || (sources as number) < 1 ||
+      (sources as number) > MAX_SEARCH_RESULTS
+    ) {
+      throw new GatewayError(
+        400,
+        `Invalid 'search_parameters.max_search_results': must be an integer from 1 to ${MAX_SEARCH_RESULTS}.`,
+        { param: "search_parameters.max_search_results" },
+      );
+    }
+    uses.push({ tools: ["x_search"], field: "search_parameters", calls: sources as number });
   }
   return uses;
 }

@@ -3,13 +3,9 @@
  * Everything else — tools, response_format, reasoning_effort, audio… — passes through untouched.
  */
 import * as v from "valibot";
+import { tokenCount } from "../../http/validate.ts";
 
-const positiveInt = v.pipe(
-  v.number("must be an integer"),
-  v.integer("must be an integer"),
-  v.minValue(1, "must be at least 1"),
-  v.maxValue(2_147_483_647, "must be at most 2147483647"),
-);
+const positiveInt = tokenCount(1);
 
 export const ChatRequest = v.looseObject({
   model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),

@@ -10,7 +10,7 @@ import { textOf } from "../../http/json.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
 import { geminiMeter, generateUsage } from "../../billing/usage.ts";
-import { passThrough } from "../../pipeline/passthrough.ts";
+import { forwardedBody, passThrough } from "../../pipeline/passthrough.ts";
 import { resolveModel } from "../../pipeline/resolve.ts";
 import { notFound } from "../../pipeline/upstream_objects.ts";
 import { relayUpstreamError } from "../../pipeline/upstream_errors.ts";
@@ -19,7 +19,7 @@ import type { ResolvedModel } from "../../catalog/catalog.ts";
 import { CountTokensRequest, GenerateRequest } from "./schema.ts";
 import { streamErrorElement, streamErrorEvent } from "./stream.ts";
 import { checkImageRules } from "./image_rules.ts";
-import { generateToolUses, withMaxOutputTokens } from "./metering.ts";
+import { generateShape, generateToolUses, withMaxOutputTokens } from "./metering.ts";
 
 function geminiModel(ctx: RequestContext): ResolvedModel {
   let id: string;
@@ -36,7 +36,8 @@ function geminiModel(ctx: RequestContext): ResolvedModel {
 function generateHandler(action: "generateContent" | "streamGenerateContent"): Handler {
   return async (ctx) => {
     const body = await readJsonObject(ctx.req, ctx.services.config);
-    const request = validate(GenerateRequest, body.value);
+    validate(GenerateRequest, body.value);
+    const shape = generateShape(body.value);
     const model = geminiModel(ctx);
     // Cached contents cannot be created through the gateway: any named is another's, or none.
     const cached = body.value.cachedContent ?? body.value.cached_content;
@@ -58,9 +59,10 @@ function generateHandler(action: "generateContent" | "streamGenerateContent"): H
       model,
       tokens: {
         input: estimateInput(body.value),
-        requestedCap: request.generationConfig?.maxOutputTokens,
+        requestedCap: shape.cap,
         output: true,
         minCap: 1,
+        choices: shape.choices,
         tools: generateToolUses(body.value),
       },
       stream,
@@ -68,7 +70,9 @@ function generateHandler(action: "generateContent" | "streamGenerateContent"): H
         path: `/v1beta/models/${encodeURIComponent(model.upstreamId)}:${action}${
           sse ? "?alt=sse" : ""
         }`,
-        body: cap === undefined ? body.text : JSON.stringify(withMaxOutputTokens(body.value, cap)),
+        body: cap === undefined
+          ? forwardedBody(body)
+          : JSON.stringify(withMaxOutputTokens(body.value, cap)),
       }),
       usageFromJson: generateUsage,
       meter: geminiMeter,

@@ -36,9 +36,25 @@ export function generateToolUses(body: Json): ToolUse[] {
   return uses;
 }
 
-/** The body with `generationConfig.maxOutputTokens` set to `cap`. */
+/** The request's `generationConfig`, in either spelling. */
+function generationConfig(body: Json): Json {
+  return (body.generationConfig ?? body.generation_config ?? {}) as Json;
+}
+
+/** The output cap and the number of answers asked for (either spelling). */
+export function generateShape(body: Json): { cap?: number; choices: number } {
+  const config = generationConfig(body);
+  const cap = config.maxOutputTokens ?? config.max_output_tokens;
+  const choices = config.candidateCount ?? config.candidate_count;
+  return {
+    cap: typeof cap === "number" ? cap : undefined,
+    choices: typeof choices === "number" ? choices : 1,
+  };
+}
+
+/** The body with `generationConfig.maxOutputTokens` set to `cap` (one spelling of each). */
 export function withMaxOutputTokens(body: Json, cap: number): Json {
-  const config = (body.generationConfig ?? body.generation_config ?? {}) as Json;
+  const { max_output_tokens: _snakeCap, ...config } = generationConfig(body);
   const { generation_config: _snake, ...rest } = body;
   return { ...rest, generationConfig: { ...config, maxOutputTokens: cap } };
 }

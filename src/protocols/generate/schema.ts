@@ -4,6 +4,7 @@
  * and every other field pass through.
  */
 import * as v from "valibot";
+import { tokenCount } from "../../http/validate.ts";
 
 const Part = v.looseObject({
   text: v.optional(v.string("must be a string")),
@@ -18,19 +19,21 @@ const Content = v.looseObject({
   parts: v.array(Part, "must be an array of parts"),
 });
 
+/** The output cap and answer count, in either spelling (the API accepts snake_case too). */
+const GenerationConfig = v.looseObject({
+  maxOutputTokens: v.optional(tokenCount(1)),
+  max_output_tokens: v.optional(tokenCount(1)),
+  candidateCount: v.optional(tokenCount(1, 8)),
+  candidate_count: v.optional(tokenCount(1, 8)),
+}, "must be an object");
+
 export const GenerateRequest = v.looseObject({
   contents: v.pipe(v.array(Content, "must be an array"), v.minLength(1, "must not be empty")),
   systemInstruction: v.optional(v.looseObject({
     parts: v.array(Part, "must be an array of parts"),
   }, "must be an object with parts")),
-  generationConfig: v.optional(v.looseObject({
-    maxOutputTokens: v.optional(v.pipe(
-      v.number("must be an integer"),
-      v.integer("must be an integer"),
-      v.minValue(1, "must be ≥ 1"),
-      v.maxValue(2_147_483_647, "must be at most 2147483647"),
-    )),
-  }, "must be an object")),
+  generationConfig: v.optional(GenerationConfig),
+  generation_config: v.optional(GenerationConfig),
 });
 
 export const CountTokensRequest = v.looseObject({

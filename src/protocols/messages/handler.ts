@@ -11,13 +11,13 @@ import { estimateInput } from "../../billing/estimate.ts";
 import { messagesMeter, messagesObjects, messagesUsage } from "../../billing/usage.ts";
 import { passThrough, withUpstreamModel } from "../../pipeline/passthrough.ts";
 import { resolveModel } from "../../pipeline/resolve.ts";
-import { ownObject } from "../../pipeline/upstream_objects.ts";
+import { messagesState } from "../../pipeline/upstream_objects.ts";
 import { anthropicCountsTokens } from "../../providers/anthropic.ts";
 import { send, upstreamDeadlines } from "../../providers/index.ts";
 import { relayUpstreamError } from "../../pipeline/upstream_errors.ts";
 import { CountTokensRequest, MessagesRequest } from "./schema.ts";
 import { streamErrorEvent } from "./stream.ts";
-import { messagesMinCap, messagesToolUses, wantsLongContext } from "./metering.ts";
+import { messagesMinCap, messagesToolUses, wantsLongContext, withToolLimits } from "./metering.ts";
 
 function forwardedHeaders(req: Request): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -34,8 +34,7 @@ export const createMessage: Handler = async (ctx) => {
   const model = resolveModel(ctx, request.model, "messages");
   const headers = forwardedHeaders(ctx.req);
   // A container (code execution) is reused by id: only the account that created it may.
-  const container = body.value.container;
-  if (typeof container === "string") ownObject(ctx, container, "container", "container");
+  messagesState(ctx, body.value);
   if (model.prices && !model.prices.longContext && wantsLongContext(headers["anthropic-beta"])) {
     throw new GatewayError(
       400,
@@ -57,11 +56,18 @@ export const createMessage: Handler = async (ctx) => {
       tools: messagesToolUses(body.value),
     },
     stream: request.stream === true,
-    call: (cap) => ({
-      path: "/v1/messages",
-      body: withUpstreamModel(body, model, cap === undefined ? undefined : { max_tokens: cap }),
-      headers,
-    }),
+    call: (cap) => {
+      const limits = withToolLimits(body.value);
+      const patch = {
+        ...(cap === undefined ? {} : { max_tokens: cap }),
+        ...(limits ? { tools: limits } : {}),
+      };
+      return {
+        path: "/v1/messages",
+        body: withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
+        headers,
+      };
+    },
     usageFromJson: messagesUsage,
     meter: messagesMeter,
     objectsFromJson: messagesObjects,

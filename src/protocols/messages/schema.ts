@@ -3,6 +3,7 @@
  * `thinking`, `tools`, `context_management`, `output_config`… pass through untouched.
  */
 import * as v from "valibot";
+import { tokenCount } from "../../http/validate.ts";
 
 const model = v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"));
 const messages = v.array(
@@ -13,17 +14,9 @@ const messages = v.array(
   "must be an array of messages",
 );
 
-/** The largest token count a client may ask for (upstreams take 32-bit integers). */
-const MAX_TOKENS = 2_147_483_647;
-
 export const MessagesRequest = v.looseObject({
   model,
-  max_tokens: v.pipe(
-    v.number("must be an integer"),
-    v.integer("must be an integer"),
-    v.minValue(0, "must be ≥ 0"),
-    v.maxValue(MAX_TOKENS, `must be at most ${MAX_TOKENS}`),
-  ),
+  max_tokens: tokenCount(0),
   messages,
   stream: v.optional(v.boolean("must be a boolean")),
   service_tier: v.optional(v.string("must be a string")),

@@ -17,12 +17,13 @@ const HOSTED: [string, HostedTool][] = [
   ["x_search", "x_search"],
 ];
 
-/** The hosted tools in `tools`, each allowed `max_tool_calls` calls (default 10). */
+/**
+ * The hosted tools in `tools`, each allowed `max_tool_calls` calls (validated by the schema), else
+ * `DEFAULT_TOOL_CALLS` — which the handler then sends as the request's limit.
+ */
 export function responsesToolUses(body: Json): ToolUse[] {
   const tools = Array.isArray(body.tools) ? body.tools : [];
-  const calls = typeof body.max_tool_calls === "number" && body.max_tool_calls >= 0
-    ? Math.min(body.max_tool_calls, 1000)
-    : DEFAULT_TOOL_CALLS;
+  const calls = typeof body.max_tool_calls === "number" ? body.max_tool_calls : DEFAULT_TOOL_CALLS;
   const uses: ToolUse[] = [];
   tools.forEach((tool, i) => {
     const type = (tool as Json | null)?.type;

@@ -3,9 +3,7 @@
  * tools, include, reasoning, prompt_cache_key, client_metadata… — passes through untouched.
  */
 import * as v from "valibot";
-
-/** The largest token count a client may ask for (upstreams take 32-bit integers). */
-export const MAX_TOKENS = 2_147_483_647;
+import { tokenCount } from "../../http/validate.ts";
 
 export const ResponsesRequest = v.looseObject({
   model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
@@ -14,15 +12,11 @@ export const ResponsesRequest = v.looseObject({
     "must be a string or an array of input items",
   ),
   instructions: v.optional(v.nullable(v.string("must be a string"))),
-  max_output_tokens: v.optional(v.nullable(v.pipe(
-    v.number("must be an integer"),
-    v.integer("must be an integer"),
-    v.minValue(16, "must be at least 16"),
-    v.maxValue(MAX_TOKENS, `must be at most ${MAX_TOKENS}`),
-  ))),
+  max_output_tokens: v.optional(v.nullable(tokenCount(16))),
   stream: v.optional(v.nullable(v.boolean("must be a boolean"))),
   service_tier: v.optional(v.nullable(v.string("must be a string"))),
   background: v.optional(v.nullable(v.boolean("must be a boolean"))),
+  max_tool_calls: v.optional(v.nullable(tokenCount(0, 10_000))),
   previous_response_id: v.optional(v.nullable(v.pipe(
     v.string("must be a string"),
     v.maxLength(256, "must be at most 256 characters"),

@@ -1,0 +1,76 @@
+/** The SQLite store's owner locks (crash recovery on a shared store) and object pruning. */
+import assert from "node:assert/strict";
+import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { OwnerLock } from "../../src/store/owners.ts";
+
+async function withDir(work: (dir: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "switchyard-store-" });
+  try {
+    await work(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("an owner is alive while it holds its lock, gone once it gives it up; sweeps keep live ones", async () => {
+  await withDir(async (dir) => {
+    const serving = new OwnerLock(`${dir}/owners`);
+    const id = serving.acquire();
+    const other = new OwnerLock(`${dir}/owners`);
+    assert.equal(other.alive(id), true);
+    assert.equal(other.alive("zzzzzzzzzz"), false, "an id never taken is gone");
+    other.sweep(new Set());
+    assert.ok(Deno.statSync(`${dir}/owners/${id}.lock`).isFile, "a live lock survives a sweep");
+    serving.release();
+    assert.equal(other.alive(id), false);
+    await Deno.writeTextFile(`${dir}/owners/0000000001.lock`, "");
+    other.sweep(new Set());
+    assert.deepEqual([...Deno.readDirSync(`${dir}/owners`)], [], "dead locks are swept");
+  });
+});
+
+Deno.test("a serving store's own holds are never pending; another store's are once it closes", async () => {
+  await withDir(async (dir) => {
+    const path = `${dir}/data/s.db`;
+    const first = openSqliteStore(path, { owner: true });
+    const account = first.ensureAccount("a");
+    first.credit(account.id, 1_000_000, "test");
+    const hold = first.reserve({
+      requestId: "r1",
+      keyId: "k",
+      accountId: account.id,
+      endpoint: "responses",
+      model: "m",
+      provider: "p",
+      reserve: 1000,
+      estimate: { units: [], amount: 10 },
+    });
+    await hold.committed;
+    assert.deepEqual(first.pendingHolds(), [], "its own live hold");
+    const second = openSqliteStore(path, { owner: true });
+    assert.deepEqual(second.pendingHolds(), [], "another live process's hold");
+    first.close();
+    assert.deepEqual(second.pendingHolds().map((h) => h.id), [hold.id], "its owner is gone");
+    second.close();
+  });
+});
+
+Deno.test("pruning removes the objects recorded before the cutoff, and only those", async () => {
+  await withDir(async (dir) => {
+    const store = openSqliteStore(`${dir}/s.db`);
+    const account = store.ensureAccount("a");
+    const record = (id: string) =>
+      store.recordObject({ id, accountId: account.id, kind: "response", contextTokens: 1 });
+    for (const id of ["old1", "old2", "old3"]) record(id);
+    await new Promise((r) => setTimeout(r, 20));
+    const cutoff = Date.now();
+    await new Promise((r) => setTimeout(r, 20));
+    for (const id of ["new1", "new2"]) record(id);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(store.pruneObjects(cutoff), 3);
+    assert.equal(store.upstreamObject("old2"), undefined);
+    assert.equal(store.upstreamObject("new1")?.accountId, account.id);
+    assert.equal(store.pruneObjects(Date.now() + 1), 2);
+    store.close();
+  });
+});
