@@ -7,16 +7,14 @@ import type { Handler } from "./context.ts";
 import type { ErrorFormat } from "./http/errors.ts";
 import { getHealth } from "./endpoints/health.ts";
 import { getUsage } from "./endpoints/usage.ts";
-import { createResponse } from "./protocols/responses/handler.ts";
-import { createChatCompletion } from "./protocols/chat/handler.ts";
+import { PROTOCOLS } from "./protocols/index.ts";
+import { textCall } from "./pipeline/text_call.ts";
 import { createEmbeddings } from "./endpoints/embeddings.ts";
 import { compactResponse } from "./endpoints/compact.ts";
-import { countInputTokens } from "./endpoints/input_tokens.ts";
 import { search } from "./endpoints/search.ts";
 import { createImage, editImage } from "./endpoints/images.ts";
 import { createVideoEdit, createVideoGeneration, getVideo } from "./endpoints/videos.ts";
-import { countTokens, createMessage } from "./protocols/messages/handler.ts";
-import * as generate from "./protocols/generate/handler.ts";
+import { countCall } from "./pipeline/count_tokens.ts";
 
 export interface Route {
   method: "GET" | "POST" | "DELETE";
@@ -35,12 +33,12 @@ export const routes: Route[] = [
     path: "/v1/responses",
     auth: "bearer",
     errors: "openai",
-    handle: createResponse,
+    handle: textCall(PROTOCOLS.responses),
   },
   // The responses-protocol family's auxiliary endpoints (spec §4.1), all Bearer-authenticated.
   ...([
     ["/v1/responses/compact", compactResponse],
-    ["/v1/responses/input_tokens", countInputTokens],
+    ["/v1/responses/input_tokens", countCall(PROTOCOLS.responses)],
     ["/v1/embeddings", createEmbeddings],
     ["/v1/alpha/search", search],
     ["/v1/images/generations", createImage],
@@ -66,21 +64,21 @@ export const routes: Route[] = [
     path: "/v1/chat/completions",
     auth: "bearer",
     errors: "openai",
-    handle: createChatCompletion,
+    handle: textCall(PROTOCOLS.chat),
   },
   {
     method: "POST",
     path: "/v1/messages",
     auth: "anthropic",
     errors: "anthropic",
-    handle: createMessage,
+    handle: textCall(PROTOCOLS.messages),
   },
   {
     method: "POST",
     path: "/v1/messages/count_tokens",
     auth: "anthropic",
     errors: "anthropic",
-    handle: countTokens,
+    handle: countCall(PROTOCOLS.messages),
   },
   // The content-generation protocol, under /v1beta (spec) and /v1 (newer @google/genai default).
   ...["/v1beta", "/v1"].flatMap((version): Route[] => [
@@ -89,21 +87,21 @@ export const routes: Route[] = [
       path: `${version}/models/:model\\:generateContent`,
       auth: "goog",
       errors: "google",
-      handle: generate.generateContent,
+      handle: textCall(PROTOCOLS.generate),
     },
     {
       method: "POST",
       path: `${version}/models/:model\\:streamGenerateContent`,
       auth: "goog",
       errors: "google",
-      handle: generate.streamGenerateContent,
+      handle: textCall(PROTOCOLS.generate),
     },
     {
       method: "POST",
       path: `${version}/models/:model\\:countTokens`,
       auth: "goog",
       errors: "google",
-      handle: generate.countTokens,
+      handle: countCall(PROTOCOLS.generate),
     },
   ]),
 ];

@@ -146,6 +146,7 @@ export function startServer(services: Services): RunningServer {
   const prune = () => {
     try {
       services.store.pruneObjects(Date.now() - OBJECT_RETENTION_MS);
+      services.store.pruneResponses(Date.now() - services.config.conversationRetentionMs);
     } catch (error) {
       log("error", "pruning upstream objects failed", { error: String(error) });
     }

@@ -172,12 +172,14 @@ Deno.test("chat errors come in OpenAI's envelope: validation, wrong model kind, 
     (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && e.param === "messages",
   );
   await assert.rejects(
+    // A hosted tool a chat-only upstream cannot run is refused by the field that asks for it.
     openai.chat.completions.create({
-      model: "gemini-test",
+      model: "local-test",
       messages: [{ role: "user", content: "x" }],
+      web_search_options: {},
     }),
     (e: InstanceType<typeof OpenAI.APIError>) =>
-      e.status === 400 && e.code === "model_not_supported" && /generateContent/.test(e.message),
+      e.status === 400 && e.param === "web_search_options" && /web_search/.test(e.message),
   );
   await assert.rejects(
     openai.chat.completions.create({

@@ -316,10 +316,10 @@ Deno.test("Google-format errors: validation 400, unknown model 404, upstream 429
     ["gemini-nope", { contents: [{ parts: [{ text: "x" }] }] }, 404, "NOT_FOUND", /gemini-nope/],
     [
       "gpt-test",
-      { contents: [{ parts: [{ text: "x" }] }] },
+      { contents: [{ parts: [{ text: "x" }] }], generationConfig: { stopSequences: ["x"] } },
       400,
       "INVALID_ARGUMENT",
-      /`gpt-test` is not served on \/v1beta\/models\/\{model\}:generateContent; use \/v1\/responses/,
+      /generationConfig\.stopSequences.*Responses protocol/,
     ],
     [
       "gemini-test",

@@ -327,10 +327,10 @@ Deno.test("Messages errors are Anthropic-shaped: 401, 404 model, 400 validation,
     [{ "x-api-key": key }, { ...ok, messages: "hi" }, 400, "invalid_request_error", /messages/],
     [
       { "x-api-key": key },
-      { ...ok, model: "gpt-test" },
+      { ...ok, model: "gpt-test", stop_sequences: ["x"] },
       400,
       "invalid_request_error",
-      /The model `gpt-test` is not served on \/v1\/messages; use \/v1\/responses for it\./,
+      /stop_sequences.*Responses protocol/,
     ],
     [
       { "x-api-key": key },

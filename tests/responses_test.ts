@@ -389,10 +389,14 @@ Deno.test("bad input gets 400 naming the field; unknown models 404; wrong media 
     [{ model: "gpt-test", input: "x", instructions: 1 }, "instructions", 400, /string/],
     [{ model: "nope-1", input: "x" }, "model", 404, /The model `nope-1` does not exist/],
     [
-      { model: "claude-test", input: "x" },
-      "model",
+      {
+        model: "claude-test",
+        input: "x",
+        tools: [{ type: "file_search", vector_store_ids: ["v"] }],
+      },
+      "tools[0]",
       400,
-      /The model `claude-test` is not served on \/v1\/responses; use \/v1\/messages for it\./,
+      /Messages protocol/,
     ],
   ];
   for (const [body, param, status, message] of cases) {

@@ -34,6 +34,8 @@ export interface TokenCall {
   choices?: number;
   /** False when the protocol has no field to send a cap in: the model's maximum is held. */
   cappable?: boolean;
+  /** The protocol requires a cap in every request (Messages `max_tokens`): always sent. */
+  capRequired?: boolean;
   /** The service tier asked for; undefined or `auto` when the upstream chooses. */
   serviceTier?: string;
   /** Hosted tools offered, with the most calls each may make. */
@@ -90,7 +92,14 @@ export function planTokenCall(
     : max ?? defaultMaxOutput;
   const prices = model.prices;
   if (!prices) {
-    return { ok: true, reserve: 0, estimate, inputBound, cap: wanted, sendCap: false };
+    return {
+      ok: true,
+      reserve: 0,
+      estimate,
+      inputBound,
+      cap: wanted,
+      sendCap: !!call.capRequired && wanted !== undefined,
+    };
   }
   const rates = worstRates(prices, call.serviceTier, inputBound);
   const inputRate = Math.max(rates.input, rates.cachedInput, rates.cacheWrite, rates.cacheWrite1h);
@@ -107,7 +116,7 @@ export function planTokenCall(
   }
   // The cap the upstream applies by itself: the client's, or the model's known maximum.
   const upstreamCap = requested ?? max;
-  const sendCap = call.cappable !== false && upstreamCap !== wanted;
+  const sendCap = call.cappable !== false && (upstreamCap !== wanted || !!call.capRequired);
   if (cost(wanted) <= available) {
     return { ok: true, reserve: cost(wanted), estimate, inputBound, cap: wanted, sendCap };
   }

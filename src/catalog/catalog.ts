@@ -3,6 +3,7 @@
  * Pure: built from already-validated config, no I/O.
  */
 import type { ModelKind, ProviderType } from "../config/schema.ts";
+import type { ProtocolId } from "../translate/ir.ts";
 
 export type { ModelKind } from "../config/schema.ts";
 
@@ -39,16 +40,29 @@ export interface Prices extends TokenRates {
   tools: Map<string, number>;
 }
 
+/**
+ * One wire protocol an upstream speaks: where, and how it is authenticated (as data: the header
+ * that carries the key and its prefix; none for a local server without a key).
+ */
+export interface Surface {
+  protocol: ProtocolId;
+  baseUrl: string;
+  auth?: { header: string; prefix?: string };
+  /** Headers sent on every call (`anthropic-version`, an operator's extra headers). */
+  headers?: Record<string, string>;
+}
+
 /** An upstream as the request path sees it. */
 export interface ProviderEntry {
   name: string;
   type: ProviderType;
+  /** The base URL of its first surface (and of its other REST endpoints). */
   baseUrl: string;
-  /** The resolved secret; empty when the provider is disabled. */
+  /** The resolved secret; empty when the provider has none. */
   apiKey: string;
   enabled: boolean;
-  /** An `anthropic`-type provider's OpenAI-compatible base URL, for chat completions. */
-  chatBaseUrl?: string;
+  /** The protocols it speaks natively, the first preferred when a call must be translated. */
+  surfaces: Surface[];
 }
 
 /** The image-output rules of an image model (spec §4.5). */

@@ -16,6 +16,7 @@ import { usdToNano } from "../billing/money.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
 import { ConfigSchema, type ModelKind, type PriceInput, type TokenRatesInput } from "./schema.ts";
 import { formatPath, issueKeys } from "../field_path.ts";
+import { surfacesOf } from "../providers/surfaces.ts";
 
 /** The validated, resolved settings the server and CLI run on. */
 export interface Config {
@@ -44,6 +45,10 @@ export interface Config {
   videoPollIntervalMs: number;
   /** Age after which an unfinished video job is expired (hold released). */
   videoExpireAfterMs: number;
+  /** How long the gateway keeps the Responses conversations it stores itself. */
+  conversationRetentionMs: number;
+  /** The largest conversation step (one answer's input and output) kept, in bytes. */
+  conversationMaxBytes: number;
   catalog: Catalog;
   /** Lines to log once at startup (disabled providers). */
   notices: string[];
@@ -114,20 +119,24 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
   const notices: string[] = [];
   const providers: ProviderEntry[] = Object.entries(providerInputs).map(([name, p]) => {
     let apiKey = p.apiKey ?? "";
+    // A local OpenAI-compatible server needs no key; every other upstream does.
+    let enabled = p.type === "openai-compatible" && p.apiKey === undefined;
     if (apiKey.startsWith("env:")) {
       const variable = apiKey.slice(4);
       apiKey = env(variable) ?? "";
       if (!apiKey) notices.push(`provider ${name} disabled: ${variable} is not set`);
-    } else if (!apiKey) {
+    } else if (!apiKey && !enabled) {
       notices.push(`provider ${name} disabled: no apiKey configured`);
     }
+    enabled ||= !!apiKey;
+    const baseUrl = p.baseUrl.replace(/\/+$/, "");
     return {
       name,
       type: p.type,
-      baseUrl: p.baseUrl.replace(/\/+$/, ""),
+      baseUrl,
       apiKey,
-      enabled: !!apiKey,
-      chatBaseUrl: p.chatBaseUrl?.replace(/\/+$/, ""),
+      enabled,
+      surfaces: surfacesOf(p.type, baseUrl, p.chatBaseUrl?.replace(/\/+$/, ""), p.headers),
     };
   });
   const providerNames = new Set(providers.map((p) => p.name));
@@ -199,6 +208,8 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     defaultMaxOutputTokens: file.limits?.defaultMaxOutputTokens ?? 8192,
     videoPollIntervalMs: file.videos?.pollIntervalMs ?? 5000,
     videoExpireAfterMs: file.videos?.expireAfterMs ?? 24 * 3600 * 1000,
+    conversationRetentionMs: (file.conversations?.retentionHours ?? 720) * 3600 * 1000,
+    conversationMaxBytes: file.conversations?.maxBytes ?? 8 * 1024 * 1024,
     catalog: new Catalog(models, providers),
     notices,
   };

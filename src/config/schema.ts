@@ -6,7 +6,13 @@ import * as v from "valibot";
 import { HOSTED_TOOLS } from "../billing/price.ts";
 
 /** Provider wire families the gateway can talk to. */
-export const PROVIDER_TYPES = ["openai", "xai", "anthropic", "gemini"] as const;
+export const PROVIDER_TYPES = [
+  "openai",
+  "xai",
+  "anthropic",
+  "gemini",
+  "openai-compatible",
+] as const;
 export type ProviderType = typeof PROVIDER_TYPES[number];
 
 const usd = v.pipe(
@@ -88,8 +94,24 @@ export const ProviderSchema = v.strictObject({
    * `/chat/completions`), which serves `/v1/chat/completions` with Bearer auth.
    */
   chatBaseUrl: v.optional(url),
-  /** The upstream key, or `env:NAME` to read it from the environment variable NAME. */
+  /**
+   * The upstream key, or `env:NAME` to read it from the environment variable NAME. Optional for
+   * an `openai-compatible` provider (a local server needs none); the others are disabled without.
+   */
   apiKey: v.optional(v.string('must be a string or "env:NAME"')),
+  /** Extra headers sent on every call to this provider (e.g. an aggregator's `HTTP-Referer`). */
+  headers: v.optional(
+    v.pipe(
+      v.record(
+        v.pipe(
+          v.string(),
+          v.regex(/^[A-Za-z0-9-]{1,64}$/, "header names are letters, digits and dashes"),
+        ),
+        v.pipe(v.string("must be a string"), v.maxLength(1024, "must be at most 1024 characters")),
+      ),
+      v.check((h) => Object.keys(h).length <= 16, "at most 16 headers"),
+    ),
+  ),
 });
 export type ProviderInput = v.InferOutput<typeof ProviderSchema>;
 
@@ -187,6 +209,16 @@ export const ConfigSchema = v.strictObject({
     expireAfterMs: v.optional(
       v.pipe(v.number(), v.integer("must be an integer"), v.minValue(1000, "must be ≥ 1000")),
     ),
+  })),
+  /**
+   * Responses conversations the gateway keeps itself, for `previous_response_id` on models whose
+   * provider cannot hold them.
+   */
+  conversations: v.optional(v.strictObject({
+    /** How long a kept answer can be continued, in hours (default 720: 30 days). */
+    retentionHours: v.optional(count(1)),
+    /** The largest answer (its input and output) kept, in bytes (default 8 MiB). */
+    maxBytes: v.optional(count(1024)),
   })),
   /** Merge the built-in providers and models under the file's own (default true). */
   defaultCatalog: v.optional(v.boolean("must be true or false")),

@@ -14,9 +14,13 @@ import {
   directives,
   exampleValue,
   newId,
+  pickTools,
+  sign,
+  signed,
   sleep,
   sseBody,
   tokenize,
+  toolArguments,
 } from "./text.ts";
 
 type Json = Record<string, unknown>;
@@ -99,6 +103,109 @@ function inputTokens(body: Json): number {
   return countTokens(promptTexts(body).join(" ")) + 4 * messages.length;
 }
 
+const THINKING = "Let me think about this request step by step.";
+
+/**
+ * Histories the real API rejects: a non-user first turn, empty text blocks, tool ids out of
+ * pattern, a tool use not answered first thing in the next user turn, a result answering no use
+ * of the turn before, thinking signatures it did not issue, and — with thinking on — a forced
+ * tool or a tool loop continued without its thinking block.
+ */
+function invalidHistory(body: Json, history: Message[], thinking: boolean): Response | undefined {
+  const bad = (message: string) => anthropicError(400, message);
+  const first = history.find((m) => m.role !== "system");
+  if (first && first.role !== "user") {
+    return bad("messages: first message must use the user role");
+  }
+  let pending: string[] = [];
+  for (const [i, message] of history.entries()) {
+    const blocks = Array.isArray(message.content)
+      ? message.content as Json[]
+      : [{ type: "text", text: message.content }];
+    if (message.role === "user") {
+      const results = blocks.filter((b) => b.type === "tool_result");
+      for (const [j, block] of blocks.entries()) {
+        if (block.type === "tool_result" && !pending.includes(String(block.tool_use_id))) {
+          return bad(
+            `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${
+              String(block.tool_use_id)
+            }. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,
+          );
+        }
+      }
+      const answered = new Set(results.map((b) => String(b.tool_use_id)));
+      const missing = pending.filter((id) => !answered.has(id));
+      if (missing.length) {
+        return bad(
+          `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${
+            missing.join(", ")
+          }. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+        );
+      }
+      pending = [];
+    } else if (message.role === "assistant") {
+      if (pending.length) {
+        return bad(
+          `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${
+            pending.join(", ")
+          }.`,
+        );
+      }
+      for (const [j, block] of blocks.entries()) {
+        if (block.type === "tool_use") {
+          if (!/^[a-zA-Z0-9_-]+$/.test(String(block.id))) {
+            return bad(
+              `messages.${i}.content.${j}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`,
+            );
+          }
+          pending.push(String(block.id));
+        }
+        if (
+          block.type === "thinking" && !signed("Eq", String(block.thinking ?? ""), block.signature)
+        ) {
+          return bad(`messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`);
+        }
+        if (block.type === "redacted_thinking" && !signed("Er", "", block.data)) {
+          return bad(`messages.${i}.content.${j}: Invalid \`data\` in \`redacted_thinking\` block`);
+        }
+      }
+    }
+    for (const [j, block] of blocks.entries()) {
+      if (block.type === "text" && block.text === "") {
+        return bad(`messages.${i}.content.${j}: text content blocks must be non-empty`);
+      }
+    }
+  }
+  if (!thinking) return undefined;
+  const choice = (body.tool_choice as Json | undefined)?.type;
+  if (choice === "any" || choice === "tool") {
+    return bad("Thinking may not be enabled when tool_choice forces tool use.");
+  }
+  const lastAssistant = history.findLastIndex((m) => m.role === "assistant");
+  const next = history[lastAssistant + 1]?.content;
+  const continued = lastAssistant >= 0 && lastAssistant === history.length - 2 &&
+    Array.isArray(next) && (next as Json[]).some((b) => b.type === "tool_result");
+  const turn = history[lastAssistant]?.content;
+  if (continued && Array.isArray(turn) && (turn as Json[]).some((b) => b.type === "tool_use")) {
+    const first = (turn as Json[])[0];
+    if (first?.type !== "thinking" && first?.type !== "redacted_thinking") {
+      return bad(
+        `messages.${lastAssistant}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${
+          String(first?.type)
+        }\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks).`,
+      );
+    }
+  }
+  return undefined;
+}
+
+/** The answer text: JSON for a structured-output request, else the echo. */
+function answerText(body: Json, history: Message[], d: Directives): string {
+  const format = (body.output_config as Json | undefined)?.format as Json | undefined;
+  if (format?.type === "json_schema") return JSON.stringify(exampleValue(format.schema));
+  return answer(lastUserText(history), d);
+}
+
 /** `POST /v1/messages`. */
 export async function messages(req: Request, vendor = "anthropic"): Promise<Response> {
   const body = await req.json() as Json;
@@ -134,10 +241,12 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
   const lastContent = history.at(-1)?.content;
   const answeredTool = Array.isArray(lastContent) &&
     (lastContent as Json[]).some((b) => b.type === "tool_result");
-  const tool = tools.length && !answeredTool &&
-      (body.tool_choice as Json | undefined)?.type !== "none"
-    ? tools[0]
-    : undefined;
+  const invalid = invalidHistory(body, history, thinking);
+  if (invalid) return invalid;
+  const called = !answeredTool && (body.tool_choice as Json | undefined)?.type !== "none"
+    ? pickTools(tools, (t) => String(t.name), d)
+    : [];
+  const tool = called[0];
 
   type Block = {
     block: Json;
@@ -156,11 +265,12 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
     return pieces;
   };
   if (thinking) {
-    const pieces = take(tokenize("Let me think about this request step by step."));
+    const pieces = take(tokenize(THINKING));
+    const text = pieces.join("");
     blocks.push({
       kind: "thinking",
       pieces,
-      block: { type: "thinking", thinking: pieces.join(""), signature: newId("Eq", 64) },
+      block: { type: "thinking", thinking: text, signature: sign("Eq", text) },
     });
   }
   if (search && !tool) {
@@ -188,8 +298,8 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
       },
     });
   }
-  if (tool) {
-    const args = JSON.stringify(exampleValue(tool.input_schema));
+  for (const call of called) {
+    const args = JSON.stringify(toolArguments(call.input_schema, d));
     const pieces = take(tokenize(args));
     if (stopReason !== "max_tokens") stopReason = "tool_use";
     blocks.push({
@@ -198,12 +308,13 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
       block: {
         type: "tool_use",
         id: newId("toolu_", 24),
-        name: tool.name,
+        name: call.name,
         input: JSON.parse(args),
       },
     });
-  } else if (budget > 0 || !thinking) {
-    const pieces = take(tokenize(answer(lastUserText(history), d)));
+  }
+  if (!tool && (budget > 0 || !thinking)) {
+    const pieces = take(tokenize(answerText(body, history, d)));
     blocks.push({ kind: "text", pieces, block: { type: "text", text: pieces.join("") } });
   }
   const outputTokens = blocks.reduce((n, b) => n + b.pieces.length, 0);

@@ -2,7 +2,9 @@
  * Emulated chat completions (`openai-other.md` §1), as OpenAI, xAI and the OpenAI-compatible
  * surfaces of DeepSeek, Moonshot and Zhipu serve them: `chat.completion` objects, unnamed SSE
  * chunks ending in `data: [DONE]`, a usage chunk with `choices: []` only when
- * `stream_options.include_usage` is true, and tool calls when function tools are offered.
+ * `stream_options.include_usage` is true, tool calls when function tools are offered (see
+ * `text.ts` for steering them), and JSON matching `response_format`'s schema. The `local` route is
+ * an `openai-compatible` server that needs no key.
  */
 import { encodeSse } from "../http/sse.ts";
 import { openaiError, openaiFault, servedTier, unknownModel } from "./openai.ts";
@@ -10,12 +12,15 @@ import {
   answer,
   collectText,
   countTokens,
+  type Directives,
   directives,
   exampleValue,
   newId,
+  pickTools,
   sleep,
   sseBody,
   tokenize,
+  toolArguments,
 } from "./text.ts";
 
 type Json = Record<string, unknown>;
@@ -36,11 +41,24 @@ function lastUserText(messages: Message[]): string {
   return "";
 }
 
-/** The function tool to call, unless the conversation already answered one. */
-function functionTool(body: Json, messages: Message[]): Json | undefined {
+/** The function tools to call, unless the conversation already answered one. */
+function functionTools(body: Json, messages: Message[], d: Directives): Json[] {
   const tools = Array.isArray(body.tools) ? body.tools as Json[] : [];
-  if (body.tool_choice === "none" || messages.some((m) => m.role === "tool")) return undefined;
-  return tools.find((t) => t.type === "function")?.function as Json | undefined;
+  if (body.tool_choice === "none" || messages.some((m) => m.role === "tool")) return [];
+  const functions = tools.flatMap((t) => t.type === "function" ? [t.function as Json] : []);
+  return pickTools(functions, (f) => String(f.name), d);
+}
+
+/** The answer text: JSON for a structured-output request, else the echo. */
+function answerText(body: Json, messages: Message[], d: Directives): string {
+  const format = body.response_format as Json | undefined;
+  if (format?.type === "json_schema") {
+    return JSON.stringify(exampleValue((format.json_schema as Json | undefined)?.schema));
+  }
+  if (format?.type === "json_object") {
+    return JSON.stringify({ answer: answer(lastUserText(messages), d) });
+  }
+  return answer(lastUserText(messages), d);
 }
 
 /** `POST /v1/chat/completions`; `vendor` is the route's prefix (`openai/v1`, `deepseek/compat`…). */
@@ -71,22 +89,24 @@ export async function chatCompletions(
   const cached = Math.min(d.cached ?? 0, promptTokens);
   const id = newId("chatcmpl-", 30);
   const created = Math.floor(Date.now() / 1000);
-  const tool = functionTool(body, messages);
+  const tools = functionTools(body, messages, d);
   const max = Number(body.max_completion_tokens ?? body.max_tokens ?? Infinity);
-  let pieces: string[];
+  let pieces: string[] = [];
   let finish = "stop";
-  let toolCall: Json | undefined;
-  if (tool) {
-    const args = JSON.stringify(exampleValue(tool.parameters));
-    pieces = tokenize(args);
-    finish = "tool_calls";
-    toolCall = {
+  const toolCalls = tools.map((tool) => {
+    const args = JSON.stringify(toolArguments(tool.parameters, d));
+    return {
       id: newId("call_", 24),
       type: "function",
       function: { name: tool.name, arguments: args },
+      pieces: tokenize(args),
     };
+  });
+  if (toolCalls.length) {
+    finish = "tool_calls";
+    pieces = toolCalls.flatMap((c) => c.pieces);
   } else {
-    pieces = tokenize(answer(lastUserText(messages), d));
+    pieces = tokenize(answerText(body, messages, d));
     if (pieces.length > max) {
       pieces = pieces.slice(0, max);
       finish = "length";
@@ -123,10 +143,12 @@ export async function chatCompletions(
         logprobs: null,
         message: {
           role: "assistant",
-          content: toolCall ? null : text,
+          content: toolCalls.length ? null : text,
           refusal: null,
           annotations: [],
-          ...(toolCall ? { tool_calls: [toolCall] } : {}),
+          ...(toolCalls.length
+            ? { tool_calls: toolCalls.map(({ pieces: _, ...call }) => call) }
+            : {}),
         },
       }],
       usage,
@@ -149,21 +171,20 @@ export async function chatCompletions(
     finish_reason: finishReason,
   });
   async function* events(): AsyncGenerator<string> {
-    if (toolCall) {
-      const fn = toolCall.function as Json;
-      yield chunk([choice({
-        role: "assistant",
-        content: null,
-        tool_calls: [{
-          index: 0,
-          id: toolCall.id,
-          type: "function",
-          function: { name: fn.name, arguments: "" },
-        }],
-        refusal: null,
-      })]);
-      for (const piece of pieces) {
-        yield chunk([choice({ tool_calls: [{ index: 0, function: { arguments: piece } }] })]);
+    if (toolCalls.length) {
+      yield chunk([choice({ role: "assistant", content: null, refusal: null })]);
+      for (const [index, call] of toolCalls.entries()) {
+        yield chunk([choice({
+          tool_calls: [{
+            index,
+            id: call.id,
+            type: "function",
+            function: { name: call.function.name, arguments: "" },
+          }],
+        })]);
+        for (const piece of call.pieces) {
+          yield chunk([choice({ tool_calls: [{ index, function: { arguments: piece } }] })]);
+        }
       }
     } else {
       yield chunk([choice({ role: "assistant", content: "", refusal: null })]);

@@ -1,7 +1,9 @@
 /**
  * Emulated OpenAI / xAI Responses API (`openai-responses.md`): the Response object, the named SSE
  * stream with `sequence_number` and no `[DONE]`, usage computed from the text, function calls when
- * tools are offered, `incomplete` at `max_output_tokens`, and errors in OpenAI's envelope.
+ * tools are offered, reasoning items (a summary when asked, `encrypted_content` with `include`,
+ * verified when replayed), JSON matching `text.format`'s schema, `incomplete` at
+ * `max_output_tokens`, and errors in OpenAI's envelope.
  */
 import { encodeSse } from "../http/sse.ts";
 import {
@@ -13,9 +15,13 @@ import {
   exampleValue,
   newId,
   opaque,
+  pickTools,
+  sign,
+  signed,
   sleep,
   sseBody,
   tokenize,
+  toolArguments,
 } from "./text.ts";
 
 type Json = Record<string, unknown>;
@@ -106,12 +112,58 @@ function lastUserText(input: unknown): string {
   return "";
 }
 
-function functionTool(body: Json): Json | undefined {
+function functionTools(body: Json, d: Directives): Json[] {
   const tools = Array.isArray(body.tools) ? body.tools as Json[] : [];
   const items = Array.isArray(body.input) ? body.input as Item[] : [];
   const answered = items.some((i) => i.type === "function_call_output");
-  if (answered || body.tool_choice === "none") return undefined;
-  return tools.find((t) => t.type === "function");
+  if (answered || body.tool_choice === "none") return [];
+  return pickTools(tools.filter((t) => t.type === "function"), (t) => String(t.name), d);
+}
+
+/** The answer text: JSON for a structured-output request, else the echo. */
+function answerText(body: Json, d: Directives): string {
+  const format = (body.text as Json | undefined)?.format as Json | undefined;
+  if (format?.type === "json_schema") return JSON.stringify(exampleValue(format.schema));
+  if (format?.type === "json_object") {
+    return JSON.stringify({ answer: answer(lastUserText(body.input), d) });
+  }
+  return answer(lastUserText(body.input), d);
+}
+
+const SUMMARY = "Thinking it through.";
+
+/**
+ * Input items the real API rejects: reasoning whose encrypted content it did not issue, and a
+ * call output that answers no call of the input (without a stored previous response).
+ */
+function invalidInput(body: Json): Response | undefined {
+  const items = Array.isArray(body.input) ? body.input as Json[] : [];
+  const calls = new Set(
+    items.flatMap((i) =>
+      i.type === "function_call" || i.type === "custom_tool_call" ? [String(i.call_id)] : []
+    ),
+  );
+  for (const item of items) {
+    if (
+      item.type === "reasoning" && item.encrypted_content !== undefined &&
+      !signed("rs", String(item.id ?? ""), item.encrypted_content)
+    ) {
+      return openaiError(
+        400,
+        `The encrypted content for item ${String(item.id ?? "")} could not be verified.`,
+      );
+    }
+    if (
+      (item.type === "function_call_output" || item.type === "custom_tool_call_output") &&
+      body.previous_response_id === undefined && !calls.has(String(item.call_id))
+    ) {
+      return openaiError(
+        400,
+        `No tool call found for function call output with call_id ${String(item.call_id)}.`,
+      );
+    }
+  }
+  return undefined;
 }
 
 interface ResponsesCall {
@@ -173,31 +225,45 @@ export async function responses(req: Request): Promise<Response> {
   const createdAt = Math.floor(Date.now() / 1000);
   const reasoningEffort = (body.reasoning as Json | undefined)?.effort;
   const reasoning = typeof reasoningEffort === "string" && reasoningEffort !== "none";
-  const tool = functionTool(body);
+  const invalid = invalidInput(body);
+  if (invalid) return invalid;
+  const tools = functionTools(body, d);
   const max = typeof body.max_output_tokens === "number" ? body.max_output_tokens : Infinity;
 
   const outputItems: Json[] = [];
   let reasoningTokens = 0;
   if (reasoning) {
     reasoningTokens = 16;
-    outputItems.push({ id: newId("rs_", 48), type: "reasoning", summary: [] });
+    const summary = (body.reasoning as Json).summary;
+    const include = Array.isArray(body.include) ? body.include : [];
+    const id = newId("rs_", 48);
+    outputItems.push({
+      id,
+      type: "reasoning",
+      summary: summary ? [{ type: "summary_text", text: SUMMARY }] : [],
+      ...(include.includes("reasoning.encrypted_content")
+        ? { encrypted_content: sign("rs", id) }
+        : {}),
+    });
   }
   outputItems.push(...hostedCalls(body, lastUserText(body.input)));
   let pieces: string[] = [];
   let incomplete = false;
-  if (tool) {
-    const args = JSON.stringify(exampleValue(tool.parameters));
-    pieces = tokenize(args);
-    outputItems.push({
-      id: newId("fc_", 48),
-      type: "function_call",
-      status: "completed",
-      arguments: args,
-      call_id: newId("call_", 24),
-      name: tool.name,
-    });
+  if (tools.length) {
+    for (const tool of tools) {
+      const args = JSON.stringify(toolArguments(tool.parameters, d));
+      pieces.push(...tokenize(args));
+      outputItems.push({
+        id: newId("fc_", 48),
+        type: "function_call",
+        status: "completed",
+        arguments: args,
+        call_id: newId("call_", 24),
+        name: tool.name,
+      });
+    }
   } else {
-    pieces = tokenize(answer(lastUserText(body.input), d));
+    pieces = tokenize(answerText(body, d));
     if (reasoningTokens + pieces.length > max) {
       pieces = pieces.slice(0, Math.max(0, max - reasoningTokens));
       incomplete = true;
@@ -271,7 +337,25 @@ export async function responses(req: Request): Promise<Response> {
     for (const [index, item] of outputItems.entries()) {
       const itemId = item.id as string;
       if (item.type === "reasoning") {
-        yield ev("response.output_item.added", { item, output_index: index });
+        const { encrypted_content: _, ...added } = item;
+        yield ev("response.output_item.added", {
+          item: { ...added, summary: [] },
+          output_index: index,
+        });
+        const summary = item.summary as Json[];
+        if (summary.length) {
+          const part = { type: "summary_text", text: "" };
+          const at = { item_id: itemId, output_index: index, summary_index: 0 };
+          yield ev("response.reasoning_summary_part.added", { ...at, part });
+          for (const delta of tokenize(SUMMARY)) {
+            yield ev("response.reasoning_summary_text.delta", { ...at, delta });
+          }
+          yield ev("response.reasoning_summary_text.done", { ...at, text: SUMMARY });
+          yield ev("response.reasoning_summary_part.done", {
+            ...at,
+            part: { ...part, text: SUMMARY },
+          });
+        }
         yield ev("response.output_item.done", { item, output_index: index });
       } else if (HOSTED_EVENTS[item.type as string]) {
         const prefix = HOSTED_EVENTS[item.type as string];
@@ -290,7 +374,7 @@ export async function responses(req: Request): Promise<Response> {
           item: { ...item, status: "in_progress", arguments: "" },
           output_index: index,
         });
-        for (const delta of pieces) {
+        for (const delta of tokenize(item.arguments as string)) {
           yield ev("response.function_call_arguments.delta", {
             delta,
             item_id: itemId,

@@ -3,6 +3,7 @@
  * lives under its own path prefix, so one emulator can be every provider of a config:
  *   /openai/v1/responses  /xai/v1/responses                        (Bearer)
  *   /openai|xai/v1/chat/completions, /deepseek|moonshot|zhipu/compat/chat/completions (Bearer)
+ *   /local/v1/chat/completions    an openai-compatible server (vLLM, Ollama): no key needed
  *   /openai/v1/responses/compact|input_tokens, /openai/v1/embeddings, /openai/v1/alpha/search
  *   /xai/v1/videos/generations|edits (POST), /xai/v1/videos/{request_id} (GET)
  *   /openai|xai/v1/images/generations|edits (JSON, or multipart for edits)
@@ -91,7 +92,7 @@ const ROUTES: { pattern: URLPattern; family: Family; handle: Handle; method?: "G
   {
     pattern: new URLPattern({
       pathname:
-        "/:vendor(openai/v1|xai/v1|deepseek/compat|moonshot/compat|zhipu/compat)/chat/completions",
+        "/:vendor(openai/v1|xai/v1|deepseek/compat|moonshot/compat|zhipu/compat|local/v1)/chat/completions",
     }),
     family: OPENAI,
     handle: chatCompletions,
@@ -187,7 +188,8 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
       return family.error(404, `Not found: ${req.method} ${url.pathname}`);
     }
     const key = family.key(req);
-    if (!key || (options.requiredKey && key !== options.requiredKey)) {
+    const keyless = url.pathname.startsWith("/local/");
+    if (!keyless && (!key || (options.requiredKey && key !== options.requiredKey))) {
       return keyRefused(url.pathname, key ?? "");
     }
     let request = req;

@@ -4,8 +4,11 @@
  * `[[emulate stop=5]]` (a stream that ends cleanly before its end),
  * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`, `[[emulate wait=500]]`,
  * and for video jobs `[[emulate ready=800 seconds=5]]`, `[[emulate fail=1]]`, `[[emulate expire=1]]`,
- * `[[emulate gone=1]]`.
+ * `[[emulate gone=1]]`; tool calls are steered with `[[emulate tool=NAME]]` (`tool=none`: no call),
+ * `[[emulate parallel=2]]` and `[[emulate arg.KEY=VALUE]]`.
  */
+
+import { createHmac } from "node:crypto";
 
 const TOKEN = /\s*(?:\w+|[^\w\s])/g;
 
@@ -55,6 +58,12 @@ export interface Directives {
   streamError?: number;
   /** JSON answers: the body pauses this many milliseconds after its first bytes. */
   stall?: number;
+  /** Call this function tool (by name) instead of the first one; `none`: call no tool. */
+  tool?: string;
+  /** Make this many tool calls in one turn (the named tool again, or the first tools). */
+  parallel?: number;
+  /** String arguments set on the call (`arg.KEY=VALUE`), over the generated example. */
+  args?: Record<string, string>;
 }
 
 const NUMERIC = [
@@ -72,6 +81,7 @@ const NUMERIC = [
   "gone",
   "detail",
   "stall",
+  "parallel",
 ];
 
 const DIRECTIVE = /\[\[emulate ([^\]]*)\]\]/g;
@@ -82,16 +92,20 @@ export function directives(texts: string[]): Directives {
   for (const text of texts) {
     for (const match of text.matchAll(DIRECTIVE)) {
       for (const pair of match[1].trim().split(/\s+/)) {
-        const [key, value] = pair.split("=");
+        const at = pair.indexOf("=");
+        const key = at < 0 ? pair : pair.slice(0, at);
+        const value = at < 0 ? undefined : pair.slice(at + 1);
         const n = Number(value);
-        if (
-          Number.isFinite(n) && NUMERIC.includes(key)
-        ) {
-          found[key as keyof Directives] = n;
+        if (Number.isFinite(n) && NUMERIC.includes(key)) {
+          (found as Record<string, unknown>)[key] = n;
         }
         if (key === "cache_write" && Number.isFinite(n)) found.cacheWrite = n;
         if (key === "null_usage" && Number.isFinite(n)) found.nullUsage = n;
         if (key === "stream_error" && Number.isFinite(n)) found.streamError = n;
+        if (key === "tool" && value) found.tool = value;
+        if (key.startsWith("arg.") && value !== undefined) {
+          found.args = { ...found.args, [key.slice(4)]: value };
+        }
       }
     }
   }
@@ -235,3 +249,39 @@ export function opaque(text: string): string {
 /** A real 1×1 PNG, base64: the emulator's generated image. */
 export const TINY_PNG =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+/**
+ * The function tools to call this turn (see `Directives.tool`/`parallel`): none when the prompt
+ * says `tool=none` or names a tool that is not offered.
+ */
+export function pickTools<T>(tools: T[], name: (tool: T) => string, d: Directives): T[] {
+  if (!tools.length || d.tool === "none") return [];
+  const count = Math.max(1, Math.min(d.parallel ?? 1, 4));
+  if (d.tool) {
+    const named = tools.find((t) => name(t) === d.tool);
+    return named ? Array(count).fill(named) : [];
+  }
+  return tools.slice(0, count);
+}
+
+/** A call's arguments: the schema's example with the prompt's `arg.KEY=VALUE` strings over it. */
+export function toolArguments(schema: unknown, d: Directives): unknown {
+  const value = exampleValue(schema);
+  if (!d.args || !value || typeof value !== "object" || Array.isArray(value)) return value;
+  return { ...value, ...d.args };
+}
+
+const SECRET = "switchyard-emulator-signing-key";
+
+/**
+ * An opaque signature over `content` (thinking text, a call), as providers issue them: the
+ * emulator can later tell its own from forged or foreign ones without keeping state.
+ */
+export function sign(kind: string, content: string): string {
+  return `${kind}${createHmac("sha256", SECRET).update(`${kind}\n${content}`).digest("base64url")}`;
+}
+
+/** Whether `signature` is one the emulator issued for `content`. */
+export function signed(kind: string, content: string, signature: unknown): boolean {
+  return typeof signature === "string" && signature === sign(kind, content);
+}

@@ -39,6 +39,8 @@ export interface RelayOptions {
   errorTail?: (started: boolean) => Uint8Array | undefined;
   /** Re-frames an SSE stream event by event: the encoded event to send, or null to drop it. */
   rewrite?: (event: SseEvent) => string | null;
+  /** With `rewrite`: what ends a stream that finished (what its framing leaves implicit). */
+  flush?: () => string;
   /**
    * Rewrites the text of units around an upstream error event (an `error` or `response.failed`
    * event, an `{"error":…}` chunk or fragment) before they are sent: the rest passes unchanged.
@@ -174,6 +176,8 @@ export function relayStream(
         }
         if (!rewrite) sendUnits(held);
         held = [];
+        const tail = options.flush?.();
+        if (tail) send(encoder.encode(tail));
         closed = true;
         await end("done");
         controller.close();

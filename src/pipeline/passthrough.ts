@@ -1,8 +1,10 @@
 /**
- * Same-protocol calls: reserve, forward the body (only the model id, credentials and — when the
- * balance requires it — the output cap change), relay the answer as it is — JSON whole, streams
- * unit by unit — reading usage on the way, then settle exactly once. Failed calls are released
- * unbilled.
+ * One call: reserve, send, relay, settle. The body goes upstream as the caller built it (on
+ * pass-through only the model id, credentials and — when the balance requires it — the output cap
+ * change); the answer is relayed as it is — JSON whole, streams unit by unit — or, for a
+ * translated call, decoded from the upstream's protocol and encoded in the client's, event by
+ * event. The meter always reads the upstream's side. Settled exactly once; failed calls are
+ * released unbilled.
  */
 import { type Bill, openBill } from "../billing/ledger.ts";
 import { inputTotal, price, type Usage } from "../billing/price.ts";
@@ -10,7 +12,7 @@ import type { StreamMeter } from "../billing/usage.ts";
 import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
 import type { JsonBody } from "../http/body.ts";
-import type { ErrorFormat } from "../http/errors.ts";
+import { type ErrorFormat, GatewayError } from "../http/errors.ts";
 import { readWhole, relayStream } from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
 import { send, type UpstreamCall, upstreamDeadlines } from "../providers/index.ts";
@@ -18,6 +20,9 @@ import { holdTokens, type TokenRequest } from "./reserve.ts";
 import { redact, relayUpstreamError } from "./upstream_errors.ts";
 import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
 import { log } from "../log.ts";
+import type { AnswerInfo, Codec } from "../translate/codec.ts";
+import type { CanonicalResponse } from "../translate/ir.ts";
+import { collect } from "../translate/collect.ts";
 
 /** The response header that tells a client the output cap the gateway imposed. */
 export const OUTPUT_CAP_HEADER = "x-switchyard-max-output-tokens";
@@ -60,6 +65,56 @@ export interface PassThrough {
   objectsFromJson?: (body: unknown) => CreatedObject[];
   /** False when the answer's own response object is not stored upstream (not recorded then). */
   keepResponses?: boolean;
+  /** The upstream's error envelope, when it is not the client's (a translated call). */
+  upstreamFormat?: ErrorFormat;
+  /** A translated call: how its answer is turned into the client's protocol. */
+  translate?: Translation;
+}
+
+/** A translated call's answer: decoded by the upstream's codec, encoded by the client's. */
+export interface Translation {
+  upstream: Codec;
+  client: Codec;
+  /** The provider's name, which tags the opaque state of its answer. */
+  provider: string;
+  info: AnswerInfo;
+  /** Runs with the whole answer once the call completed (the conversation state kept). */
+  onAnswer?(response: CanonicalResponse): void;
+}
+
+/** What a translated stream's relay runs: one unit in, the client's bytes out. */
+function transcoder(t: Translation) {
+  let out = "";
+  const collector = t.onAnswer ? collect() : undefined;
+  const encoder = t.client.streamEncoder((text) => {
+    out += text;
+  }, t.info);
+  const decoder = t.upstream.streamDecoder((event) => {
+    collector?.push(event);
+    encoder.push(event);
+  }, t.provider);
+  const take = () => {
+    const text = out;
+    out = "";
+    return text;
+  };
+  return {
+    rewrite(event: SseEvent): string | null {
+      decoder.push(event);
+      return take() || null;
+    },
+    flush(): string {
+      decoder.end();
+      const answer = collector?.result();
+      if (answer) t.onAnswer!(answer);
+      return take();
+    },
+    errorTail(): Uint8Array | undefined {
+      encoder.fail("The upstream provider ended the stream unexpectedly.");
+      const text = take();
+      return text ? new TextEncoder().encode(text) : undefined;
+    },
+  };
 }
 
 /** Records what the answer created, with the conversation's size for later holds. */
@@ -144,6 +199,7 @@ export async function sendHeld(
   call: UpstreamCall,
   format: ErrorFormat,
   abort = new AbortController(),
+  upstreamFormat: ErrorFormat = format,
 ): Promise<HeldAnswer> {
   let upstream: Response;
   try {
@@ -157,7 +213,10 @@ export async function sendHeld(
   }
   if (upstream.ok) return { ok: true, upstream };
   await bill.release();
-  return { ok: false, response: await relayUpstreamError(upstream, format, model) };
+  return {
+    ok: false,
+    response: await relayUpstreamError(upstream, format, model, upstreamFormat),
+  };
 }
 
 /** Runs a same-protocol call end to end. */
@@ -179,19 +238,36 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   });
   const sentCap = plan?.sendCap ? plan.cap : undefined;
   const abort = new AbortController();
-  const answer = await sendHeld(ctx, bill, model, p.call(sentCap), p.format, abort);
+  const answer = await sendHeld(
+    ctx,
+    bill,
+    model,
+    p.call(sentCap),
+    p.format,
+    abort,
+    p.upstreamFormat,
+  );
   if (!answer.ok) return answer.response;
   const upstream = answer.upstream;
   const headers = responseHeaders(upstream);
   if (sentCap !== undefined) headers.set(OUTPUT_CAP_HEADER, String(sentCap));
   const meter = p.stream ? p.meter?.() : undefined;
+  const translated = p.translate && meter ? transcoder(p.translate) : undefined;
+  if (translated) {
+    headers.set(
+      "content-type",
+      p.translate!.info.jsonArray ? "application/json; charset=utf-8" : "text/event-stream",
+    );
+    headers.set("cache-control", "no-cache");
+  }
   if (meter && upstream.body) {
     const body = relayStream(upstream.body, {
       framing: p.framing ?? "sse",
       onEvent: meter.onEvent,
       finished: meter.finished,
-      errorTail: p.errorTail,
-      rewrite: p.rewrite,
+      errorTail: translated ? translated.errorTail : p.errorTail,
+      rewrite: translated ? translated.rewrite : p.rewrite,
+      flush: translated?.flush,
       redact: (text) => redact(text, model),
       abort: () => abort.abort(),
       idleMs: config.streamIdleTimeoutMs,
@@ -222,8 +298,9 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   }
   let usage: Usage | null = null;
   let prices = model.prices;
+  let json: unknown;
   try {
-    const json = JSON.parse(text);
+    json = JSON.parse(text);
     usage = p.usageFromJson(json);
     if (p.pricesFromJson) prices = p.pricesFromJson(json);
     if (p.objectsFromJson && usage) {
@@ -233,5 +310,13 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   await (usage
     ? bill.settle(usage, false, prices)
     : bill.settleEstimate(Math.ceil(text.length / 4)));
-  return new Response(text, { status: upstream.status, headers });
+  if (!p.translate) return new Response(text, { status: upstream.status, headers });
+  if (!json || typeof json !== "object" || Array.isArray(json)) {
+    throw new GatewayError(502, "The upstream provider answered with a body that is not JSON.");
+  }
+  const t = p.translate;
+  const canonical = t.upstream.decodeResponse(json as Record<string, unknown>, t.provider);
+  t.onAnswer?.(canonical);
+  headers.set("content-type", "application/json");
+  return new Response(JSON.stringify(t.client.encodeResponse(canonical, t.info)), { headers });
 }

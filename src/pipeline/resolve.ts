@@ -1,7 +1,7 @@
 /**
  * Model resolution as a pipeline step: the catalog's answer for the client's protocol, or an error
- * in the route's format — unknown model 404, provider without a key 503, a model whose provider
- * speaks another protocol 400 with a pointer to the endpoint that serves it.
+ * in the route's format — unknown model 404, provider without a key 503, a model of another kind
+ * (or an endpoint its provider does not offer) 400 with a pointer to the endpoint that serves it.
  */
 import {
   MAX_MODEL_ID,
@@ -19,21 +19,12 @@ const byType = (...types: ProviderEntry["type"][]) => (p: ProviderEntry) => type
  * it. The first entries are the models' home endpoints, named in the error for a wrong endpoint.
  */
 const ENDPOINTS: Record<Endpoint, { path: string; kind: ModelKind; serves: Serves }> = {
-  responses: { path: "/v1/responses", kind: "text", serves: byType("openai", "xai") },
-  messages: { path: "/v1/messages", kind: "text", serves: byType("anthropic") },
-  generate: {
-    path: "/v1beta/models/{model}:generateContent",
-    kind: "text",
-    serves: byType("gemini"),
-  },
+  // Every text model is reachable from every text route (translated when its provider speaks
+  // another protocol).
+  text: { path: "/v1/responses", kind: "text", serves: () => true },
   embeddings: { path: "/v1/embeddings", kind: "embedding", serves: byType("openai") },
   images: { path: "/v1/images/generations", kind: "image", serves: byType("openai", "xai") },
   videos: { path: "/v1/videos/generations", kind: "video", serves: byType("xai") },
-  chat: {
-    path: "/v1/chat/completions",
-    kind: "text",
-    serves: (p) => p.type === "openai" || p.type === "xai" || !!p.chatBaseUrl,
-  },
   compact: { path: "/v1/responses/compact", kind: "text", serves: byType("openai") },
   search: { path: "/v1/alpha/search", kind: "text", serves: byType("openai") },
 };
@@ -41,16 +32,7 @@ const ENDPOINTS: Record<Endpoint, { path: string; kind: ModelKind; serves: Serve
 type Serves = (provider: ProviderEntry) => boolean;
 
 /** The gateway endpoints that call a model. */
-export type Endpoint =
-  | "responses"
-  | "messages"
-  | "generate"
-  | "embeddings"
-  | "images"
-  | "videos"
-  | "chat"
-  | "compact"
-  | "search";
+export type Endpoint = "text" | "embeddings" | "images" | "videos" | "compact" | "search";
 
 /** Resolves `id` for a call to `endpoint`, or throws the error the client should see. */
 export function resolveModel(

@@ -63,12 +63,16 @@ async function readBounded(upstream: Response): Promise<string> {
 
 /**
  * What the client gets for a non-2xx upstream response: the upstream's own body (redacted) when
- * it is already in the client's protocol, otherwise a thrown `GatewayError` the route renders.
+ * it is already in the client's protocol (`upstreamFormat`, the upstream's envelope, is the
+ * client's `format`), otherwise a thrown `GatewayError` the route renders in the client's
+ * format with the upstream's status and message. Anthropic's 529 (overloaded) is a 503 for
+ * clients of the other protocols.
  */
 export async function relayUpstreamError(
   upstream: Response,
   format: ErrorFormat,
   model?: ResolvedModel,
+  upstreamFormat: ErrorFormat = format,
 ): Promise<Response> {
   const raw = await readBounded(upstream);
   const status = upstream.status;
@@ -90,14 +94,17 @@ export async function relayUpstreamError(
     body = JSON.parse(text);
   } catch { /* not JSON */ }
   const message = errorMessage(body) ?? (text.slice(0, 200) || upstream.statusText);
+  const headers: Record<string, string> = {};
+  const retryAfter = upstream.headers.get("retry-after");
+  if (retryAfter && /^\d{1,6}$/.test(retryAfter)) headers["retry-after"] = retryAfter;
+  if (status === 529 && format !== "anthropic") {
+    throw new GatewayError(503, `The upstream provider is overloaded: ${message}`, { headers });
+  }
   const relayable = (status >= 400 && status < 500) || (status === 529 && format === "anthropic");
   if (!relayable) {
     throw new GatewayError(502, `The upstream provider failed (status ${status}): ${message}`);
   }
-  const headers: Record<string, string> = {};
-  const retryAfter = upstream.headers.get("retry-after");
-  if (retryAfter && /^\d{1,6}$/.test(retryAfter)) headers["retry-after"] = retryAfter;
-  if (isEnvelope(body, format)) {
+  if (upstreamFormat === format && isEnvelope(body, format)) {
     return new Response(text, {
       status,
       headers: { "content-type": "application/json", ...headers },
@@ -109,7 +116,9 @@ export async function relayUpstreamError(
 function errorMessage(body: unknown): string | undefined {
   const error = (body as { error?: unknown } | undefined)?.error;
   if (typeof error === "string") return error.slice(0, 1000);
-  const message = (error as { message?: unknown } | undefined)?.message;
+  const message = (error as { message?: unknown } | undefined)?.message ??
+    // vLLM and other OpenAI-compatible servers: `{"object":"error","message":…}`.
+    (body as { message?: unknown } | undefined)?.message;
   return typeof message === "string" ? message.slice(0, 1000) : undefined;
 }
 

@@ -1,16 +1,11 @@
 /**
  * Anthropic Messages upstreams: Anthropic itself and the Anthropic-compatible endpoints of
  * DeepSeek, Moonshot (Kimi) and Zhipu (GLM). The base URL is the part before `/v1/messages`
- * (e.g. `https://api.deepseek.com/anthropic`); auth is `x-api-key`. Per-vendor differences
- * (`anthropic-messages.md` §8) are handled here, keyed by host — or, behind a proxy (or the
- * emulator), by a path segment naming the vendor. The vendors' OpenAI-compatible
- * chat surfaces (`chatBaseUrl`) are reached from here too.
+ * (e.g. `https://api.deepseek.com/anthropic`); auth is `x-api-key` (see `surfaces.ts`).
+ * Per-vendor differences (`anthropic-messages.md` §8) are handled here, keyed by host — or,
+ * behind a proxy (or the emulator), by a path segment naming the vendor.
  */
 import type { ProviderEntry } from "../catalog/catalog.ts";
-import { type Deadlines, sendWithAuth, type UpstreamCall } from "./transport.ts";
-
-/** The `anthropic-version` every current client sends. */
-export const ANTHROPIC_VERSION = "2023-06-01";
 
 interface Quirks {
   /** The vendor ignores or rejects beta flags. */
@@ -34,34 +29,6 @@ function quirks(provider: ProviderEntry): Quirks {
 /** Whether the upstream can count tokens itself. */
 export function anthropicCountsTokens(provider: ProviderEntry): boolean {
   return !quirks(provider).noCountTokens;
-}
-
-/**
- * Sends a Messages-protocol call with the operator's key, or a chat-completions call to the
- * vendor's OpenAI-compatible surface (`call.surface`), which takes Bearer auth.
- */
-export function sendAnthropic(
-  provider: ProviderEntry,
-  call: UpstreamCall,
-  abort: AbortController,
-  deadlines: Deadlines,
-): Promise<Response> {
-  if (call.surface === "openai-compatible") {
-    return sendWithAuth(
-      { ...provider, baseUrl: provider.chatBaseUrl ?? provider.baseUrl },
-      call,
-      abort,
-      deadlines,
-      { authorization: `Bearer ${provider.apiKey}` },
-    );
-  }
-  return sendWithAuth(
-    provider,
-    { ...call, headers: forwardedHeaders(provider, call.headers ?? {}) },
-    abort,
-    deadlines,
-    { "x-api-key": provider.apiKey, "anthropic-version": ANTHROPIC_VERSION },
-  );
 }
 
 /** The client's headers as this vendor should get them (pure). */

@@ -2,7 +2,7 @@
  * The HTTP transport every provider module uses: one `fetch` with an abort controller and a
  * deadline for the response headers. Network failures become 502, the deadline 504.
  */
-import type { ProviderEntry } from "../catalog/catalog.ts";
+import type { ProtocolId } from "../translate/ir.ts";
 import { GatewayError } from "../http/errors.ts";
 
 /** A request already in the upstream's protocol, addressed relative to the provider's base URL. */
@@ -12,11 +12,8 @@ export interface UpstreamCall {
   path: string;
   body?: BodyInit | null;
   headers?: Record<string, string>;
-  /**
-   * `openai-compatible`: the call goes to an Anthropic-type vendor's OpenAI-compatible surface
-   * (its `chatBaseUrl`, Bearer auth) instead of its Messages API.
-   */
-  surface?: "openai-compatible";
+  /** The surface (wire protocol) of the provider it goes to; default its first. */
+  protocol?: ProtocolId;
 }
 
 /**
@@ -108,26 +105,23 @@ async function fetchUpstream(
 }
 
 /**
- * Sends a call to `provider` with its auth headers: the URL is the base URL plus the call's path,
- * JSON bodies get their content type, and the call's own headers come last.
+ * Sends a request to `url` with `headers` (JSON bodies get their content type unless set), a
+ * streamed body half-duplex; resolves when the upstream's headers arrive.
  */
-export function sendWithAuth(
-  provider: ProviderEntry,
+export function sendRequest(
+  url: string,
   call: UpstreamCall,
+  headers: Record<string, string>,
   abort: AbortController,
   deadlines: Deadlines,
-  auth: Record<string, string>,
 ): Promise<Response> {
   return fetchUpstream(
-    `${provider.baseUrl}${call.path}`,
+    url,
     {
       method: call.method ?? "POST",
       headers: {
-        ...auth,
-        ...(call.body && !call.headers?.["content-type"]
-          ? { "content-type": "application/json" }
-          : {}),
-        ...call.headers,
+        ...(call.body && !headers["content-type"] ? { "content-type": "application/json" } : {}),
+        ...headers,
       },
       // Streamed uploads (multipart image edits) need a half-duplex request.
       ...(call.body instanceof ReadableStream ? { duplex: "half" } : {}),

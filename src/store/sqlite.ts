@@ -13,6 +13,7 @@ import type {
   PendingHold,
   Reservation,
   Store,
+  StoredResponse,
   UpstreamObject,
   UsageSummary,
   VideoJob,
@@ -107,6 +108,16 @@ const MIGRATIONS: string[] = [
      ORDER BY created_at;
    DROP TABLE upstream_objects;
    ALTER TABLE upstream_objects_new RENAME TO upstream_objects;`,
+  // Responses conversations the gateway keeps itself (translated calls), one row per answer, in
+  // creation order like upstream_objects.
+  `CREATE TABLE stored_responses (
+     id TEXT NOT NULL UNIQUE,
+     account_id INTEGER NOT NULL REFERENCES accounts(id),
+     previous_id TEXT,
+     items TEXT NOT NULL,
+     context_tokens INTEGER NOT NULL DEFAULT 0,
+     created_at INTEGER NOT NULL
+   );`,
 ];
 
 type Row = Record<string, unknown>;
@@ -257,6 +268,20 @@ class SqliteStore implements Store {
         `DELETE FROM upstream_objects WHERE rowid < coalesce(
            (SELECT rowid FROM upstream_objects WHERE created_at >= ?1 ORDER BY rowid LIMIT 1),
            (SELECT max(rowid) + 1 FROM upstream_objects))`,
+      ),
+      saveResponse: p(
+        `INSERT INTO stored_responses (id, account_id, previous_id, items, context_tokens,
+                                       created_at)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+      ),
+      storedResponse: p(
+        `SELECT id, account_id, previous_id, items, context_tokens, created_at
+         FROM stored_responses WHERE id = ?`,
+      ),
+      pruneResponses: p(
+        `DELETE FROM stored_responses WHERE rowid < coalesce(
+           (SELECT rowid FROM stored_responses WHERE created_at >= ?1 ORDER BY rowid LIMIT 1),
+           (SELECT max(rowid) + 1 FROM stored_responses))`,
       ),
       requests: p(`SELECT count(*) AS n FROM ledger l WHERE ${SETTLED_CHARGES}`),
       byUnit: p(`SELECT json_extract(u.value, '$.unit') AS unit,
@@ -511,6 +536,37 @@ class SqliteStore implements Store {
 
   pruneObjects(before: number): number {
     return Number(this.#tx(() => this.#s.pruneObjects.run(before)).changes);
+  }
+
+  saveResponse(r: StoredResponse): void {
+    this.#write(
+      () =>
+        this.#s.saveResponse.run(
+          r.id,
+          r.accountId,
+          r.previousId,
+          r.items,
+          r.contextTokens,
+          r.createdAt,
+        ),
+      false,
+    );
+  }
+
+  storedResponse(id: string): StoredResponse | undefined {
+    const row = this.#s.storedResponse.get(id) as Row | undefined;
+    return row && {
+      id: String(row.id),
+      accountId: Number(row.account_id),
+      previousId: row.previous_id === null ? null : String(row.previous_id),
+      items: String(row.items),
+      contextTokens: Number(row.context_tokens),
+      createdAt: Number(row.created_at),
+    };
+  }
+
+  pruneResponses(before: number): number {
+    return Number(this.#tx(() => this.#s.pruneResponses.run(before)).changes);
   }
 
   usage(accountId: number): UsageSummary {

@@ -133,6 +133,22 @@ export interface UpstreamObject {
   contextTokens: number;
 }
 
+/**
+ * One answer of a Responses conversation the gateway keeps itself (its upstream could not): the
+ * call's own input and its answer, as canonical messages (JSON), linked to the answer it
+ * continued.
+ */
+export interface StoredResponse {
+  id: string;
+  accountId: number;
+  previousId: string | null;
+  /** JSON of the canonical messages this call added: its input, then its answer. */
+  items: string;
+  /** Tokens of the whole conversation it ends (input and output). */
+  contextTokens: number;
+  createdAt: number;
+}
+
 export interface Store {
   /** Finds or creates the account with this name. */
   ensureAccount(name: string): Account;
@@ -186,6 +202,11 @@ export interface Store {
   upstreamObject(id: string): UpstreamObject | undefined;
   /** Forgets objects recorded before `before` (ms since epoch); returns how many. */
   pruneObjects(before: number): number;
+  /** Keeps a conversation step (group-committed with the call's settlement). */
+  saveResponse(response: StoredResponse): void;
+  storedResponse(id: string): StoredResponse | undefined;
+  /** Forgets conversation steps kept before `before` (ms since epoch); returns how many. */
+  pruneResponses(before: number): number;
   usage(accountId: number): UsageSummary;
   close(): void;
 }

@@ -64,6 +64,8 @@ export async function startStack(
         moonshot: provider("anthropic", "/moonshot", "/moonshot/compat"),
         zhipu: provider("anthropic", "/zhipu", "/zhipu/compat"),
         gemini: provider("gemini", "/gemini"),
+        // A local OpenAI-compatible server: chat completions only, no key.
+        local: { type: "openai-compatible", baseUrl: `${emulatorUrl}/local/v1` },
         // A provider given with a `baseUrl` path is on the emulator, under that prefix.
         ...Object.fromEntries(
           Object.entries(extraProviders ?? {}).map(([name, p]) => {
@@ -125,6 +127,13 @@ export async function startStack(
           price: TEST_PRICE,
           ...MAX_OUT,
         },
+        "gemini-3-test": {
+          provider: "gemini",
+          upstream: "gemini-3-pro-preview",
+          price: TEST_PRICE,
+          ...MAX_OUT,
+        },
+        "local-test": { provider: "local", upstream: "qwen3-coder", price: TEST_PRICE, ...MAX_OUT },
         "gemini-3-pro-image-test": {
           provider: "gemini",
           upstream: "gemini-3-pro-image-preview",

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { ProviderEntry } from "../../src/catalog/catalog.ts";
 import { anthropicCountsTokens, forwardedHeaders } from "../../src/providers/anthropic.ts";
+import { surfacesOf } from "../../src/providers/surfaces.ts";
 
 const provider = (baseUrl: string): ProviderEntry => ({
   name: "p",
@@ -8,6 +9,7 @@ const provider = (baseUrl: string): ProviderEntry => ({
   baseUrl,
   apiKey: "k",
   enabled: true,
+  surfaces: surfacesOf("anthropic", baseUrl),
 });
 const headers = { "anthropic-version": "2023-06-01", "anthropic-beta": "context-1m-2025-08-07" };
 

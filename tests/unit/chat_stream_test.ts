@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { withoutUsage } from "../../src/protocols/chat/stream.ts";
-import { chatUsage } from "../../src/billing/usage.ts";
+import { chatUsage } from "../../src/protocols/chat/usage.ts";
 
 const event = (data: string) => ({
   event: "",

@@ -1,11 +1,413 @@
-/** Messages-protocol stream pieces the gateway itself writes. */
-import { encodeSse } from "../../http/sse.ts";
+/**
+ * Messages streams (`anthropic-messages.md` §5): the decoder reads an upstream's named events
+ * into canonical events; the encoder writes the exact grammar — `message_start`, one content block
+ * open at a time (start, deltas, stop), `message_delta` with the cumulative usage, `message_stop`.
+ * Blocks never interleave: events of a block that arrive while another is open (parallel tool
+ * calls whose arguments interleave) are held and written when that block's turn comes. No empty
+ * text block is ever written. The cut-stream `error` event is here too.
+ */
+import { encodeSse, type SseEvent } from "../../http/sse.ts";
+import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
+import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
+import { fromAnthropic, toAnthropic } from "../../translate/finish.ts";
+import { isObject } from "../../translate/read.ts";
+import { newId } from "../../translate/tool_ids.ts";
+import { encodeUsage, usageFromMessages } from "./codec.ts";
 
 /** The `error` event for a stream the upstream cut (the SDK raises it as an APIError). */
 export function streamErrorEvent(): Uint8Array {
-  const data = {
-    type: "error",
-    error: { type: "api_error", message: "The upstream provider ended the stream unexpectedly." },
+  return new TextEncoder().encode(
+    errorEvent("The upstream provider ended the stream unexpectedly."),
+  );
+}
+
+function errorEvent(message: string, type = "api_error"): string {
+  return encodeSse(JSON.stringify({ type: "error", error: { type, message } }), "error");
+}
+
+function parse(event: SseEvent): Json {
+  try {
+    const value = JSON.parse(event.data());
+    return isObject(value) ? value : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Merges a usage update into the usage so far (null and absent fields mean "no update"). */
+function mergeUsage(into: Json, update: unknown): Json {
+  const merged = { ...into };
+  if (isObject(update)) {
+    for (const key in update) if (update[key] !== null) merged[key] = update[key];
+  }
+  return merged;
+}
+
+/** Upstream Messages events → canonical events; `provider` tags signatures. */
+export function messagesDecoder(
+  emit: (event: CanonicalEvent) => void,
+  provider: string,
+): StreamDecoder {
+  /** Open blocks by index: their canonical id and kind. */
+  const blocks = new Map<number, { id: string; kind: "text" | "reasoning" | "tool" }>();
+  const signatures = new Map<number, string>();
+  let usage: Json = {};
+  let stopReason: unknown = null;
+  let stopped = false;
+  return {
+    push(event) {
+      switch (event.event) {
+        case "message_start": {
+          const data = parse(event);
+          const message = isObject(data.message) ? data.message : {};
+          usage = mergeUsage({}, message.usage);
+          emit({
+            type: "start",
+            ...(typeof message.id === "string" ? { id: message.id } : {}),
+            ...(typeof message.model === "string" ? { model: message.model } : {}),
+            usage: usageFromMessages(usage),
+          });
+          return;
+        }
+        case "content_block_start": {
+          const data = parse(event);
+          const index = typeof data.index === "number" ? data.index : blocks.size;
+          const block = isObject(data.content_block) ? data.content_block : {};
+          const id = `b${index}`;
+          if (block.type === "text") {
+            blocks.set(index, { id, kind: "text" });
+            emit({ type: "text-start", id });
+            if (typeof block.text === "string" && block.text) {
+              emit({ type: "text-delta", id, delta: block.text });
+            }
+          } else if (block.type === "thinking") {
+            blocks.set(index, { id, kind: "reasoning" });
+            emit({ type: "reasoning-start", id });
+            if (typeof block.thinking === "string" && block.thinking) {
+              emit({ type: "reasoning-delta", id, delta: block.thinking });
+            }
+          } else if (block.type === "redacted_thinking") {
+            emit({ type: "reasoning-start", id });
+            emit({
+              type: "reasoning-end",
+              id,
+              opaque: { provider, kind: "redacted-thinking", value: String(block.data ?? "") },
+            });
+          } else if (block.type === "tool_use") {
+            const callId = String(block.id ?? id);
+            blocks.set(index, { id: callId, kind: "tool" });
+            emit({ type: "tool-input-start", id: callId, name: String(block.name ?? "") });
+          } else if (block.type === "server_tool_use" && block.name === "web_search") {
+            emit({
+              type: "hosted-call",
+              part: {
+                type: "hosted-call",
+                tool: "web_search",
+                id: String(block.id ?? id),
+                ...(isObject(block.input) && typeof block.input.query === "string"
+                  ? { query: block.input.query }
+                  : {}),
+              },
+            });
+          }
+          return;
+        }
+        case "content_block_delta": {
+          const data = parse(event);
+          const block = blocks.get(data.index as number);
+          const delta = isObject(data.delta) ? data.delta : {};
+          if (!block) return;
+          if (delta.type === "text_delta" && typeof delta.text === "string") {
+            emit({ type: "text-delta", id: block.id, delta: delta.text });
+          } else if (delta.type === "thinking_delta" && typeof delta.thinking === "string") {
+            emit({ type: "reasoning-delta", id: block.id, delta: delta.thinking });
+          } else if (delta.type === "signature_delta" && typeof delta.signature === "string") {
+            signatures.set(data.index as number, delta.signature);
+          } else if (delta.type === "input_json_delta" && typeof delta.partial_json === "string") {
+            if (delta.partial_json) {
+              emit({ type: "tool-input-delta", id: block.id, delta: delta.partial_json });
+            }
+          }
+          return;
+        }
+        case "content_block_stop": {
+          const index = parse(event).index as number;
+          const block = blocks.get(index);
+          if (!block) return;
+          blocks.delete(index);
+          if (block.kind === "text") emit({ type: "text-end", id: block.id });
+          else if (block.kind === "tool") emit({ type: "tool-input-end", id: block.id });
+          else {
+            const signature = signatures.get(index);
+            const opaque: Opaque | undefined = signature
+              ? { provider, kind: "thinking-signature", value: signature }
+              : undefined;
+            emit({ type: "reasoning-end", id: block.id, ...(opaque ? { opaque } : {}) });
+          }
+          return;
+        }
+        case "message_delta": {
+          const data = parse(event);
+          usage = mergeUsage(usage, data.usage);
+          if (isObject(data.delta) && data.delta.stop_reason) stopReason = data.delta.stop_reason;
+          emit({ type: "usage", usage: usageFromMessages(usage) });
+          return;
+        }
+        case "message_stop":
+          if (stopped) return;
+          stopped = true;
+          emit({
+            type: "finish",
+            reason: fromAnthropic(stopReason),
+            ...(typeof stopReason === "string" ? { raw: stopReason } : {}),
+            usage: usageFromMessages(usage),
+          });
+          return;
+        case "error": {
+          const error = parse(event).error;
+          emit({
+            type: "error",
+            message: isObject(error) && typeof error.message === "string"
+              ? error.message
+              : "The upstream provider failed.",
+            ...(isObject(error) && typeof error.type === "string" ? { code: error.type } : {}),
+          });
+          return;
+        }
+      }
+    },
+    end() {},
   };
-  return new TextEncoder().encode(encodeSse(JSON.stringify(data), "error"));
+}
+
+interface PendingBlock {
+  /** The canonical id of the block. */
+  id: string;
+  kind: "text" | "reasoning" | "tool";
+  name?: string;
+  opaque?: Opaque;
+  /** Deltas held while another block is open. */
+  deltas: string[];
+  text: string;
+  ended: boolean;
+  endOpaque?: Opaque;
+}
+
+/** Canonical events → a Messages SSE stream for the client. */
+export function messagesEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
+  let index = -1;
+  /** The block being written, and the blocks waiting for their turn, in order. */
+  let open: PendingBlock | null = null;
+  const waiting: PendingBlock[] = [];
+  const byId = new Map<string, PendingBlock>();
+  let started = false;
+  let usage: TokenUsage = { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, reasoning: 0 };
+  let done = false;
+
+  const ev = (type: string, payload: Json) =>
+    write(encodeSse(JSON.stringify({ type, ...payload }), type));
+
+  const start = () => {
+    if (started) return;
+    started = true;
+    ev("message_start", {
+      message: {
+        id: info.id,
+        type: "message",
+        role: "assistant",
+        content: [],
+        model: info.model,
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { ...encodeUsage(usage), output_tokens: Math.min(usage.output, 1) },
+      },
+    });
+  };
+
+  /** Writes a block's start (and a thinking block carrying a call's opaque state first). */
+  const begin = (block: PendingBlock) => {
+    if (block.kind === "tool" && block.opaque) {
+      index++;
+      ev("content_block_start", {
+        index,
+        content_block: { type: "thinking", thinking: "", signature: "" },
+      });
+      ev("content_block_delta", {
+        index,
+        delta: { type: "signature_delta", signature: info.token(block.opaque) },
+      });
+      ev("content_block_stop", { index });
+    }
+    index++;
+    const content_block = block.kind === "text"
+      ? { type: "text", text: "" }
+      : block.kind === "reasoning"
+      ? { type: "thinking", thinking: "", signature: "" }
+      : { type: "tool_use", id: block.id, name: block.name ?? "", input: {} };
+    ev("content_block_start", { index, content_block });
+  };
+
+  const delta = (block: PendingBlock, text: string) => {
+    const payload = block.kind === "text"
+      ? { type: "text_delta", text }
+      : block.kind === "reasoning"
+      ? { type: "thinking_delta", thinking: text }
+      : { type: "input_json_delta", partial_json: text };
+    ev("content_block_delta", { index, delta: payload });
+  };
+
+  const finishBlock = (block: PendingBlock) => {
+    if (block.kind === "reasoning") {
+      const opaque = block.endOpaque ?? { provider: "", kind: "thinking-signature", value: "" };
+      ev("content_block_delta", {
+        index,
+        delta: { type: "signature_delta", signature: info.token(opaque, block.text) },
+      });
+    }
+    ev("content_block_stop", { index });
+  };
+
+  /** Opens the next waiting block that has something to write, writing what it holds. */
+  const advance = () => {
+    while (!open && waiting.length) {
+      const next = waiting.shift()!;
+      // A text block with no text yet is not opened (no empty text blocks).
+      if (next.kind === "text" && !next.deltas.length) {
+        if (next.ended) {
+          byId.delete(next.id);
+          continue;
+        }
+        waiting.unshift(next);
+        return;
+      }
+      open = next;
+      begin(next);
+      for (const d of next.deltas) delta(next, d);
+      next.deltas = [];
+      if (next.ended) {
+        finishBlock(next);
+        byId.delete(next.id);
+        open = null;
+      }
+    }
+  };
+
+  const add = (block: PendingBlock) => {
+    byId.set(block.id, block);
+    waiting.push(block);
+    advance();
+  };
+
+  const push = (id: string, text: string) => {
+    const block = byId.get(id);
+    if (!block || !text) return;
+    if (block.kind === "reasoning") block.text += text;
+    if (block === open) delta(block, text);
+    else {
+      block.deltas.push(text);
+      advance();
+    }
+  };
+
+  const end = (id: string, endOpaque?: Opaque) => {
+    const block = byId.get(id);
+    if (!block) return;
+    block.ended = true;
+    if (endOpaque) block.endOpaque = endOpaque;
+    if (block === open) {
+      finishBlock(block);
+      byId.delete(id);
+      open = null;
+    }
+    advance();
+  };
+
+  const closeAll = () => {
+    for (const block of [...byId.values()]) end(block.id);
+    if (open) end(open.id);
+  };
+
+  return {
+    push(event) {
+      if (done) return;
+      switch (event.type) {
+        case "start":
+          if (event.usage) usage = { ...usage, ...event.usage };
+          start();
+          return;
+        case "text-start":
+          start();
+          return add({ id: event.id, kind: "text", deltas: [], text: "", ended: false });
+        case "reasoning-start":
+          start();
+          return add({ id: event.id, kind: "reasoning", deltas: [], text: "", ended: false });
+        case "tool-input-start":
+          start();
+          return add({
+            id: event.id,
+            kind: "tool",
+            name: event.name,
+            ...(event.opaque ? { opaque: event.opaque } : {}),
+            deltas: [],
+            text: "",
+            ended: false,
+          });
+        case "text-delta":
+        case "reasoning-delta":
+        case "tool-input-delta":
+          return push(event.id, event.delta);
+        case "text-end":
+        case "tool-input-end":
+          return end(event.id);
+        case "reasoning-end":
+          return end(event.id, event.opaque);
+        case "hosted-call": {
+          start();
+          closeAll();
+          const id = event.part.id || newId("srvtoolu_");
+          index++;
+          ev("content_block_start", {
+            index,
+            content_block: {
+              type: "server_tool_use",
+              id,
+              name: "web_search",
+              input: { query: event.part.query ?? "" },
+            },
+          });
+          ev("content_block_stop", { index });
+          index++;
+          ev("content_block_start", {
+            index,
+            content_block: { type: "web_search_tool_result", tool_use_id: id, content: [] },
+          });
+          ev("content_block_stop", { index });
+          return;
+        }
+        case "usage":
+          usage = { ...usage, ...event.usage };
+          return;
+        case "finish":
+          start();
+          closeAll();
+          if (event.usage) usage = event.usage;
+          ev("message_delta", {
+            delta: { stop_reason: toAnthropic(event.reason), stop_sequence: null },
+            usage: encodeUsage(usage),
+          });
+          ev("message_stop", {});
+          done = true;
+          return;
+        case "error":
+          done = true;
+          write(errorEvent(event.message, event.status === 529 ? "overloaded_error" : "api_error"));
+          return;
+      }
+    },
+    fail(message) {
+      if (done) return;
+      done = true;
+      write(errorEvent(message));
+    },
+  };
 }

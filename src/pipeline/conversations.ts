@@ -1,0 +1,92 @@
+/**
+ * Responses conversations the gateway keeps itself. A Responses client chains calls with
+ * `previous_response_id`; when its model's provider cannot hold that state (any upstream but
+ * OpenAI's Responses), the gateway keeps each answer — the call's own input and the answer, as
+ * canonical messages — under the answer's id, for the caller's account only, for the configured
+ * retention. A call naming such an id gets the whole conversation put in front of its input
+ * (`instructions` are not carried over, as on OpenAI). An id that is unknown, expired or
+ * another account's is a 404.
+ */
+import type { RequestContext } from "../context.ts";
+import { GatewayError } from "../http/errors.ts";
+import type { ConversationState } from "../protocols/wire.ts";
+import type { Message } from "../translate/ir.ts";
+import { log } from "../log.ts";
+import { notFound } from "./upstream_objects.ts";
+
+/** The most answers a conversation walks back through. */
+const MAX_STEPS = 2_000;
+
+function previousId(body: Record<string, unknown>): string | undefined {
+  const id = body.previous_response_id;
+  return typeof id === "string" && id.length <= 256 ? id : undefined;
+}
+
+function own(ctx: RequestContext, id: string) {
+  const step = ctx.services.store.storedResponse(id);
+  return step && step.accountId === ctx.principal!.accountId ? step : undefined;
+}
+
+export const responsesConversation: ConversationState = {
+  held(ctx, body) {
+    const id = previousId(body);
+    return id !== undefined && own(ctx, id) !== undefined;
+  },
+
+  restore(ctx, body, request) {
+    if (body.previous_response_id === undefined || body.previous_response_id === null) {
+      return request;
+    }
+    const first = previousId(body) ?? "";
+    const steps: Message[][] = [];
+    let bytes = 0;
+    for (let id: string | null = first; id !== null;) {
+      const step = own(ctx, id);
+      if (!step) {
+        const upstream = id === first ? ctx.services.store.upstreamObject(id) : undefined;
+        if (upstream?.kind === "response" && upstream.accountId === ctx.principal!.accountId) {
+          throw new GatewayError(
+            400,
+            `Invalid 'previous_response_id': the response '${id}' is held by the provider of the model that made it, which cannot continue on this model; send the conversation as input instead.`,
+            { param: "previous_response_id", code: "invalid_value" },
+          );
+        }
+        throw notFound("Previous response", first, "previous_response_id");
+      }
+      bytes += step.items.length;
+      if (steps.length >= MAX_STEPS || bytes > ctx.services.config.conversationMaxBytes * 4) {
+        throw new GatewayError(
+          400,
+          "Invalid 'previous_response_id': the conversation is too long to continue here; send it as input instead.",
+          { param: "previous_response_id", code: "invalid_value" },
+        );
+      }
+      steps.push(JSON.parse(step.items) as Message[]);
+      id = step.previousId;
+    }
+    return { ...request, messages: [...steps.reverse().flat(), ...request.messages] };
+  },
+
+  keep(ctx, body, request, response, id) {
+    if (body.store === false) return;
+    const items = JSON.stringify([
+      ...request.messages,
+      { role: "assistant", content: response.content },
+    ]);
+    if (items.length > ctx.services.config.conversationMaxBytes) {
+      log("warn", "conversation step too large to keep", {
+        request_id: ctx.requestId,
+        bytes: items.length,
+      });
+      return;
+    }
+    ctx.services.store.saveResponse({
+      id,
+      accountId: ctx.principal!.accountId,
+      previousId: previousId(body) ?? null,
+      items,
+      contextTokens: response.usage.input + response.usage.output,
+      createdAt: Date.now(),
+    });
+  },
+};

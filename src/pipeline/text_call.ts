@@ -1,0 +1,132 @@
+/**
+ * The text routes — Responses, Messages, generateContent, chat completions — as one pipeline:
+ * read the client's request in its protocol, resolve the model, plan the call (see
+ * `translate/plan.ts`), then run it: the body as it is when the provider speaks the client's
+ * protocol, or decoded into the canonical form and encoded in the provider's. Everything after —
+ * the hold, the send, the relay and the settlement — is `passThrough`, metered on the upstream's
+ * side.
+ */
+import type { Handler, RequestContext } from "../context.ts";
+import { readJsonObject } from "../http/body.ts";
+import { GatewayError } from "../http/errors.ts";
+import { PROTOCOLS } from "../protocols/index.ts";
+import type { Accepted, WireProtocol } from "../protocols/wire.ts";
+import { protocolsOf } from "../providers/index.ts";
+import type { AnswerInfo } from "../translate/codec.ts";
+import type { CanonicalResponse } from "../translate/ir.ts";
+import { toToken } from "../translate/opaque.ts";
+import { planCall } from "../translate/plan.ts";
+import { passThrough, type Translation } from "./passthrough.ts";
+import { resolveModel } from "./resolve.ts";
+
+/** The handler of a text route whose clients speak `client`. */
+export function textCall(client: WireProtocol): Handler {
+  return async (ctx) => {
+    const body = await readJsonObject(ctx.req, ctx.services.config);
+    const accepted = client.accept(ctx, body);
+    const model = resolveModel(ctx, accepted.model, "text");
+    const plan = planCall(client.id, protocolsOf(model.provider));
+    if (plan.kind === "refuse") {
+      throw new GatewayError(400, `The model \`${model.id}\` cannot be reached from this route.`, {
+        param: "model",
+        code: "model_not_supported",
+      });
+    }
+    // A conversation the gateway keeps itself is continued through the canonical form, even on an
+    // upstream of the client's own protocol (it holds nothing of it).
+    const held = client.conversation?.held(ctx, body.value) ?? false;
+    if (plan.kind === "passthrough" && !held) {
+      const prepared = client.prepare(ctx, body, model, {
+        stream: accepted.stream,
+        jsonArray: accepted.jsonArray,
+        passthrough: true,
+        usageChunk: accepted.usageChunk,
+      });
+      return await passThrough({
+        ctx,
+        format: client.errors,
+        endpoint: accepted.endpoint,
+        model,
+        tokens: prepared.tokens,
+        stream: accepted.stream,
+        call: prepared.call,
+        usageFromJson: prepared.usageFromJson,
+        meter: prepared.meter,
+        framing: prepared.framing,
+        errorTail: (started) => client.errorTail(started, accepted.jsonArray),
+        rewrite: prepared.rewrite,
+        objectsFromJson: prepared.objectsFromJson,
+        keepResponses: prepared.keepResponses,
+      });
+    }
+    const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
+    return await translated(ctx, client, upstream, accepted, body.value, model);
+  };
+}
+
+async function translated(
+  ctx: RequestContext,
+  client: WireProtocol,
+  upstream: WireProtocol,
+  accepted: Accepted,
+  clientBody: Record<string, unknown>,
+  model: Parameters<WireProtocol["prepare"]>[2],
+): Promise<Response> {
+  const own = client.decodeRequest(clientBody, { stream: accepted.stream });
+  const conversation = client.conversation;
+  const request = conversation ? conversation.restore(ctx, clientBody, own) : own;
+  const encoded = upstream.encodeRequest(request, {
+    model: model.upstreamId,
+    provider: model.provider.name,
+    family: model.provider.type,
+  });
+  const prepared = upstream.prepare(
+    ctx,
+    { text: JSON.stringify(encoded), value: encoded },
+    model,
+    { stream: accepted.stream, passthrough: false },
+  );
+  ctx.log.translated = `${client.id}>${upstream.id}`;
+  const info: AnswerInfo = {
+    id: client.answerId(),
+    model: accepted.model,
+    created: Math.floor(Date.now() / 1000),
+    usageChunk: accepted.usageChunk,
+    jsonArray: accepted.jsonArray,
+    customTools: new Set(own.tools.filter((t) => t.kind === "custom").map((t) => t.name)),
+    namespaced: new Map(
+      own.tools.flatMap((t) =>
+        t.namespace
+          ? [[t.name, { namespace: t.namespace, name: t.name.slice(t.namespace.length + 2) }]]
+          : []
+      ),
+    ),
+    token: toToken,
+  };
+  const translation: Translation = {
+    upstream,
+    client,
+    provider: model.provider.name,
+    info,
+    ...(conversation
+      ? {
+        onAnswer: (response: CanonicalResponse) =>
+          conversation.keep(ctx, clientBody, own, response, info.id),
+      }
+      : {}),
+  };
+  return await passThrough({
+    ctx,
+    format: client.errors,
+    upstreamFormat: upstream.errors,
+    endpoint: accepted.endpoint,
+    model,
+    tokens: prepared.tokens,
+    stream: accepted.stream,
+    call: prepared.call,
+    usageFromJson: prepared.usageFromJson,
+    meter: prepared.meter,
+    framing: prepared.framing,
+    translate: translation,
+  });
+}

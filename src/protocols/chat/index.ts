@@ -1,0 +1,84 @@
+/**
+ * Chat completions (`/v1/chat/completions`, `openai-other.md` §1) as one record: its converters,
+ * the client's request, and calls to a chat upstream — OpenAI, xAI, the Anthropic-type vendors'
+ * OpenAI-compatible surfaces and `openai-compatible` servers. Streams always ask the upstream for
+ * usage (`stream_options.include_usage`), so every stream can be billed; on pass-through, a client
+ * that did not ask gets the stream without the usage chunk.
+ */
+import { validate } from "../../http/validate.ts";
+import { estimateInput } from "../../billing/estimate.ts";
+import { withUpstreamModel } from "../../pipeline/passthrough.ts";
+import { newId } from "../../translate/tool_ids.ts";
+import type { WireProtocol } from "../wire.ts";
+import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
+import { capField, chatToolUses, DEFAULT_SEARCH_RESULTS } from "./metering.ts";
+import { ChatRequest } from "./schema.ts";
+import { chatDecoder, chatEncoder, streamErrorChunk, withoutUsage } from "./stream.ts";
+import { chatMeter, chatUsage } from "./usage.ts";
+
+type Json = Record<string, unknown>;
+
+export const chat: WireProtocol = {
+  id: "chat",
+  errors: "openai",
+  decodeRequest,
+  encodeRequest,
+  decodeResponse,
+  encodeResponse,
+  streamDecoder: chatDecoder,
+  streamEncoder: chatEncoder,
+  answerId: () => newId("chatcmpl-", 14),
+  errorTail: () => streamErrorChunk(),
+
+  accept(_ctx, body) {
+    const request = validate(ChatRequest, body.value);
+    return {
+      model: request.model,
+      endpoint: "chat",
+      stream: request.stream === true,
+      usageChunk: request.stream_options?.include_usage === true,
+    };
+  },
+
+  prepare(_ctx, body, model, options) {
+    const value = body.value;
+    const stream = value.stream === true;
+    const tools = chatToolUses(value);
+    const webSearch = tools.some((use) => use.tools.includes("web_search"));
+    const field = capField(value, model.provider.type === "openai");
+    const options_ = value.stream_options as Json | null | undefined;
+    const upstreamUsage = options_?.include_usage === true;
+    const cap = value.max_completion_tokens ?? value.max_tokens;
+    return {
+      tokens: {
+        input: estimateInput(value),
+        requestedCap: typeof cap === "number" ? cap : undefined,
+        output: true,
+        minCap: 1,
+        choices: typeof value.n === "number" ? value.n : 1,
+        serviceTier: typeof value.service_tier === "string" ? value.service_tier : undefined,
+        tierField: "service_tier",
+        tools,
+      },
+      framing: "sse",
+      call(sent) {
+        const patch: Json = {};
+        if (sent !== undefined) patch[field] = sent;
+        if (stream && !upstreamUsage) patch.stream_options = { ...options_, include_usage: true };
+        const live = value.search_parameters as Json | undefined;
+        if (tools.some((use) => use.field === "search_parameters") && !live?.max_search_results) {
+          patch.search_parameters = { ...live, max_search_results: DEFAULT_SEARCH_RESULTS };
+        }
+        return {
+          protocol: "chat",
+          path: "/chat/completions",
+          body: withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
+        };
+      },
+      usageFromJson: (json) => chatUsage(json, webSearch),
+      meter: () => chatMeter(webSearch),
+      // A pass-through client that did not ask for usage does not get the chunk asked for it.
+      rewrite: options.passthrough && stream && !options.usageChunk ? withoutUsage : undefined,
+    };
+  },
+};

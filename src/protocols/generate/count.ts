@@ -1,0 +1,37 @@
+/**
+ * generateContent token counting (`:countTokens`, `gemini.md`): the route's request — bare
+ * `contents`, or a whole `generateContentRequest` — and answer, and the upstream endpoint.
+ */
+import { validate } from "../../http/validate.ts";
+import { forwardedBody } from "../../pipeline/passthrough.ts";
+import type { CountClient, CountUpstream } from "../../pipeline/count_tokens.ts";
+import type { Json } from "../../translate/ir.ts";
+import { pathModel } from "./path.ts";
+import { CountTokensRequest } from "./schema.ts";
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+export const generateCountClient: CountClient = {
+  accept(ctx, body) {
+    validate(CountTokensRequest, body);
+    return { model: pathModel(ctx) };
+  },
+  request(body) {
+    const whole = body.generateContentRequest ?? body.generate_content_request;
+    return isObject(whole) ? whole : { contents: body.contents ?? [] };
+  },
+  counted: ["contents", "systemInstruction", "tools"],
+  answer: (tokens) => ({ totalTokens: tokens }),
+  passBody: (_ctx, body) => forwardedBody(body),
+};
+
+export const generateCountUpstream: CountUpstream = {
+  target: (model) => ({
+    path: `/v1beta/models/${encodeURIComponent(model.upstreamId)}:countTokens`,
+  }),
+  fromRequest: (encoded, model) => ({
+    generateContentRequest: { model: `models/${model.upstreamId}`, ...encoded },
+  }),
+  read: (answer) => typeof answer.totalTokens === "number" ? answer.totalTokens : undefined,
+};

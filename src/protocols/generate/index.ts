@@ -1,0 +1,93 @@
+/**
+ * The content-generation protocol (Gemini: `:generateContent`, `:streamGenerateContent` — SSE
+ * with `alt=sse`, otherwise one JSON array) as one record: its converters, the client's request
+ * (model and action in the path), and calls to a Gemini upstream with the upstream model id in the
+ * path and the operator's key in its header.
+ */
+import { GatewayError } from "../../http/errors.ts";
+import { textOf } from "../../http/json.ts";
+import { validate } from "../../http/validate.ts";
+import { estimateInput } from "../../billing/estimate.ts";
+import { forwardedBody } from "../../pipeline/passthrough.ts";
+import { notFound } from "../../pipeline/upstream_objects.ts";
+import { newId } from "../../translate/tool_ids.ts";
+import type { WireProtocol } from "../wire.ts";
+import { generateCountClient, generateCountUpstream } from "./count.ts";
+import { pathModel } from "./path.ts";
+import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
+import { checkImageRules } from "./image_rules.ts";
+import { generateShape, generateToolUses, withMaxOutputTokens } from "./metering.ts";
+import { GenerateRequest } from "./schema.ts";
+import {
+  generateDecoder,
+  generateEncoder,
+  streamErrorElement,
+  streamErrorEvent,
+} from "./stream.ts";
+import { geminiMeter, generateUsage } from "./usage.ts";
+
+export const generate: WireProtocol = {
+  id: "generate",
+  errors: "google",
+  decodeRequest,
+  encodeRequest,
+  decodeResponse,
+  encodeResponse,
+  streamDecoder: generateDecoder,
+  streamEncoder: generateEncoder,
+  answerId: () => newId("", 11),
+  errorTail: (started, jsonArray) => jsonArray ? streamErrorElement(started) : streamErrorEvent(),
+  countClient: generateCountClient,
+  countUpstream: generateCountUpstream,
+
+  accept(ctx, body) {
+    validate(GenerateRequest, body.value);
+    const stream = ctx.url.pathname.endsWith(":streamGenerateContent");
+    // Cached contents cannot be created through the gateway: any named is another's, or none.
+    const cached = body.value.cachedContent ?? body.value.cached_content;
+    if (cached !== undefined && cached !== null) {
+      throw notFound("Cached content", textOf(cached), "cachedContent");
+    }
+    return {
+      model: pathModel(ctx),
+      endpoint: stream ? "streamGenerateContent" : "generateContent",
+      stream,
+      jsonArray: stream && ctx.url.searchParams.get("alt") !== "sse",
+    };
+  },
+
+  prepare(_ctx, body, model, options) {
+    const value = body.value;
+    const violation = model.image && checkImageRules(value, model.image);
+    if (violation) {
+      throw new GatewayError(400, `Invalid '${violation.field}': ${violation.message}`, {
+        param: violation.field,
+      });
+    }
+    const shape = generateShape(value);
+    const action = options.stream ? "streamGenerateContent" : "generateContent";
+    const sse = options.stream && !options.jsonArray;
+    return {
+      tokens: {
+        input: estimateInput(value),
+        requestedCap: shape.cap,
+        output: true,
+        minCap: 1,
+        choices: shape.choices,
+        tools: generateToolUses(value),
+      },
+      framing: sse || !options.stream ? "sse" : "json-array",
+      call: (cap) => ({
+        protocol: "generate",
+        path: `/v1beta/models/${encodeURIComponent(model.upstreamId)}:${action}${
+          sse ? "?alt=sse" : ""
+        }`,
+        body: cap === undefined
+          ? forwardedBody(body)
+          : JSON.stringify(withMaxOutputTokens(value, cap)),
+      }),
+      usageFromJson: generateUsage,
+      meter: geminiMeter,
+    };
+  },
+};

@@ -1,0 +1,16 @@
+/** The model named in a generateContent route's path. */
+import type { RequestContext } from "../../context.ts";
+import { GatewayError } from "../../http/errors.ts";
+
+/** The model id in the route's path (`models/` prefix allowed), or a 400. */
+export function pathModel(ctx: RequestContext): string {
+  let id: string;
+  try {
+    id = decodeURIComponent(ctx.params.model ?? "");
+  } catch {
+    throw new GatewayError(400, "The model name in the path is not validly percent-encoded.", {
+      param: "model",
+    });
+  }
+  return id.replace(/^models\//, "");
+}

@@ -1,0 +1,84 @@
+/**
+ * Reading usage from generateContent answers and streams (`gemini.md` §3–4): cached prompt,
+ * thoughts, image output tokens, and search grounding.
+ */
+import type { Usage } from "../../billing/price.ts";
+import { emptyUsage } from "../../billing/price.ts";
+import { addCalls, int, list, Meter, obj, parse, type StreamMeter } from "../../billing/usage.ts";
+
+type Json = Record<string, unknown>;
+
+/**
+ * Gemini `usageMetadata`: `promptTokenCount` includes cached content; `candidatesTokenCount`
+ * includes image tokens (the `IMAGE` entry of `candidatesTokensDetails`), billed at the image-output
+ * rate; thought tokens are output.
+ */
+export function geminiUsage(raw: unknown): Usage | null {
+  const u = obj(raw);
+  if (!("promptTokenCount" in u || "candidatesTokenCount" in u)) return null;
+  const prompt = int(u.promptTokenCount) + int(u.toolUsePromptTokenCount);
+  const cached = Math.min(int(u.cachedContentTokenCount), prompt);
+  const image = list(u.candidatesTokensDetails)
+    .filter((d) => obj(d).modality === "IMAGE")
+    .reduce((sum: number, d) => sum + int(obj(d).tokenCount), 0);
+  const candidates = int(u.candidatesTokenCount);
+  return {
+    ...emptyUsage(),
+    inputTokens: prompt - cached,
+    cachedInputTokens: cached,
+    outputTokens: Math.max(0, candidates - image) + int(u.thoughtsTokenCount),
+    imageOutputTokens: Math.min(image, candidates),
+  };
+}
+
+/** Search grounding in Gemini candidates: queries made, and whether the prompt was grounded. */
+function geminiSearches(candidates: unknown[]): number {
+  let queries = 0;
+  for (const c of candidates) {
+    queries += list(obj(obj(c).groundingMetadata).webSearchQueries).length;
+  }
+  return queries;
+}
+
+function addGrounding(u: Usage, queries: number): void {
+  addCalls(u, "web_search", queries);
+  addCalls(u, "grounded_prompt", queries > 0 ? 1 : 0);
+}
+
+/** A whole generateContent answer. */
+export function generateUsage(body: unknown): Usage | null {
+  const b = obj(body);
+  const usage = geminiUsage(b.usageMetadata);
+  if (usage) addGrounding(usage, geminiSearches(list(b.candidates)));
+  return usage;
+}
+
+/**
+ * Meter for Gemini streams (SSE fragments, or the elements of the JSON array form): every fragment
+ * is a whole `GenerateContentResponse` with only the new parts; usage repeats and grows, the
+ * fragment with a `finishReason` (or a blocked prompt) is final.
+ */
+export function geminiMeter(): StreamMeter {
+  const m = new Meter();
+  let queries = 0;
+  return m.view((e) => {
+    const fragment = parse(e);
+    const candidates = list(fragment.candidates);
+    for (const c of candidates) {
+      const candidate = obj(c);
+      for (const p of list(obj(candidate.content).parts)) {
+        const part = obj(p);
+        m.text(part.text);
+        if (part.functionCall) m.text(JSON.stringify(obj(part.functionCall).args ?? {}));
+      }
+      if (typeof candidate.finishReason === "string") m.ended = m.done = true;
+    }
+    queries = Math.max(queries, geminiSearches(candidates));
+    if (obj(fragment.promptFeedback).blockReason) m.ended = m.done = true;
+    const usage = geminiUsage(fragment.usageMetadata);
+    if (usage) {
+      addGrounding(usage, queries);
+      m.reported = usage;
+    }
+  });
+}

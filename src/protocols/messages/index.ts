@@ -1,0 +1,92 @@
+/**
+ * The Messages protocol (`/v1/messages`, Anthropic and the Anthropic-compatible vendors) as one
+ * record: its converters, the client's request, and calls to a Messages upstream — on
+ * pass-through with the client's `anthropic-version`/`anthropic-beta` forwarded.
+ */
+import { GatewayError } from "../../http/errors.ts";
+import { validate } from "../../http/validate.ts";
+import { estimateInput } from "../../billing/estimate.ts";
+import { withUpstreamModel } from "../../pipeline/passthrough.ts";
+import { messagesState } from "../../pipeline/upstream_objects.ts";
+import { newId } from "../../translate/tool_ids.ts";
+import type { WireProtocol } from "../wire.ts";
+import { messagesCountClient, messagesCountUpstream } from "./count.ts";
+import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
+import { messagesMinCap, messagesToolUses, wantsLongContext, withToolLimits } from "./metering.ts";
+import { MessagesRequest } from "./schema.ts";
+import { messagesDecoder, messagesEncoder, streamErrorEvent } from "./stream.ts";
+import { messagesMeter, messagesObjects, messagesUsage } from "./usage.ts";
+
+/** The client headers a Messages upstream gets on pass-through. */
+function forwardedHeaders(req: Request): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of ["anthropic-version", "anthropic-beta"]) {
+    const value = req.headers.get(name);
+    if (value) headers[name] = value;
+  }
+  return headers;
+}
+
+export const messages: WireProtocol = {
+  id: "messages",
+  errors: "anthropic",
+  decodeRequest,
+  encodeRequest,
+  decodeResponse,
+  encodeResponse,
+  streamDecoder: messagesDecoder,
+  streamEncoder: messagesEncoder,
+  answerId: () => newId("msg_", 12),
+  countClient: messagesCountClient,
+  countUpstream: messagesCountUpstream,
+  errorTail: () => streamErrorEvent(),
+
+  accept(_ctx, body) {
+    const request = validate(MessagesRequest, body.value);
+    return { model: request.model, endpoint: "messages", stream: request.stream === true };
+  },
+
+  prepare(ctx, body, model, options) {
+    const value = body.value;
+    const headers = options.passthrough ? forwardedHeaders(ctx.req) : {};
+    // A container (code execution) is reused by id: only the account that created it may.
+    messagesState(ctx, value);
+    if (model.prices && !model.prices.longContext && wantsLongContext(headers["anthropic-beta"])) {
+      throw new GatewayError(
+        400,
+        `The 1M-token context window (anthropic-beta context-1m) is not priced for \`${model.id}\` on this gateway, so it cannot be used through it.`,
+        { param: "anthropic-beta" },
+      );
+    }
+    const cap = typeof value.max_tokens === "number" ? value.max_tokens : undefined;
+    return {
+      tokens: {
+        input: estimateInput(value),
+        requestedCap: cap,
+        // Messages requires `max_tokens`: a translated request without one gets the hold's cap.
+        capRequired: cap === undefined,
+        output: true,
+        minCap: Math.min(cap ?? Infinity, messagesMinCap(value)),
+        serviceTier: typeof value.service_tier === "string" ? value.service_tier : undefined,
+        tools: messagesToolUses(value),
+      },
+      framing: "sse",
+      call(sent) {
+        const limits = withToolLimits(value);
+        const patch = {
+          ...(sent === undefined ? {} : { max_tokens: sent }),
+          ...(limits ? { tools: limits } : {}),
+        };
+        return {
+          protocol: "messages",
+          path: "/v1/messages",
+          body: withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
+          headers,
+        };
+      },
+      usageFromJson: messagesUsage,
+      meter: messagesMeter,
+      objectsFromJson: messagesObjects,
+    };
+  },
+};

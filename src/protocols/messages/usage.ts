@@ -1,0 +1,127 @@
+/**
+ * Reading usage from Messages answers and streams (`anthropic-messages.md` §4–5): cache reads and
+ * writes, server tool calls, and the container an answer uses.
+ */
+import type { HostedTool, Usage } from "../../billing/price.ts";
+import { emptyUsage } from "../../billing/price.ts";
+import {
+  addCalls,
+  int,
+  list,
+  Meter,
+  obj,
+  parse,
+  PARTIAL_JSON,
+  type StreamMeter,
+  TEXT,
+  THINKING,
+} from "../../billing/usage.ts";
+
+type Json = Record<string, unknown>;
+
+/** The container a whole Messages answer created or used. */
+export function messagesObjects(message: unknown): { id: string; kind: "container" }[] {
+  const id = obj(obj(message).container).id;
+  return typeof id === "string" ? [{ id, kind: "container" }] : [];
+}
+
+/** Anthropic server tools, by the name of their `server_tool_use` blocks. */
+const ANTHROPIC_SERVER_TOOLS = new Map<string, HostedTool>([
+  ["web_search", "web_search"],
+  ["code_execution", "code_execution"],
+  ["bash_code_execution", "code_execution"],
+  ["text_editor_code_execution", "code_execution"],
+]);
+
+/**
+ * Anthropic `usage`: `input_tokens` is uncached input only; cache reads and writes are separate,
+ * writes split into 5-minute and 1-hour lifetimes when `cache_creation` is present;
+ * `server_tool_use.web_search_requests` are web search calls.
+ */
+export function anthropicUsage(raw: unknown): Usage | null {
+  const u = obj(raw);
+  if (!("input_tokens" in u || "output_tokens" in u)) return null;
+  const creation = obj(u.cache_creation);
+  const written = int(u.cache_creation_input_tokens);
+  const oneHour = Math.min(int(creation.ephemeral_1h_input_tokens), written);
+  const usage: Usage = {
+    ...emptyUsage(),
+    inputTokens: int(u.input_tokens),
+    cachedInputTokens: int(u.cache_read_input_tokens),
+    cacheWriteTokens: written - oneHour,
+    cacheWrite1hTokens: oneHour,
+    outputTokens: int(u.output_tokens),
+  };
+  if (typeof u.service_tier === "string") usage.serviceTier = u.service_tier;
+  addCalls(usage, "web_search", int(obj(u.server_tool_use).web_search_requests));
+  return usage;
+}
+
+/** Server tool calls in Messages content blocks other than web search (reported in usage). */
+function countAnthropicBlocks(u: Usage, blocks: unknown[]): void {
+  for (const raw of blocks) {
+    const block = obj(raw);
+    if (block.type !== "server_tool_use" || typeof block.name !== "string") continue;
+    const tool = ANTHROPIC_SERVER_TOOLS.get(block.name);
+    if (tool && tool !== "web_search") addCalls(u, tool, 1);
+  }
+}
+
+/** A whole Messages answer. */
+export function messagesUsage(message: unknown): Usage | null {
+  const m = obj(message);
+  const usage = anthropicUsage(m.usage);
+  if (usage) countAnthropicBlocks(usage, list(m.content));
+  return usage;
+}
+
+/** Merges the non-null fields of a Messages usage update (null means "no update"). */
+function mergeUsage(into: Json, update: Json): Json {
+  const merged = { ...into };
+  for (const key in update) if (update[key] !== null) merged[key] = update[key];
+  return merged;
+}
+
+/**
+ * Meter for Messages streams: `message_start` carries the input side, `message_delta` the
+ * cumulative totals (its non-null fields replace those of `message_start`, so nothing is counted
+ * twice, and a null never wipes a count); output from text, thinking and tool-input deltas.
+ */
+export function messagesMeter(): StreamMeter {
+  const m = new Meter();
+  let merged: Json = {};
+  const blocks: Json[] = [];
+  const update = (usage: Json, final: boolean) => {
+    merged = mergeUsage(merged, usage);
+    const u = anthropicUsage(merged);
+    if (u) countAnthropicBlocks(u, blocks);
+    m.reported = u;
+    if (final && u) m.done = true;
+  };
+  return m.view((e) => {
+    switch (e.event) {
+      case "content_block_delta":
+        return m.member(e, TEXT, THINKING, PARTIAL_JSON);
+      case "content_block_start": {
+        const block = obj(parse(e).content_block);
+        if (block.type === "server_tool_use") {
+          blocks.push(block);
+          update({}, false);
+        }
+        return;
+      }
+      case "message_start": {
+        const message = obj(parse(e).message);
+        m.remember(obj(message.container).id, "container");
+        return update(obj(message.usage), false);
+      }
+      case "message_delta": {
+        const data = parse(e);
+        m.remember(obj(obj(data.delta).container).id, "container");
+        return update(obj(data.usage), true);
+      }
+      case "message_stop":
+        m.ended = true;
+    }
+  });
+}

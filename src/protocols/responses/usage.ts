@@ -1,0 +1,106 @@
+/**
+ * Reading usage from Responses answers and streams: tokens, the served tier, hosted tool calls
+ * (`openai-responses.md` §4–6), and the objects an answer creates upstream.
+ */
+import type { HostedTool, Usage } from "../../billing/price.ts";
+import { emptyUsage } from "../../billing/price.ts";
+import {
+  addCalls,
+  DELTA,
+  list,
+  Meter,
+  obj,
+  openaiUsage,
+  parse,
+  type StreamMeter,
+} from "../../billing/usage.ts";
+
+type Json = Record<string, unknown>;
+
+/** Responses output item types that are billed hosted tool calls. */
+const RESPONSES_TOOL_ITEMS = new Map<string, HostedTool>([
+  ["web_search_call", "web_search"],
+  ["file_search_call", "file_search"],
+  ["code_interpreter_call", "code_interpreter"],
+  ["image_generation_call", "image_generation"],
+  ["x_search_call", "x_search"],
+]);
+
+/**
+ * Hosted tool calls in Responses output items; code interpreter is counted once per container
+ * (it is priced per container session).
+ */
+function countResponsesTools(u: Usage, items: unknown[]): void {
+  const containers = new Set<string>();
+  for (const raw of items) {
+    const item = obj(raw);
+    const tool = typeof item.type === "string" ? RESPONSES_TOOL_ITEMS.get(item.type) : undefined;
+    if (!tool) continue;
+    if (tool === "code_interpreter") {
+      const container = JSON.stringify(item.container_id ?? item.id ?? null);
+      if (containers.has(container)) continue;
+      containers.add(container);
+    }
+    addCalls(u, tool, 1);
+  }
+}
+
+/** The objects a whole Responses object created: itself, and code interpreter containers. */
+export function responsesObjects(
+  response: unknown,
+): { id: string; kind: "response" | "container" }[] {
+  const r = obj(response);
+  const out: { id: string; kind: "response" | "container" }[] = [];
+  if (typeof r.id === "string") out.push({ id: r.id, kind: "response" });
+  for (const item of list(r.output)) {
+    const container = obj(item).container_id;
+    if (typeof container === "string") out.push({ id: container, kind: "container" });
+  }
+  return out;
+}
+
+/** A whole Responses object (JSON answer or a terminal event's `response`). */
+export function responsesUsage(response: unknown): Usage | null {
+  const r = obj(response);
+  const usage = openaiUsage(r.usage);
+  if (!usage) return null;
+  if (typeof r.service_tier === "string") usage.serviceTier = r.service_tier;
+  countResponsesTools(usage, list(r.output));
+  return usage;
+}
+
+const RESPONSES_TERMINAL = new Set([
+  "response.completed",
+  "response.incomplete",
+  "response.failed",
+]);
+
+/** Meter for Responses streams: usage, tier and tool calls from the terminal event's response. */
+export function responsesMeter(): StreamMeter {
+  const m = new Meter();
+  const tools = new Map<string, Json>();
+  return m.view((e) => {
+    const name = e.event;
+    if (name.endsWith(".delta")) {
+      if (!name.startsWith("response.audio")) m.member(e, DELTA);
+    } else if (name === "response.output_item.added") {
+      const item = obj(parse(e).item);
+      if (item.type === "code_interpreter_call") m.remember(item.container_id, "container");
+      if (typeof item.type === "string" && RESPONSES_TOOL_ITEMS.has(item.type)) {
+        tools.set(typeof item.id === "string" ? item.id : `#${tools.size}`, item);
+        m.reported ??= emptyUsage();
+        m.reported.toolCalls = undefined;
+        countResponsesTools(m.reported, [...tools.values()]);
+      }
+    } else if (name === "response.created") {
+      m.remember(obj(parse(e).response).id, "response");
+    } else if (RESPONSES_TERMINAL.has(name)) {
+      const final = responsesUsage(obj(parse(e).response));
+      if (final) {
+        m.reported = final;
+        m.done = true;
+      }
+      m.ended = true;
+    }
+  });
+}

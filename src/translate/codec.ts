@@ -1,0 +1,120 @@
+/**
+ * The converter signatures each protocol module implements (pure), and the web-stream wrappers
+ * around its stream converters. A stream decoder turns the upstream's units (SSE events, or JSON
+ * array elements as unnamed events) into canonical events; an encoder turns canonical events into
+ * the client's bytes. Both are push-style and synchronous, so a relay can run them per unit with
+ * no extra promise; `decodeStream`/`encodeStream` give them as `TransformStream`s.
+ */
+import type { SseEvent } from "../http/sse.ts";
+import type { ProviderType } from "../config/schema.ts";
+import type {
+  CanonicalEvent,
+  CanonicalRequest,
+  CanonicalResponse,
+  Json,
+  Opaque,
+  ProtocolId,
+} from "./ir.ts";
+
+/** What a request decoder knows of the route besides the body. */
+export interface RouteInfo {
+  /** The route streams (Gemini's `:streamGenerateContent`); else the body's `stream` decides. */
+  stream?: boolean;
+}
+
+/** Where an encoded request goes: the upstream model id, the provider (for opaque state). */
+export interface Target {
+  model: string;
+  /** The configured provider's name: opaque state is replayed only to the one that issued it. */
+  provider: string;
+  /** The provider's family (`openai`, `openai-compatible`…), for its dialect's small choices. */
+  family: ProviderType;
+}
+
+/** What a client-side encoder puts in what it writes. */
+export interface AnswerInfo {
+  /** The id of the answer (`resp_…`, `msg_…`, `chatcmpl-…`), the same on every event. */
+  id: string;
+  /** The model id the client asked for. */
+  model: string;
+  /** Unix seconds. */
+  created: number;
+  /** Chat: the client asked for a usage chunk. */
+  usageChunk?: boolean;
+  /** Gemini: the stream is one JSON array instead of SSE. */
+  jsonArray?: boolean;
+  /**
+   * The client's free-form (Responses `custom`) tools by name: a call to one is written as a
+   * custom tool call even when the upstream answered it as a function call with `{input}`.
+   */
+  customTools?: ReadonlySet<string>;
+  /** The client's namespaced functions by flattened name (see `FunctionTool.namespace`). */
+  namespaced?: ReadonlyMap<string, { namespace: string; name: string }>;
+  /** The token a client carries for opaque state (see `opaque.ts`). */
+  token(opaque: Opaque, text?: string): string;
+}
+
+export interface StreamDecoder {
+  /** One upstream unit; canonical events go to the sink given at creation. */
+  push(event: SseEvent): void;
+  /** The upstream ended cleanly: whatever the protocol leaves implicit (Gemini's end). */
+  end(): void;
+}
+
+export interface StreamEncoder {
+  /** One canonical event; bytes go to the writer given at creation. */
+  push(event: CanonicalEvent): void;
+  /** The stream failed: the protocol's own in-stream error, ending it. */
+  fail(message: string): void;
+}
+
+/** The converters of one wire protocol. */
+export interface Codec {
+  id: ProtocolId;
+  /** Client request → canonical; throws a 400 `GatewayError` naming the field it cannot take. */
+  decodeRequest(body: Json, route: RouteInfo): CanonicalRequest;
+  /** Canonical → upstream request body; throws a 400 for what this protocol cannot express. */
+  encodeRequest(request: CanonicalRequest, target: Target): Json;
+  /** Upstream answer → canonical; `provider` tags its opaque state. */
+  decodeResponse(body: Json, provider: string): CanonicalResponse;
+  /** Canonical → the client's answer. */
+  encodeResponse(response: CanonicalResponse, info: AnswerInfo): Json;
+  streamDecoder(emit: (event: CanonicalEvent) => void, provider: string): StreamDecoder;
+  streamEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder;
+}
+
+/** A codec's stream decoder as a `TransformStream` of units to canonical events. */
+export function decodeStream(
+  codec: Codec,
+  provider: string,
+): TransformStream<SseEvent, CanonicalEvent> {
+  let decoder: StreamDecoder;
+  return new TransformStream({
+    start(controller) {
+      decoder = codec.streamDecoder((event) => controller.enqueue(event), provider);
+    },
+    transform(event) {
+      decoder.push(event);
+    },
+    flush() {
+      decoder.end();
+    },
+  });
+}
+
+/** A codec's stream encoder as a `TransformStream` of canonical events to the client's bytes. */
+export function encodeStream(
+  codec: Codec,
+  info: AnswerInfo,
+): TransformStream<CanonicalEvent, Uint8Array> {
+  const encoder = new TextEncoder();
+  let sink: StreamEncoder;
+  return new TransformStream({
+    start(controller) {
+      sink = codec.streamEncoder((text) => controller.enqueue(encoder.encode(text)), info);
+    },
+    transform(event) {
+      sink.push(event);
+    },
+  });
+}

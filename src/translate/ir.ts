@@ -1,0 +1,213 @@
+/**
+ * The canonical form every wire protocol translates to and from (pure types). Shaped after the
+ * Vercel AI SDK's language-model specification: a prompt of typed messages and parts, tool calls
+ * with ids and parsed input, reasoning parts that keep their provider's opaque state, a unified
+ * finish reason beside the raw one, usage split by cache and reasoning, and a stream of
+ * start/delta/end parts per text, reasoning and tool-input block.
+ */
+
+/** The four wire formats. */
+export type ProtocolId = "responses" | "messages" | "generate" | "chat";
+
+/** A JSON object as decoded from a body. */
+export type Json = Record<string, unknown>;
+
+/**
+ * Provider state that must be replayed to the provider that issued it, byte for byte, and never
+ * sent to any other: Anthropic thinking signatures and redacted thinking, Responses encrypted
+ * reasoning, Gemini thought signatures.
+ */
+export interface Opaque {
+  /** The configured provider that issued it; empty when unknown (never replayed then). */
+  provider: string;
+  kind: "thinking-signature" | "redacted-thinking" | "encrypted-reasoning" | "thought-signature";
+  value: string;
+  /** The Responses reasoning item id (`rs_…`) it belongs to. */
+  itemId?: string;
+}
+
+export interface TextPart {
+  type: "text";
+  text: string;
+  /** A Gemini thought signature on a text part. */
+  opaque?: Opaque;
+}
+
+/** An image, PDF or audio clip: inline base64 or a URL. */
+export interface FilePart {
+  type: "file";
+  /** e.g. `image/png`, `application/pdf`; `image/*` when a URL's type is unknown. */
+  mediaType: string;
+  data: { base64: string } | { url: string };
+  filename?: string;
+  /** Image detail (`low`, `high`, `auto`). */
+  detail?: string;
+}
+
+export interface ReasoningPart {
+  type: "reasoning";
+  /** The visible reasoning (a summary or the thinking text); may be empty. */
+  text: string;
+  opaque?: Opaque;
+}
+
+export interface ToolCallPart {
+  type: "tool-call";
+  id: string;
+  name: string;
+  /** The parsed arguments (an object); a custom tool's free-form input is `{input: "…"}`. */
+  input: unknown;
+  /** `custom`: a free-form (Responses custom) tool, whose input is one string. */
+  kind?: "function" | "custom";
+  /** A Gemini thought signature on the call. */
+  opaque?: Opaque;
+}
+
+export interface ToolResultPart {
+  type: "tool-result";
+  /** The id of the call it answers. */
+  id: string;
+  /** The called tool's name, when known (Gemini needs it). */
+  name?: string;
+  content: (TextPart | FilePart)[];
+  isError?: boolean;
+  kind?: "function" | "custom";
+}
+
+/** A hosted tool call the upstream ran itself (web search), kept for the client's record. */
+export interface HostedCallPart {
+  type: "hosted-call";
+  tool: "web_search";
+  id: string;
+  query?: string;
+}
+
+export type UserPart = TextPart | FilePart;
+export type AssistantPart = TextPart | ReasoningPart | ToolCallPart | HostedCallPart;
+
+export type Message =
+  | { role: "user"; content: UserPart[] }
+  | { role: "assistant"; content: AssistantPart[] }
+  | { role: "tool"; content: ToolResultPart[] }
+  /** A system or developer message inside the conversation, where the protocol allows one. */
+  | { role: "system"; content: TextPart[] };
+
+/** A function the model may call. */
+export interface FunctionTool {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments (an object schema). */
+  parameters: Json;
+  strict?: boolean;
+  /** `custom`: free-form input (a Responses custom tool); `parameters` is then `{input: string}`. */
+  kind?: "function" | "custom";
+  /**
+   * A Responses tool namespace the function belongs to; `name` is then `<namespace>__<name>`, a
+   * name every protocol accepts, and the client sees its own two fields again.
+   */
+  namespace?: string;
+}
+
+/** A hosted tool the request offers; `field` names it in the client's request (for errors). */
+export type HostedTool =
+  | { type: "web_search"; field: string; maxUses?: number }
+  | { type: "other"; field: string; name: string };
+
+export type ToolChoice =
+  | { type: "auto" }
+  | { type: "none" }
+  | { type: "required" }
+  | { type: "tool"; name: string };
+
+export type Effort = "minimal" | "low" | "medium" | "high";
+
+export interface CanonicalRequest {
+  /** The system prompt: system/developer text hoisted from wherever the protocol put it. */
+  system: TextPart[];
+  messages: Message[];
+  tools: FunctionTool[];
+  hostedTools: HostedTool[];
+  toolChoice?: ToolChoice;
+  parallelToolCalls?: boolean;
+  maxOutputTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  stop?: string[];
+  seed?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  /** Structured output: JSON, with a schema when one is given. */
+  responseFormat?: {
+    type: "json";
+    schema?: Json;
+    name?: string;
+    description?: string;
+    strict?: boolean;
+  };
+  /**
+   * Reasoning asked for: an effort, or a token budget; `visible` asks for summaries or thoughts;
+   * `off` turns it off where the model allows.
+   */
+  reasoning?: { effort?: Effort; budgetTokens?: number; visible?: boolean; off?: boolean };
+  /** A stable end-user id. */
+  user?: string;
+  stream: boolean;
+  /** Answers asked for at once (chat `n`, Gemini `candidateCount`). */
+  choices?: number;
+  /** The client's names of its message list and its tools, for errors about their contents. */
+  fields: { messages: string; tools: string; choices?: string; stop?: string };
+}
+
+/** The unified finish reason. */
+export type FinishReason = "stop" | "length" | "tool-calls" | "content-filter" | "error" | "other";
+
+/** Token usage: input includes cache reads and writes, output includes reasoning. */
+export interface TokenUsage {
+  input: number;
+  cacheRead: number;
+  cacheWrite: number;
+  output: number;
+  reasoning: number;
+}
+
+export interface CanonicalResponse {
+  id: string;
+  model: string;
+  content: AssistantPart[];
+  finish: { reason: FinishReason; raw?: string };
+  usage: TokenUsage;
+}
+
+/** One part of a translated stream, in order; block ids are unique within the stream. */
+export type CanonicalEvent =
+  | { type: "start"; id?: string; model?: string; usage?: Partial<TokenUsage> }
+  | { type: "text-start"; id: string }
+  | { type: "text-delta"; id: string; delta: string }
+  | { type: "text-end"; id: string; opaque?: Opaque }
+  | { type: "reasoning-start"; id: string }
+  | { type: "reasoning-delta"; id: string; delta: string }
+  | { type: "reasoning-end"; id: string; opaque?: Opaque }
+  | {
+    type: "tool-input-start";
+    id: string;
+    name: string;
+    kind?: "function" | "custom";
+    /** Opaque state on the call itself (a Gemini thought signature), known when it starts. */
+    opaque?: Opaque;
+  }
+  /**
+   * A fragment of the call's input as JSON text; the fragments of one call join into the JSON of
+   * its canonical input (for a custom tool, of `{"input": "…"}`).
+   */
+  | { type: "tool-input-delta"; id: string; delta: string }
+  | { type: "tool-input-end"; id: string }
+  | { type: "hosted-call"; part: HostedCallPart }
+  | { type: "usage"; usage: Partial<TokenUsage> }
+  | { type: "finish"; reason: FinishReason; raw?: string; usage?: TokenUsage }
+  | { type: "error"; message: string; code?: string; status?: number };
+
+/** An empty usage. */
+export function zeroUsage(): TokenUsage {
+  return { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, reasoning: 0 };
+}

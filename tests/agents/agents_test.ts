@@ -1,0 +1,237 @@
+/**
+ * The real agents, headless, through the gateway to the emulator: Claude Code (Messages), Codex
+ * (Responses) and Gemini CLI (generateContent), each on its native upstream and on every foreign
+ * one, with a plain prompt and a tool round trip (the agent runs its own file-reading tool on a
+ * file holding a nonce, and the answer after the tool result carries it). Every call the agent
+ * made is in the ledger, billed from reported usage (none estimated), with no hold left.
+ *
+ * Run with `deno task test:agents`; the pinned agents are installed from npm on first use into
+ * `$SWITCHYARD_AGENTS_DIR` (default `~/.cache/switchyard-agents`).
+ */
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { eventually, startStack } from "../helpers/setup.ts";
+
+/** The agents, pinned. */
+const AGENTS = {
+  "@anthropic-ai/claude-code": "2.1.330",
+  "@openai/codex": "0.169.0",
+  "@google/gemini-cli": "0.61.0",
+};
+
+const DIR = Deno.env.get("SWITCHYARD_AGENTS_DIR") ??
+  `${Deno.env.get("HOME") ?? "/tmp"}/.cache/switchyard-agents`;
+const BIN = `${DIR}/node_modules/.bin`;
+
+async function install(): Promise<void> {
+  const manifest = JSON.stringify({ private: true, dependencies: AGENTS }, null, 2);
+  let current = "";
+  try {
+    current = await Deno.readTextFile(`${DIR}/package.json`);
+  } catch { /* first run */ }
+  const present = await Promise.all(
+    ["claude", "codex", "gemini"].map((bin) =>
+      Deno.stat(`${BIN}/${bin}`).then(() => true, () => false)
+    ),
+  );
+  if (current === manifest && present.every(Boolean)) return;
+  await Deno.mkdir(DIR, { recursive: true });
+  await Deno.writeTextFile(`${DIR}/package.json`, manifest);
+  const out = await new Deno.Command("npm", {
+    args: ["install", "--no-audit", "--no-fund", "--loglevel=error"],
+    cwd: DIR,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(`npm install of the agents failed:\n${new TextDecoder().decode(out.stderr)}`);
+  }
+}
+
+await install();
+const stack = await startStack();
+const { gateway } = stack;
+Deno.test.afterAll(() => stack.stop());
+
+interface Run {
+  code: number;
+  out: string;
+}
+
+async function run(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+): Promise<Run> {
+  const child = new Deno.Command(`${BIN}/${command}`, {
+    args,
+    cwd,
+    env: {
+      PATH: `${BIN}:${Deno.env.get("PATH") ?? "/usr/bin:/bin"}`,
+      NO_COLOR: "1",
+      CI: "1",
+      ...env,
+    },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const timer = setTimeout(() => child.kill("SIGKILL"), 150_000);
+  const out = await child.output();
+  clearTimeout(timer);
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, out: `${decode(out.stdout)}\n${decode(out.stderr)}` };
+}
+
+interface Agent {
+  name: string;
+  native: string;
+  /** Runs the agent on `model` with `prompt` in `cwd`, with a fresh home in `home`. */
+  run(model: string, prompt: string, key: string, cwd: string, home: string): Promise<Run>;
+  /** The agent's tool that reads a file, as an emulator directive. */
+  readDirective(path: string): string;
+}
+
+const AGENT_LIST: Agent[] = [
+  {
+    name: "Claude Code",
+    native: "claude-test",
+    run: (model, prompt, key, cwd, home) =>
+      run("claude", [
+        "-p",
+        prompt,
+        "--model",
+        model,
+        "--output-format",
+        "json",
+        "--allowedTools",
+        "Read",
+      ], {
+        HOME: home,
+        ANTHROPIC_BASE_URL: gateway.url,
+        ANTHROPIC_API_KEY: key,
+        ANTHROPIC_SMALL_FAST_MODEL: model,
+        ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_AUTOUPDATER: "1",
+      }, cwd),
+    readDirective: (path) => `[[emulate tool=Read arg.file_path=${path}]]`,
+  },
+  {
+    name: "Codex",
+    native: "gpt-test",
+    run: (model, prompt, key, cwd, home) =>
+      run(
+        "codex",
+        [
+          "exec",
+          "--skip-git-repo-check",
+          "--dangerously-bypass-approvals-and-sandbox",
+          "-c",
+          `model_providers.gw={name="gw",base_url="${gateway.url}/v1",env_key="SWITCHYARD_KEY",wire_api="responses"}`,
+          "-c",
+          "model_provider=gw",
+          "-m",
+          model,
+          prompt,
+        ],
+        { HOME: home, CODEX_HOME: home, SWITCHYARD_KEY: key },
+        cwd,
+      ),
+    // No spaces in a directive value: the shell reads the file by redirection.
+    readDirective: (path) => `[[emulate tool=exec_command arg.cmd=cat<${path}]]`,
+  },
+  {
+    name: "Gemini CLI",
+    native: "gemini-test",
+    async run(model, prompt, key, cwd, home) {
+      await Deno.mkdir(`${home}/.gemini`, { recursive: true });
+      await Deno.writeTextFile(
+        `${home}/.gemini/settings.json`,
+        JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }),
+      );
+      return await run("gemini", ["-m", model, "-p", prompt], {
+        HOME: home,
+        GEMINI_API_KEY: key,
+        GOOGLE_GEMINI_BASE_URL: gateway.url,
+        GEMINI_CLI_TRUST_WORKSPACE: "true",
+      }, cwd);
+    },
+    readDirective: (path) => `[[emulate tool=read_file arg.file_path=${path}]]`,
+  },
+];
+
+const MODELS = ["gpt-test", "claude-test", "gemini-test", "local-test"];
+
+function ledger(account: string): { status: string; estimated: number }[] {
+  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
+  try {
+    return db.prepare(
+      `SELECT l.status, l.estimated FROM ledger l JOIN accounts a ON a.id = l.account_id
+        WHERE a.name = ? AND l.kind = 'charge' ORDER BY l.id`,
+    ).all(account) as { status: string; estimated: number }[];
+  } finally {
+    db.close();
+  }
+}
+
+/** Text calls the emulator received since `from` (counting calls are free, not billed). */
+async function upstreamCalls(from: number): Promise<number> {
+  const seen = (await stack.upstreamRequests()).slice(from);
+  return seen.filter((r) => !/count_?tokens|countTokens|input_tokens/i.test(r.path)).length;
+}
+
+for (const agent of AGENT_LIST) {
+  for (const model of MODELS) {
+    // Codex and Gemini CLI are asked of the issue on their native and two foreign families;
+    // Claude Code on all four.
+    if (agent.name !== "Claude Code" && model === "local-test") continue;
+    const where = model === agent.native ? "native" : "translated";
+    Deno.test(`${agent.name} on ${model} (${where}): a plain prompt and a tool round trip`, async () => {
+      const account = `agent-${agent.name.replace(/\W/g, "")}-${model}`;
+      const { key } = await gateway.createKey(account, "--credit", "20");
+      const cwd = await Deno.makeTempDir({ prefix: "switchyard-agent-" });
+      const home = await Deno.makeTempDir({ prefix: "switchyard-agent-home-" });
+      try {
+        const before = (await stack.upstreamRequests()).length;
+        const plain = await agent.run(model, "Say hello. [[emulate tool=none]]", key, cwd, home);
+        assert.equal(plain.code, 0, plain.out);
+        assert.match(plain.out, /You said/, plain.out);
+
+        const nonce = crypto.randomUUID();
+        await Deno.writeTextFile(`${cwd}/nonce.txt`, `${nonce}\n`);
+        const tool = await agent.run(
+          model,
+          `Read the file nonce.txt and tell me what it says. ${
+            agent.readDirective(`${cwd}/nonce.txt`)
+          }`,
+          key,
+          cwd,
+          home,
+        );
+        assert.equal(tool.code, 0, tool.out);
+        assert.ok(
+          tool.out.includes(`the tool returned`) && tool.out.includes(nonce),
+          `the answer after the tool result carries the file's nonce:\n${tool.out}`,
+        );
+
+        // Every call the agent made is billed, from reported usage, and nothing is left held.
+        const calls = await upstreamCalls(before);
+        await eventually(() => Promise.resolve(ledger(account).length === calls), 5000).catch(
+          () => {},
+        );
+        const charges = ledger(account);
+        assert.equal(charges.length, calls, "one ledger entry per upstream call");
+        assert.ok(
+          charges.every((c) => c.status === "settled" && c.estimated === 0),
+          JSON.stringify(charges),
+        );
+      } finally {
+        await Deno.remove(cwd, { recursive: true }).catch(() => {});
+        await Deno.remove(home, { recursive: true }).catch(() => {});
+      }
+    });
+  }
+}
