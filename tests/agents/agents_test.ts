@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { eventually, startStack } from "../helpers/setup.ts";
+import { eventually, MAX_OUT, startStack, TEST_PRICE } from "../helpers/setup.ts";
 
 /** The agents, pinned. */
 const AGENTS = {
@@ -49,7 +49,22 @@ async function install(): Promise<void> {
 }
 
 await install();
-const stack = await startStack();
+// Codex always offers its hosted web search: the models price it, as the built-in catalog does.
+const SEARCH = { web_search: 0.01, grounded_prompt: 0.035 };
+const stack = await startStack({
+  models: Object.fromEntries(
+    [
+      ["gpt-test", "openai", "gpt-5.4"],
+      ["claude-test", "anthropic", "claude-sonnet-4-5"],
+      ["gemini-test", "gemini", "gemini-2.5-flash"],
+    ].map(([id, provider, upstream]) => [id, {
+      provider,
+      upstream,
+      maxOutputTokens: MAX_OUT.maxOutputTokens,
+      price: { ...TEST_PRICE, tools: SEARCH },
+    }]),
+  ),
+});
 const { gateway } = stack;
 Deno.test.afterAll(() => stack.stop());
 

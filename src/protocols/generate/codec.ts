@@ -161,7 +161,11 @@ function decodeContents(contents: unknown): Message[] {
         const call = field(part, "functionCall");
         const thought = part.thought === true;
         if (foreign && !thought) {
-          out.push({ type: "reasoning", text: foreign.text ?? "", opaque: foreign.opaque });
+          // The thought part written just before the call, if any, is the one the token is for.
+          const last = out.at(-1);
+          if (last?.type === "reasoning" && !last.opaque && last.text === (foreign.text ?? "")) {
+            last.opaque = foreign.opaque;
+          } else out.push({ type: "reasoning", text: foreign.text ?? "", opaque: foreign.opaque });
         }
         if (isObject(call)) {
           const name = string(call.name, `${pat}.functionCall.name`);
