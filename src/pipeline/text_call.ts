@@ -14,7 +14,7 @@ import type { Accepted, WireProtocol } from "../protocols/wire.ts";
 import { protocolsOf } from "../providers/index.ts";
 import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
-import { toToken } from "../translate/opaque.ts";
+import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
 import { planCall } from "../translate/plan.ts";
 import { passThrough, type Translation } from "./passthrough.ts";
 import { resolveModel } from "./resolve.ts";
@@ -34,7 +34,10 @@ export function textCall(client: WireProtocol): Handler {
     }
     // A conversation the gateway keeps itself is continued through the canonical form, even on an
     // upstream of the client's own protocol (it holds nothing of it).
-    const held = client.conversation?.held(ctx, body.value) ?? false;
+    // So is a body carrying gateway tokens of opaque state (a conversation that moved between
+    // providers): each goes back to the provider that issued it, or nowhere.
+    const held = (client.conversation?.held(ctx, body.value) ?? false) ||
+      body.text.includes(TOKEN_PREFIX);
     if (plan.kind === "passthrough" && !held) {
       const prepared = client.prepare(ctx, body, model, {
         stream: accepted.stream,

@@ -90,3 +90,25 @@ export function replayable(
   return !!opaque && opaque.provider !== "" && opaque.provider === provider &&
     kinds.includes(opaque.kind);
 }
+
+/**
+ * A Gemini thought signature carried by a client of another protocol on a reasoning item just
+ * before a call (its protocol has no slot on the call) goes back onto that call.
+ */
+export function signaturesOntoCalls<T extends { type: string; opaque?: Opaque; text?: string }>(
+  parts: T[],
+): T[] {
+  const out: T[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i];
+    const next = parts[i + 1];
+    if (
+      part.type === "reasoning" && part.opaque?.kind === "thought-signature" && !part.text &&
+      next?.type === "tool-call" && !next.opaque
+    ) {
+      out.push({ ...next, opaque: part.opaque });
+      i++;
+    } else out.push(part);
+  }
+  return out;
+}

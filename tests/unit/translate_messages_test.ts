@@ -306,9 +306,11 @@ Deno.test("foreign opaque state reaches a Messages client as a token it replays"
   assert.equal(blocks[0].type, "thinking");
   assert.deepEqual(fromToken(blocks[0].signature)?.opaque, opaque);
   assert.equal(out.stop_reason, "tool_use");
-  // Replayed by the client, it comes back as the provider's own state.
+  // Replayed by the client, it comes back as the provider's own state, on the call again.
   const request = decodeRequest({ messages: [{ role: "assistant", content: blocks }] }, {});
-  assert.deepEqual(request.messages[0].content[0], { type: "reasoning", text: "", opaque });
+  assert.deepEqual(request.messages[0].content, [
+    { type: "tool-call", id: "call_1", name: "f", input: {}, opaque },
+  ]);
 });
 
 Deno.test("the recorded stream decodes identically at every byte split", () => {

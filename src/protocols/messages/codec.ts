@@ -28,7 +28,7 @@ import type {
 } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
 import { fromAnthropic, toAnthropic } from "../../translate/finish.ts";
-import { fromToken, readOpaque, replayable } from "../../translate/opaque.ts";
+import { fromToken, readOpaque, replayable, signaturesOntoCalls } from "../../translate/opaque.ts";
 import { budgetFor, effortFor, readEffort } from "../../translate/reasoning.ts";
 import { anthropicToolId, newId, parseArguments } from "../../translate/tool_ids.ts";
 import {
@@ -290,7 +290,7 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
     if (message.role === "assistant") {
       messages.push({
         role: "assistant",
-        content: assistantBlocks(message.content, `${at}.content`),
+        content: signaturesOntoCalls(assistantBlocks(message.content, `${at}.content`)),
       });
     } else if (message.role === "system") {
       messages.push({ role: "system", content: systemText(message.content, `${at}.content`) });
