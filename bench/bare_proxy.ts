@@ -10,7 +10,14 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
   const url = new URL(req.url);
   const upstream = await fetch(target + url.pathname + url.search, {
     method: req.method,
-    headers: { "content-type": "application/json", authorization: "Bearer bench-upstream" },
+    // Every family's key header, so one proxy reaches each emulated provider.
+    headers: {
+      "content-type": "application/json",
+      authorization: "Bearer bench-upstream",
+      "x-api-key": "bench-upstream",
+      "x-goog-api-key": "bench-upstream",
+      "anthropic-version": "2023-06-01",
+    },
     body: req.body,
     signal: req.signal,
   });

@@ -103,8 +103,20 @@ await Deno.writeTextFile(
     defaultCatalog: false,
     providers: {
       openai: { type: "openai", baseUrl: `${emulatorUrl}/openai/v1`, apiKey: "env:UPSTREAM_KEY" },
+      anthropic: {
+        type: "anthropic",
+        baseUrl: `${emulatorUrl}/anthropic`,
+        apiKey: "env:UPSTREAM_KEY",
+      },
     },
-    models: { "gpt-bench": { provider: "openai", price: { input: 2.5, output: 15 } } },
+    models: {
+      "gpt-bench": { provider: "openai", upstream: "gpt-5.4", price: { input: 2.5, output: 15 } },
+      "claude-bench": {
+        provider: "anthropic",
+        upstream: "claude-sonnet-4-5",
+        price: { input: 3, output: 15 },
+      },
+    },
   }),
 );
 const flags = await flagsOfCompileTask();
@@ -148,29 +160,91 @@ const gateway = await spawn(
 );
 
 const prompt = "Write one sentence about switchyards and trains, please.";
-const scenarios = [
-  { name: "responses JSON", body: { model: "gpt-bench", input: prompt } },
-  { name: "responses SSE", body: { model: "gpt-bench", input: prompt, stream: true } },
+const proxyUrl = `http://127.0.0.1:${proxy.port}`;
+const gatewayUrl = `http://127.0.0.1:${gateway.port}`;
+interface Target {
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+/**
+ * Each scenario: the gateway's route, and the upstream call it makes as the emulator sees it —
+ * which the bare proxy and the direct run send themselves. Translated scenarios compare the
+ * gateway translating both ways against a proxy that only relays the upstream's own protocol.
+ */
+const responsesBody = (stream: boolean) => ({ model: "gpt-5.4", input: prompt, stream });
+const messagesUpstream = {
+  model: "claude-sonnet-4-5",
+  max_tokens: 1024,
+  stream: true,
+  messages: [{ role: "user", content: [{ type: "text", text: prompt }] }],
+};
+const scenarios: { name: string; upstream: string; direct: Target; gateway: Target }[] = [
+  ...[false, true].map((stream) => ({
+    name: `responses ${stream ? "SSE" : "JSON"}`,
+    upstream: "/openai/v1/responses",
+    direct: { url: "", headers: {}, body: responsesBody(stream) },
+    gateway: {
+      url: `${gatewayUrl}/v1/responses`,
+      headers: { authorization: `Bearer ${key}` },
+      body: { ...responsesBody(stream), model: "gpt-bench" },
+    },
+  })),
+  {
+    name: "messages client → responses upstream, SSE",
+    upstream: "/openai/v1/responses",
+    direct: { url: "", headers: {}, body: responsesBody(true) },
+    gateway: {
+      url: `${gatewayUrl}/v1/messages`,
+      headers: { "x-api-key": key, "anthropic-version": "2023-06-01" },
+      body: {
+        model: "gpt-bench",
+        max_tokens: 1024,
+        stream: true,
+        messages: [{ role: "user", content: prompt }],
+      },
+    },
+  },
+  {
+    name: "generateContent client → messages upstream, SSE",
+    upstream: "/anthropic/v1/messages",
+    direct: { url: "", headers: {}, body: messagesUpstream },
+    gateway: {
+      url: `${gatewayUrl}/v1beta/models/claude-bench:streamGenerateContent?alt=sse`,
+      headers: { "x-goog-api-key": key },
+      body: { contents: [{ role: "user", parts: [{ text: prompt }] }] },
+    },
+  },
 ];
-const targets = [
-  { name: "emulator direct", url: `${emulatorUrl}/openai/v1/responses`, auth: "bench-upstream" },
-  { name: "bare proxy", url: `http://127.0.0.1:${proxy.port}/openai/v1/responses`, auth: "x" },
-  { name: "switchyard", url: `http://127.0.0.1:${gateway.port}/v1/responses`, auth: key },
-];
+const upstreamHeaders = {
+  authorization: "Bearer bench-upstream",
+  "x-api-key": "bench-upstream",
+  "anthropic-version": "2023-06-01",
+};
 
 console.log(`${SECONDS}s per run, ${CONCURRENCY} concurrent connections\n`);
 const rows: string[][] = [["scenario", "target", "req/s", "p50 ms", "p99 ms", "errors"]];
 const ratios: string[] = [];
 for (const scenario of scenarios) {
   const results: Record<string, Result> = {};
-  for (const target of targets) {
-    const headers = { "content-type": "application/json", authorization: `Bearer ${target.auth}` };
-    await load(target.url, headers, JSON.stringify(scenario.body)); // warm-up (short)
-    const r = await load(target.url, headers, JSON.stringify(scenario.body));
-    results[target.name] = r;
+  const targets: [string, Target][] = [
+    ["emulator direct", {
+      ...scenario.direct,
+      url: `${emulatorUrl}${scenario.upstream}`,
+      headers: upstreamHeaders,
+    }],
+    ["bare proxy", { ...scenario.direct, url: `${proxyUrl}${scenario.upstream}`, headers: {} }],
+    ["switchyard", scenario.gateway],
+  ];
+  for (const [name, target] of targets) {
+    const headers = { "content-type": "application/json", ...target.headers };
+    const body = JSON.stringify(target.body);
+    await load(target.url, headers, body); // warm-up
+    const r = await load(target.url, headers, body);
+    results[name] = r;
     rows.push([
       scenario.name,
-      target.name,
+      name,
       r.rps.toFixed(0),
       r.p50.toFixed(2),
       r.p99.toFixed(2),
