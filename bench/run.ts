@@ -1,12 +1,24 @@
 /**
- * `deno task bench`: the same load against the emulator directly, a bare Deno.serve + fetch proxy,
+ * `deno task bench`: the same load — `wrk`, 2 threads — against the emulator directly, a bare
+ * Deno.serve + fetch proxy,
  * and the full gateway (auth, RPM, validation, reservation, ledger, access log), non-streaming and
  * streaming. Prints requests/s, p50/p99 latency, the ratios and the gateway's peak RSS.
- * Settings: BENCH_SECONDS (10), BENCH_CONCURRENCY (64).
+ * Settings: BENCH_SECONDS (10), BENCH_CONCURRENCY (64), BENCH_ONLY (scenarios whose name has
+ * this), BENCH_PROFILE (a directory for the gateway's CPU profile).
  */
 const ROOT = new URL("../", import.meta.url).pathname;
+
+try {
+  await new Deno.Command("wrk", { args: ["--version"], stdout: "null", stderr: "null" }).output();
+} catch {
+  console.error("deno task bench needs wrk (Debian: apt-get install -y wrk).");
+  Deno.exit(1);
+}
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 10);
 const CONCURRENCY = Number(Deno.env.get("BENCH_CONCURRENCY") ?? 64);
+const PROFILE = Deno.env.get("BENCH_PROFILE");
+/** Only the scenarios whose name contains this. */
+const ONLY = Deno.env.get("BENCH_ONLY") ?? "";
 
 interface Proc {
   child: Deno.ChildProcess;
@@ -54,30 +66,58 @@ interface Result {
   errors: number;
 }
 
+/**
+ * Loads `url` with `wrk` (a native load generator: a JavaScript loop on the same cores would take
+ * the CPU the servers need) for SECONDS at CONCURRENCY connections, 2 threads.
+ */
 async function load(url: string, headers: Record<string, string>, body: string): Promise<Result> {
-  const latencies: number[] = [];
-  let errors = 0;
-  const until = performance.now() + SECONDS * 1000;
-  const worker = async () => {
-    while (performance.now() < until) {
-      const start = performance.now();
-      try {
-        const res = await fetch(url, { method: "POST", headers, body });
-        await res.arrayBuffer();
-        if (res.status !== 200) errors++;
-      } catch {
-        errors++;
-      }
-      latencies.push(performance.now() - start);
-    }
-  };
-  const started = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors };
+  const script = await Deno.makeTempFile({ suffix: ".lua" });
+  const lua = (text: string) => JSON.stringify(text); // a JSON string is a valid Lua string here
+  await Deno.writeTextFile(
+    script,
+    [
+      `wrk.method = "POST"`,
+      `wrk.body = ${lua(body)}`,
+      ...Object.entries(headers).map(([k, v]) => `wrk.headers[${lua(k)}] = ${lua(v)}`),
+      // Non-2xx answers are counted by wrk itself.
+    ].join("\n"),
+  );
+  try {
+    const out = await new Deno.Command("wrk", {
+      args: [
+        "-t2",
+        `-c${CONCURRENCY}`,
+        `-d${SECONDS}s`,
+        "--latency",
+        "-s",
+        script,
+        url,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    if (!out.success) throw new Error(`wrk failed: ${new TextDecoder().decode(out.stderr)}`);
+    const number = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
+    const ms = (re: RegExp) => {
+      const m = re.exec(text);
+      if (!m) return NaN;
+      const value = Number(m[1]);
+      return m[2] === "us" ? value / 1000 : m[2] === "s" ? value * 1000 : value;
+    };
+    const errors = number(/Non-2xx or 3xx responses:\s+(\d+)/) || 0;
+    const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(
+      text,
+    );
+    return {
+      rps: number(/Requests\/sec:\s+([\d.]+)/),
+      p50: ms(/50%\s+([\d.]+)(us|ms|s)/),
+      p99: ms(/99%\s+([\d.]+)(us|ms|s)/),
+      errors: errors + (socket ? socket.slice(1).reduce((n, v) => n + Number(v), 0) : 0),
+    };
+  } finally {
+    await Deno.remove(script);
+  }
 }
 
 function peakRss(pid: number): number {
@@ -143,6 +183,8 @@ const gateway = await spawn(
   [
     "run",
     ...flags,
+    // BENCH_PROFILE=DIR writes the gateway's CPU profile there when it exits.
+    ...(PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}`] : []),
     "--config",
     `${ROOT}deno.json`,
     `${ROOT}main.ts`,
@@ -225,7 +267,7 @@ const upstreamHeaders = {
 console.log(`${SECONDS}s per run, ${CONCURRENCY} concurrent connections\n`);
 const rows: string[][] = [["scenario", "target", "req/s", "p50 ms", "p99 ms", "errors"]];
 const ratios: string[] = [];
-for (const scenario of scenarios) {
+for (const scenario of scenarios.filter((s) => s.name.includes(ONLY))) {
   const results: Record<string, Result> = {};
   const targets: [string, Target][] = [
     ["emulator direct", {
@@ -239,7 +281,7 @@ for (const scenario of scenarios) {
   for (const [name, target] of targets) {
     const headers = { "content-type": "application/json", ...target.headers };
     const body = JSON.stringify(target.body);
-    await load(target.url, headers, body); // warm-up
+    await load(target.url, headers, body).catch(() => null); // warm-up
     const r = await load(target.url, headers, body);
     results[name] = r;
     rows.push([

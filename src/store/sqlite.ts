@@ -3,6 +3,7 @@
  * while the server runs. Every money change commits in one transaction with its ledger entry;
  * hot-path writes are group-committed (one transaction per event-loop turn).
  */
+import { setImmediate } from "node:timers";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { OwnerLock } from "./owners.ts";
 import type {
@@ -318,7 +319,8 @@ class SqliteStore implements Store {
       this.#s.begin.run();
       this.#turn = Promise.withResolvers<void>();
       this.#turn.promise.catch(() => {}); // observed by whoever awaits it
-      setTimeout(() => this.#commit(), 0);
+      // After this turn's I/O callbacks, not a timer tick later (setTimeout(0) waits ≥ 1 ms).
+      setImmediate(() => this.#commit());
     }
     // A single statement is atomic by itself; several need a savepoint so that a failure leaves
     // the turn's other writes intact.
