@@ -365,9 +365,12 @@ function dataUrl(part: FilePart): string {
     : part.data.url;
 }
 
-function inputPart(part: TextPart | FilePart, role: "user" | "assistant"): Json {
+function inputPart(part: TextPart | FilePart, role: "user" | "assistant", field = "input"): Json {
   if (part.type === "text") {
     return { type: role === "assistant" ? "output_text" : "input_text", text: part.text };
+  }
+  if (part.mediaType.startsWith("audio/")) {
+    throw inexpressible(field, "audio input", PROTOCOL);
   }
   if (part.mediaType.startsWith("image/")) {
     return { type: "input_image", image_url: dataUrl(part), detail: part.detail ?? "auto" };
@@ -392,7 +395,7 @@ function encodeInput(request: CanonicalRequest, provider: string): Json[] {
           items.push({
             type: "message",
             role: "user",
-            content: message.content.map((p) => inputPart(p, "user")),
+            content: message.content.map((p) => inputPart(p, "user", request.fields.messages)),
           });
         }
         break;
