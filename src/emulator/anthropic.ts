@@ -2,8 +2,12 @@
  * Emulated Anthropic Messages API and its compatible vendors (`anthropic-messages.md`): the
  * message object, the named SSE stream (`message_start` → blocks → `message_delta` with cumulative
  * usage → `message_stop`, `ping` after the first block start), thinking blocks (`thinking_delta`
- * then one `signature_delta`), `tool_use` with `input_json_delta`, cache usage, count_tokens, and
- * errors in Anthropic's envelope (529 `overloaded_error` included).
+ * then one `signature_delta`, the signature an HMAC of the thinking text; `redacted_thinking` with
+ * `[[emulate redacted=1]]`), `tool_use` with `input_json_delta` (steered by the prompt, see
+ * `text.ts`), JSON following `output_config.format`, cache usage, count_tokens, the real API's
+ * history checks (tool use/result pairing, empty text, tool ids, the first role, thinking
+ * signatures and the thinking rules of tool loops), and errors in Anthropic's envelope
+ * (529 `overloaded_error` included).
  */
 import { encodeSse } from "../http/sse.ts";
 import {
@@ -15,12 +19,14 @@ import {
   exampleValue,
   newId,
   pickTools,
+  seal,
   sign,
   signed,
   sleep,
   sseBody,
   tokenize,
   toolArguments,
+  unseal,
 } from "./text.ts";
 
 type Json = Record<string, unknown>;
@@ -105,22 +111,43 @@ function inputTokens(body: Json): number {
 
 const THINKING = "Let me think about this request step by step.";
 
+/** The prefix of the emulator's `redacted_thinking` data. */
+const REDACTED = "EmwK";
+
+/** What is wrong with the first empty or blank text block, if any. */
+function emptyText(blocks: Json[]): string | undefined {
+  for (const block of blocks) {
+    if (block.type !== "text" || typeof block.text !== "string") continue;
+    if (block.text === "") return "text content blocks must be non-empty";
+    if (!block.text.trim()) return "text content blocks must contain non-whitespace text";
+  }
+  return undefined;
+}
+
+/** Tool choices that force a call. */
+const FORCING = new Set(["any", "tool"]);
+
 /**
- * Histories the real API rejects: a non-user first turn, empty text blocks, tool ids out of
+ * Requests the real API rejects: a non-user first turn, empty text blocks, tool ids out of
  * pattern, a tool use not answered first thing in the next user turn, a result answering no use
- * of the turn before, thinking signatures it did not issue, and — with thinking on — a forced
- * tool or a tool loop continued without its thinking block.
+ * of the turn before, thinking signatures (and redacted data) it did not issue, and — with
+ * thinking on — a forced tool or a tool loop continued without its thinking block.
  */
 function invalidHistory(body: Json, history: Message[], thinking: boolean): Response | undefined {
   const bad = (message: string) => anthropicError(400, message);
   const first = history.find((m) => m.role !== "system");
   if (first && first.role !== "user") {
-    return bad("messages: first message must use the user role");
+    return bad('messages: first message must use the "user" role');
   }
+  const blankSystem = Array.isArray(body.system) ? emptyText(body.system as Json[]) : undefined;
+  if (blankSystem) return bad(`system: ${blankSystem}`);
   let pending: string[] = [];
   for (const [i, message] of history.entries()) {
+    const final = i === history.length - 1 && message.role === "assistant";
     const blocks = Array.isArray(message.content)
       ? message.content as Json[]
+      : final && message.content === ""
+      ? []
       : [{ type: "text", text: message.content }];
     if (message.role === "user") {
       const results = blocks.filter((b) => b.type === "tool_result");
@@ -148,7 +175,7 @@ function invalidHistory(body: Json, history: Message[], thinking: boolean): Resp
         return bad(
           `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${
             pending.join(", ")
-          }.`,
+          }. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
         );
       }
       for (const [j, block] of blocks.entries()) {
@@ -165,20 +192,16 @@ function invalidHistory(body: Json, history: Message[], thinking: boolean): Resp
         ) {
           return bad(`messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`);
         }
-        if (block.type === "redacted_thinking" && !signed("Er", "", block.data)) {
+        if (block.type === "redacted_thinking" && unseal(REDACTED, block.data) === undefined) {
           return bad(`messages.${i}.content.${j}: Invalid \`data\` in \`redacted_thinking\` block`);
         }
       }
     }
-    for (const [j, block] of blocks.entries()) {
-      if (block.type === "text" && block.text === "") {
-        return bad(`messages.${i}.content.${j}: text content blocks must be non-empty`);
-      }
-    }
+    const blank = emptyText(blocks);
+    if (blank) return bad(`messages: ${blank}`);
   }
   if (!thinking) return undefined;
-  const choice = (body.tool_choice as Json | undefined)?.type;
-  if (choice === "any" || choice === "tool") {
+  if (FORCING.has(String((body.tool_choice as Json | undefined)?.type))) {
     return bad("Thinking may not be enabled when tool_choice forces tool use.");
   }
   const lastAssistant = history.findLastIndex((m) => m.role === "assistant");
@@ -192,7 +215,7 @@ function invalidHistory(body: Json, history: Message[], thinking: boolean): Resp
       return bad(
         `messages.${lastAssistant}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${
           String(first?.type)
-        }\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks).`,
+        }\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking`,
       );
     }
   }
@@ -243,15 +266,21 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
     (lastContent as Json[]).some((b) => b.type === "tool_result");
   const invalid = invalidHistory(body, history, thinking);
   if (invalid) return invalid;
-  const called = !answeredTool && (body.tool_choice as Json | undefined)?.type !== "none"
-    ? pickTools(tools, (t) => String(t.name), d)
+  const choice = body.tool_choice as Json | undefined;
+  const called = !answeredTool && choice?.type !== "none"
+    ? pickTools(tools, (t) => String(t.name), d, {
+      forced: choice?.type === "tool" ? choice.name as string | undefined : undefined,
+      single: choice?.disable_parallel_tool_use === true,
+    })
     : [];
   const tool = called[0];
 
   type Block = {
     block: Json;
     pieces: string[];
-    kind: "thinking" | "text" | "tool_use" | "server_tool_use" | "result";
+    kind: "thinking" | "redacted" | "text" | "tool_use" | "server_tool_use" | "result";
+    /** Output tokens spent but not shown (redacted thinking). */
+    hidden?: number;
   };
   const blocks: Block[] = [];
   let budget = body.max_tokens as number;
@@ -264,7 +293,15 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
     budget -= pieces.length;
     return pieces;
   };
-  if (thinking) {
+  if (thinking && d.redacted) {
+    // Redacted thinking: opaque data under the emulator's seal, no visible text.
+    blocks.push({
+      kind: "redacted",
+      pieces: [],
+      hidden: take(tokenize(THINKING)).length,
+      block: { type: "redacted_thinking", data: seal(REDACTED, newId("", 32)) },
+    });
+  } else if (thinking) {
     const pieces = take(tokenize(THINKING));
     const text = pieces.join("");
     blocks.push({
@@ -317,7 +354,7 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
     const pieces = take(tokenize(answerText(body, history, d)));
     blocks.push({ kind: "text", pieces, block: { type: "text", text: pieces.join("") } });
   }
-  const outputTokens = blocks.reduce((n, b) => n + b.pieces.length, 0);
+  const outputTokens = blocks.reduce((n, b) => n + b.pieces.length + (b.hidden ?? 0), 0);
   const id = newId("msg_01", 22);
   const message = {
     id,
@@ -352,7 +389,7 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
         ? { type: "thinking", thinking: "", signature: "" }
         : b.kind === "tool_use" || b.kind === "server_tool_use"
         ? { ...b.block, input: {} }
-        : b.kind === "result"
+        : b.kind === "result" || b.kind === "redacted"
         ? b.block
         : { type: "text", text: "" };
       yield ev("content_block_start", { index, content_block: start });

@@ -3,8 +3,10 @@
  * surfaces of DeepSeek, Moonshot and Zhipu serve them: `chat.completion` objects, unnamed SSE
  * chunks ending in `data: [DONE]`, a usage chunk with `choices: []` only when
  * `stream_options.include_usage` is true, tool calls when function tools are offered (see
- * `text.ts` for steering them), and JSON matching `response_format`'s schema. The `local` route is
- * an `openai-compatible` server that needs no key.
+ * `text.ts` for steering them), JSON matching `response_format`'s schema (`json_object`: a small
+ * object), and the real API's check that `tool` messages answer exactly the calls of the
+ * assistant turn before them. The `local` route is an `openai-compatible` server (vLLM, Ollama)
+ * that needs no key and ignores any `Authorization`.
  */
 import { encodeSse } from "../http/sse.ts";
 import { openaiError, openaiFault, servedTier, unknownModel } from "./openai.ts";
@@ -28,17 +30,70 @@ type Json = Record<string, unknown>;
 interface Message {
   role?: string;
   content?: unknown;
+  tool_calls?: { id?: unknown }[];
+  tool_call_id?: unknown;
 }
 
 function lastUserText(messages: Message[]): string {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i];
     if (m.role === "tool") {
-      return `the tool returned ${typeof m.content === "string" ? m.content : "a result"}`;
+      const result = collectText(m.content).join(" ");
+      return `the tool returned ${result || "a result"}`;
     }
     if (m.role === "user") return collectText(m.content).join(" ");
   }
   return "";
+}
+
+/** A 400 as OpenAI words it for a bad history, naming the message's role. */
+function historyError(message: string, index: number): Response {
+  return Response.json({
+    error: {
+      message,
+      type: "invalid_request_error",
+      param: `messages.[${index}].role`,
+      code: null,
+    },
+  }, { status: 400 });
+}
+
+/**
+ * Histories the real API rejects: a `tool` message that answers no call of the assistant turn
+ * before it, and an assistant turn whose calls are not all answered before the next message.
+ */
+function invalidHistory(messages: Message[]): Response | undefined {
+  let pending: string[] = [];
+  let asked = -1;
+  const unanswered = () =>
+    historyError(
+      `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${
+        pending.join(", ")
+      }`,
+      asked,
+    );
+  let open = new Set<string>();
+  for (const [i, message] of messages.entries()) {
+    if (message.role === "tool") {
+      const id = String(message.tool_call_id);
+      if (!open.has(id)) {
+        return historyError(
+          "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          i,
+        );
+      }
+      pending = pending.filter((p) => p !== id);
+      continue;
+    }
+    if (pending.length) return unanswered();
+    open = new Set();
+    if (message.role === "assistant" && Array.isArray(message.tool_calls)) {
+      pending = message.tool_calls.map((call) => String(call?.id));
+      open = new Set(pending);
+      asked = i;
+    }
+  }
+  return pending.length ? unanswered() : undefined;
 }
 
 /** The function tools to call, unless the conversation already answered one. */
@@ -46,7 +101,14 @@ function functionTools(body: Json, messages: Message[], d: Directives): Json[] {
   const tools = Array.isArray(body.tools) ? body.tools as Json[] : [];
   if (body.tool_choice === "none" || messages.some((m) => m.role === "tool")) return [];
   const functions = tools.flatMap((t) => t.type === "function" ? [t.function as Json] : []);
-  return pickTools(functions, (f) => String(f.name), d);
+  const choice = body.tool_choice as Json | undefined;
+  const forced = choice?.type === "function"
+    ? (choice.function as Json | undefined)?.name as string | undefined
+    : undefined;
+  return pickTools(functions, (f) => String(f.name), d, {
+    forced,
+    single: body.parallel_tool_calls === false,
+  });
 }
 
 /** The answer text: JSON for a structured-output request, else the echo. */
@@ -84,6 +146,8 @@ export async function chatCompletions(
       "Invalid 'messages': empty array. Expected an array with minimum length 1.",
     );
   }
+  const invalid = invalidHistory(messages);
+  if (invalid) return invalid;
 
   const promptTokens = countTokens(texts.join(" ")) + 3 * messages.length;
   const cached = Math.min(d.cached ?? 0, promptTokens);

@@ -16,9 +16,9 @@ import {
   newId,
   pickTools,
   sign,
-  signed,
   sleep,
   sseBody,
+  stableJson,
   TINY_PNG,
   tokenize,
   toolArguments,
@@ -80,46 +80,70 @@ export async function countTokensHandler(req: Request): Promise<Response> {
   });
 }
 
-/** Keywords Gemini's `Schema` (function `parameters`) has no field for. */
-const NOT_IN_SCHEMA = [
-  "additionalProperties",
-  "$schema",
-  "$ref",
-  "$defs",
-  "definitions",
-  "const",
-  "exclusiveMinimum",
-  "exclusiveMaximum",
-  "propertyNames",
-  "examples",
-  "default",
-  "title",
-  "strict",
-];
+/**
+ * The fields of Gemini's `Schema` (function `parameters`), in both spellings the proto-JSON
+ * parser takes; anything else (`additionalProperties`, `$schema`, `$ref`, `$defs`, `const`,
+ * `exclusiveMinimum`, `propertyNames`, `examples`, and — per `gemini.md` — `default`, `title`,
+ * `strict`) is an unknown name.
+ */
+const SCHEMA_FIELDS = new Set(
+  [
+    "type",
+    "format",
+    "description",
+    "nullable",
+    "enum",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "anyOf",
+    "propertyOrdering",
+    "items",
+    "minimum",
+    "maximum",
+  ].flatMap((name) => [name, name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)]),
+);
 
-/** The first key of a schema Gemini would not know, with its path. */
-function unknownKey(schema: unknown, path: string): string | undefined {
-  if (Array.isArray(schema)) {
-    for (const item of schema) {
-      const found = unknownKey(item, path);
-      if (found) return found;
-    }
-    return undefined;
-  }
-  if (!schema || typeof schema !== "object") return undefined;
+/** Every key of a `parameters` schema Gemini would not know, as `[field path, name]`. */
+function unknownKeys(schema: unknown, path: string, into: [string, string][] = []) {
+  if (!schema || typeof schema !== "object" || Array.isArray(schema)) return into;
   for (const [key, value] of Object.entries(schema)) {
-    if (NOT_IN_SCHEMA.includes(key)) return `Unknown name "${key}" at '${path}'`;
-    if (key === "properties" && value && typeof value === "object") {
-      for (const [name, inner] of Object.entries(value)) {
-        const found = unknownKey(inner, `${path}.properties[${name}].value`);
-        if (found) return found;
+    if (!SCHEMA_FIELDS.has(key)) into.push([path, key]);
+    else if (key === "properties" && value && typeof value === "object") {
+      for (const [n, inner] of Object.values(value).entries()) {
+        unknownKeys(inner, `${path}.properties[${n}].value`, into);
       }
-    } else if (key === "items" || key === "anyOf") {
-      const found = unknownKey(value, `${path}.${key}`);
-      if (found) return found;
+    } else if (key === "items") unknownKeys(value, `${path}.items`, into);
+    else if ((key === "anyOf" || key === "any_of") && Array.isArray(value)) {
+      for (const [n, inner] of value.entries()) unknownKeys(inner, `${path}.any_of[${n}]`, into);
     }
   }
-  return undefined;
+  return into;
+}
+
+/** Gemini's 400 for unknown fields: one line per field, with the `BadRequest` details. */
+function unknownFields(found: [string, string][]): Response {
+  const lines = found.map(([path, name]) =>
+    `Invalid JSON payload received. Unknown name "${name}" at '${path}': Cannot find field.`
+  );
+  return Response.json({
+    error: {
+      code: 400,
+      message: lines.join("\n"),
+      status: "INVALID_ARGUMENT",
+      details: [{
+        "@type": "type.googleapis.com/google.rpc.BadRequest",
+        fieldViolations: found.map(([path], i) => ({ field: path, description: lines[i] })),
+      }],
+    },
+  }, { status: 400 });
 }
 
 /** Gemini 3 models check thought signatures; 1.x and 2.x do not. */
@@ -128,13 +152,32 @@ const SIGNATURES_CHECKED = (model: string) => !/gemini-(1|2)(\.|-)/.test(model);
 /** Google's documented value for calls whose history came from elsewhere. */
 const SKIP = "skip_thought_signature_validator";
 
+/** The thought signature the emulator issues for a call: an HMAC of its name and arguments. */
+function callSignature(call: Json): string {
+  return sign("Cu", `${String(call.name)}\n${stableJson(call.args ?? {})}`);
+}
+
+/** A request's function declarations (either spelling of the field). */
+function declarationsOf(body: Json): Json[][] {
+  return ((body.tools ?? []) as Json[]).map((t) =>
+    (t.functionDeclarations ?? t.function_declarations ?? []) as Json[]
+  );
+}
+
 /**
  * Requests the real API rejects: roles other than user and model, function declarations with
  * schema keywords `parameters` has no field for, a function-response turn whose parts do not
  * match the calls of the turn before, and (Gemini 3) a model turn whose first call carries no
- * thought signature the API issued (or the documented skip value).
+ * thought signature the API issued for that call (or the documented skip value).
  */
 function invalidRequest(body: Json, contents: Content[], model: string): Response | undefined {
+  const found: [string, string][] = [];
+  for (const [i, declarations] of declarationsOf(body).entries()) {
+    for (const [j, decl] of declarations.entries()) {
+      unknownKeys(decl.parameters, `tools[${i}].function_declarations[${j}].parameters`, found);
+    }
+  }
+  if (found.length) return unknownFields(found);
   for (const [i, content] of contents.entries()) {
     if (content.role !== undefined && content.role !== "user" && content.role !== "model") {
       return googleError(400, "Please use a valid role: user, model.");
@@ -143,26 +186,29 @@ function invalidRequest(body: Json, contents: Content[], model: string): Respons
     const calls = parts.filter((p) => "functionCall" in p);
     if (content.role === "model" && calls.length && SIGNATURES_CHECKED(model)) {
       const first = calls[0];
-      const signature = first.thoughtSignature;
-      const call = first.functionCall as Json;
-      if (signature === undefined) {
+      const signature = first.thoughtSignature ?? first.thought_signature;
+      const call = (first.functionCall ?? {}) as Json;
+      if (signature == null) {
         return googleError(
           400,
-          `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`${
+          `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${
             String(call.name)
           }\` , position ${
             i + 1
           }. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`,
         );
       }
-      if (signature !== SKIP && !signed("Cu", String(call.name), signature)) {
+      if (signature !== SKIP && signature !== callSignature(call)) {
+        // The real API's words for a signature it did not issue (or one moved to another call).
         return googleError(400, "Corrupted thought signature.");
       }
     }
     const responses = parts.filter((p) => "functionResponse" in p).length;
-    const previous = contents[i - 1];
-    if (responses && previous) {
-      const asked = (previous.parts ?? []).filter((p) => "functionCall" in p).length;
+    if (responses) {
+      const previous = contents[i - 1];
+      const asked = previous && previous.role !== "user"
+        ? (previous.parts ?? []).filter((p) => "functionCall" in p).length
+        : 0;
       if (asked !== responses) {
         return googleError(
           400,
@@ -171,18 +217,17 @@ function invalidRequest(body: Json, contents: Content[], model: string): Respons
       }
     }
   }
-  for (const [i, tool] of ((body.tools ?? []) as Json[]).entries()) {
-    for (const [j, decl] of ((tool.functionDeclarations ?? []) as Json[]).entries()) {
-      const found = unknownKey(
-        decl.parameters,
-        `tools[${i}].function_declarations[${j}].parameters`,
-      );
-      if (found) {
-        return googleError(400, `Invalid JSON payload received. ${found}: Cannot find field.`);
-      }
-    }
-  }
   return undefined;
+}
+
+/** What a tool answered, as text: its single string field, else its JSON. */
+function resultText(part: Json | undefined): string {
+  const response = (part?.functionResponse as Json | undefined)?.response;
+  if (response && typeof response === "object") {
+    const values = Object.values(response);
+    if (values.length === 1 && typeof values[0] === "string") return values[0];
+  }
+  return JSON.stringify(response ?? null);
 }
 
 /** `…:generateContent` and `…:streamGenerateContent`. */
@@ -206,20 +251,20 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
 
   const last = contents.at(-1)?.parts ?? [];
   const answeredTool = last.some((p) => "functionResponse" in p);
-  const declarations = ((body.tools ?? []) as Json[]).flatMap((t) =>
-    (t.functionDeclarations ?? []) as Json[]
-  );
+  const declarations = declarationsOf(body).flat();
   const wantsImage = model.includes("image") && modalities.includes("IMAGE");
   const lastText = answeredTool
-    ? `the tool returned ${JSON.stringify(last.find((p) => "functionResponse" in p))}`
+    ? `the tool returned ${resultText(last.find((p) => "functionResponse" in p))}`
     : collectText(last.filter((p) => "text" in p)).join(" ");
 
-  const jsonSchema = config.responseMimeType === "application/json"
-    ? config.responseJsonSchema ?? config.responseSchema ?? { type: "object" }
-    : undefined;
-  let textPieces = wantsImage && !modalities.includes("TEXT")
-    ? []
-    : tokenize(jsonSchema ? JSON.stringify(exampleValue(jsonSchema)) : answer(lastText, d));
+  const json = config.responseMimeType === "application/json";
+  const jsonSchema = config.responseJsonSchema ?? config.responseSchema;
+  const text = !json
+    ? answer(lastText, d)
+    : jsonSchema
+    ? JSON.stringify(exampleValue(jsonSchema))
+    : JSON.stringify({ answer: answer(lastText, d) });
+  let textPieces = wantsImage && !modalities.includes("TEXT") ? [] : tokenize(text);
   const max = typeof config.maxOutputTokens === "number" ? config.maxOutputTokens : Infinity;
   let finishReason = "STOP";
   if (textPieces.length > max) {
@@ -238,11 +283,13 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
   const fragments: Json[][] = [];
   let thoughts = 0;
   let imageOut = 0;
-  const mode = ((body.toolConfig as Json | undefined)?.functionCallingConfig as Json | undefined)
-    ?.mode;
-  const called = answeredTool || mode === "NONE"
+  const calling = ((body.toolConfig as Json | undefined)?.functionCallingConfig ?? {}) as Json;
+  const allowed = calling.allowedFunctionNames as string[] | undefined;
+  const called = answeredTool || calling.mode === "NONE"
     ? []
-    : pickTools(declarations, (f) => String(f.name), d);
+    : pickTools(declarations, (f) => String(f.name), d, {
+      forced: calling.mode === "ANY" && allowed?.length === 1 ? allowed[0] : undefined,
+    });
   const thinking = (config.thinkingConfig as Json | undefined)?.includeThoughts === true;
   if (thinking) {
     fragments.push([{ text: "Considering the request.", thought: true }]);
@@ -254,10 +301,9 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
         fn.parameters ?? fn.parametersJsonSchema ?? fn.parameters_json_schema,
         d,
       );
-      return {
-        functionCall: { name: fn.name, args },
-        ...(i === 0 ? { thoughtSignature: sign("Cu", String(fn.name)) } : {}),
-      };
+      const call = { name: fn.name, args };
+      // The first call of a turn carries the signature (as Gemini 3 sends it; 2.5 does too).
+      return { functionCall: call, ...(i === 0 ? { thoughtSignature: callSignature(call) } : {}) };
     }));
     thoughts += 24;
   } else {

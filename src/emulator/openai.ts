@@ -1,8 +1,10 @@
 /**
  * Emulated OpenAI / xAI Responses API (`openai-responses.md`): the Response object, the named SSE
  * stream with `sequence_number` and no `[DONE]`, usage computed from the text, function calls when
- * tools are offered, reasoning items (a summary when asked, `encrypted_content` with `include`,
- * verified when replayed), JSON matching `text.format`'s schema, `incomplete` at
+ * tools are offered (steered by the prompt, see `text.ts`), a reasoning item first whenever
+ * `reasoning` is set (a summary when asked, `encrypted_content` with `include` — sealed by the
+ * emulator and verified when replayed — and `reasoning_tokens` in usage), JSON matching
+ * `text.format`'s schema, call outputs checked against the calls of the input, `incomplete` at
  * `max_output_tokens`, and errors in OpenAI's envelope.
  */
 import { encodeSse } from "../http/sse.ts";
@@ -16,12 +18,12 @@ import {
   newId,
   opaque,
   pickTools,
-  sign,
-  signed,
+  seal,
   sleep,
   sseBody,
   tokenize,
   toolArguments,
+  unseal,
 } from "./text.ts";
 
 type Json = Record<string, unknown>;
@@ -104,8 +106,8 @@ function lastUserText(input: unknown): string {
   const items = Array.isArray(input) ? input as Item[] : [];
   for (let i = items.length - 1; i >= 0; i--) {
     const item = items[i];
-    if (item.type === "function_call_output") {
-      return `the tool returned ${typeof item.output === "string" ? item.output : "a result"}`;
+    if (item.type === "function_call_output" || item.type === "custom_tool_call_output") {
+      return `the tool returned ${collectText(item.output).join(" ") || "a result"}`;
     }
     if (item.role === "user") return collectText(item.content).join(" ");
   }
@@ -117,7 +119,11 @@ function functionTools(body: Json, d: Directives): Json[] {
   const items = Array.isArray(body.input) ? body.input as Item[] : [];
   const answered = items.some((i) => i.type === "function_call_output");
   if (answered || body.tool_choice === "none") return [];
-  return pickTools(tools.filter((t) => t.type === "function"), (t) => String(t.name), d);
+  const choice = body.tool_choice as Json | undefined;
+  return pickTools(tools.filter((t) => t.type === "function"), (t) => String(t.name), d, {
+    forced: choice?.type === "function" ? choice.name as string | undefined : undefined,
+    single: body.parallel_tool_calls === false,
+  });
 }
 
 /** The answer text: JSON for a structured-output request, else the echo. */
@@ -132,6 +138,9 @@ function answerText(body: Json, d: Directives): string {
 
 const SUMMARY = "Thinking it through.";
 
+/** The prefix of the emulator's `encrypted_content` (as OpenAI's Fernet-like tokens start). */
+const ENCRYPTED = "gAAAAB";
+
 /**
  * Input items the real API rejects: reasoning whose encrypted content it did not issue, and a
  * call output that answers no call of the input (without a stored previous response).
@@ -145,8 +154,8 @@ function invalidInput(body: Json): Response | undefined {
   );
   for (const item of items) {
     if (
-      item.type === "reasoning" && item.encrypted_content !== undefined &&
-      !signed("rs", String(item.id ?? ""), item.encrypted_content)
+      item.type === "reasoning" && item.encrypted_content != null &&
+      unseal(ENCRYPTED, item.encrypted_content) === undefined
     ) {
       return openaiError(
         400,
@@ -223,8 +232,9 @@ export async function responses(req: Request): Promise<Response> {
   const cached = Math.min(d.cached ?? 0, inputTokens);
   const id = newId("resp_", 48);
   const createdAt = Math.floor(Date.now() / 1000);
-  const reasoningEffort = (body.reasoning as Json | undefined)?.effort;
-  const reasoning = typeof reasoningEffort === "string" && reasoningEffort !== "none";
+  // A reasoning item whenever `reasoning` is set (no effort given: the default, medium).
+  const reasoning = body.reasoning !== null && typeof body.reasoning === "object" &&
+    (body.reasoning as Json).effort !== "none";
   const invalid = invalidInput(body);
   if (invalid) return invalid;
   const tools = functionTools(body, d);
@@ -242,7 +252,7 @@ export async function responses(req: Request): Promise<Response> {
       type: "reasoning",
       summary: summary ? [{ type: "summary_text", text: SUMMARY }] : [],
       ...(include.includes("reasoning.encrypted_content")
-        ? { encrypted_content: sign("rs", id) }
+        ? { encrypted_content: seal(ENCRYPTED, JSON.stringify({ id, summary: SUMMARY })) }
         : {}),
     });
   }

@@ -3,7 +3,8 @@
  * lives under its own path prefix, so one emulator can be every provider of a config:
  *   /openai/v1/responses  /xai/v1/responses                        (Bearer)
  *   /openai|xai/v1/chat/completions, /deepseek|moonshot|zhipu/compat/chat/completions (Bearer)
- *   /local/v1/chat/completions    an openai-compatible server (vLLM, Ollama): no key needed
+ *   /local/v1/chat/completions    an openai-compatible server (vLLM, Ollama): no key needed, any
+ *                                 Authorization ignored
  *   /openai/v1/responses/compact|input_tokens, /openai/v1/embeddings, /openai/v1/alpha/search
  *   /xai/v1/videos/generations|edits (POST), /xai/v1/videos/{request_id} (GET)
  *   /openai|xai/v1/images/generations|edits (JSON, or multipart for edits)
@@ -11,7 +12,10 @@
  *                                                                  and zhipu have no count_tokens)
  *   /gemini/v1beta/models/{model}:generateContent|streamGenerateContent|countTokens (x-goog-api-key)
  * Requests must carry an upstream key (as the real services require); with `requiredKey` set, only
- * that key is accepted. Faults are asked for in the prompt text (see `text.ts`).
+ * that key is accepted. Faults and tool calls are asked for in the prompt text (see `text.ts`).
+ * The text families answer structured-output requests with JSON following the schema, issue
+ * reasoning artefacts they can verify statelessly (HMACs under a fixed secret), and refuse
+ * histories the real APIs refuse, in each family's own error envelope.
  */
 import { compact, inputTokens, openaiError, responses } from "./openai.ts";
 import { embeddings } from "./embeddings.ts";

@@ -5,12 +5,16 @@
  * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`, `[[emulate wait=500]]`,
  * and for video jobs `[[emulate ready=800 seconds=5]]`, `[[emulate fail=1]]`, `[[emulate expire=1]]`,
  * `[[emulate gone=1]]`; tool calls are steered with `[[emulate tool=NAME]]` (`tool=none`: no call),
- * `[[emulate parallel=2]]` and `[[emulate arg.KEY=VALUE]]`.
+ * `[[emulate parallel=2]]` and `[[emulate arg.KEY=VALUE]]` (a string argument over the
+ * schema's example), and Messages thinking comes back redacted with `[[emulate redacted=1]]`.
+ * Reasoning artefacts (thinking signatures, `encrypted_content`, thought signatures, redacted
+ * thinking) are HMACs of the content they cover under a fixed emulator secret (`sign`, `seal`),
+ * so forged or foreign ones are told apart without state.
  */
 
 import { createHmac } from "node:crypto";
 
-const TOKEN = /\s*(?:\w+|[^\w\s])/g;
+const TOKEN = /\s*(?:\w+|[^\w\s])/gu;
 
 /** Splits text into tokens (a word or one punctuation mark, with its leading spaces). */
 export function tokenize(text: string): string[] {
@@ -62,6 +66,8 @@ export interface Directives {
   tool?: string;
   /** Make this many tool calls in one turn (the named tool again, or the first tools). */
   parallel?: number;
+  /** Messages with thinking on: a `redacted_thinking` block instead of the thinking block. */
+  redacted?: number;
   /** String arguments set on the call (`arg.KEY=VALUE`), over the generated example. */
   args?: Record<string, string>;
 }
@@ -82,6 +88,7 @@ const NUMERIC = [
   "detail",
   "stall",
   "parallel",
+  "redacted",
 ];
 
 const DIRECTIVE = /\[\[emulate ([^\]]*)\]\]/g;
@@ -150,36 +157,119 @@ export function collectText(value: unknown, into: string[] = []): string[] {
   return into;
 }
 
-/** An example value for a JSON schema: enums take their first value, strings "Paris". */
+type Schema = Record<string, unknown>;
+
+/** Example strings for the common `format`s. */
+const FORMATS: Record<string, string> = {
+  "date-time": "2025-01-01T00:00:00Z",
+  date: "2025-01-01",
+  time: "12:00:00",
+  email: "user@example.com",
+  uri: "https://example.com",
+  url: "https://example.com",
+  uuid: "00000000-0000-4000-8000-000000000000",
+  ipv4: "192.0.2.1",
+};
+
+/**
+ * An example value conforming to a JSON schema (or Gemini's OpenAPI subset, types in any case):
+ * `const` and the first `enum` value win, `$ref`s into `$defs`/`definitions` are followed,
+ * `allOf` is merged, a union takes its first non-null branch, strings are "Paris" (or a
+ * `format`'s example, padded to `minLength`), numbers 1 within their bounds, arrays hold
+ * `minItems` (at least one) items, objects their required properties (or the first one).
+ */
 export function exampleValue(schema: unknown): unknown {
-  const s = (schema ?? {}) as {
-    type?: string | string[];
-    enum?: unknown[];
-    properties?: Record<string, unknown>;
-    required?: string[];
-    items?: unknown;
-    anyOf?: unknown[];
-  };
-  if (s.enum?.length) return s.enum[0];
-  if (s.anyOf?.length) return exampleValue(s.anyOf[0]);
-  const type = String(Array.isArray(s.type) ? s.type[0] : s.type ?? "object").toLowerCase();
+  const root = schema && typeof schema === "object" ? schema as Schema : {};
+  return example(root, root, 0);
+}
+
+function example(schema: unknown, root: Schema, depth: number): unknown {
+  if (!schema || typeof schema !== "object" || depth > 24) return {};
+  const s = schema as Schema;
+  if (typeof s.$ref === "string") {
+    const match = /^#\/(?:\$defs|definitions)\/(.+)$/.exec(s.$ref);
+    const defs = { ...(root.definitions as Schema), ...(root.$defs as Schema) };
+    const target = match ? defs[match[1].replaceAll("~1", "/").replaceAll("~0", "~")] : undefined;
+    const { $ref: _, ...rest } = s;
+    return example({ ...(target as Schema ?? {}), ...rest }, root, depth + 1);
+  }
+  if ("const" in s) return s.const;
+  if (Array.isArray(s.enum) && s.enum.length) return s.enum[0];
+  if (Array.isArray(s.allOf) && s.allOf.length) {
+    const { allOf, ...rest } = s;
+    const merged: Schema = { ...rest };
+    for (const part of allOf as Schema[]) {
+      for (const [key, value] of Object.entries(part ?? {})) {
+        if (key === "properties") {
+          merged.properties = { ...(merged.properties as Schema), ...(value as Schema) };
+        } else if (key === "required" && Array.isArray(value)) {
+          merged.required = [...((merged.required as string[]) ?? []), ...value];
+        } else merged[key] ??= value;
+      }
+    }
+    return example(merged, root, depth + 1);
+  }
+  const union = (s.anyOf ?? s.oneOf ?? s.any_of) as unknown[] | undefined;
+  if (Array.isArray(union) && union.length) {
+    const branch = union.find((b) => String((b as Schema)?.type).toLowerCase() !== "null");
+    return example(branch ?? union[0], root, depth + 1);
+  }
+  const types = (Array.isArray(s.type) ? s.type : [s.type]).map((t) => String(t).toLowerCase());
+  const type = types.find((t) => t !== "null" && t !== "undefined") ??
+    (types[0] === "null" ? "null" : s.items ? "array" : "object");
   switch (type) {
+    case "null":
+      return null;
     case "number":
     case "integer":
-      return 1;
+      return exampleNumber(s, type === "integer");
     case "boolean":
       return true;
-    case "array":
-      return [exampleValue(s.items)];
-    case "string":
-      return "Paris";
+    case "string": {
+      let text = FORMATS[String(s.format)] ?? "Paris";
+      const min = Number(s.minLength ?? s.min_length ?? 0);
+      const max = Number(s.maxLength ?? s.max_length ?? Infinity);
+      while (text.length < min) text += "x";
+      return text.slice(0, Math.max(min, Math.min(max, text.length)));
+    }
+    case "array": {
+      const min = Number(s.minItems ?? s.min_items ?? 1);
+      const max = Number(s.maxItems ?? s.max_items ?? Infinity);
+      const count = Math.min(Math.max(1, min), max);
+      const prefix = Array.isArray(s.prefixItems) ? s.prefixItems as unknown[] : [];
+      return Array.from(
+        { length: Math.max(count, prefix.length) },
+        (_, i) => example(prefix[i] ?? s.items, root, depth + 1),
+      );
+    }
     default: {
+      const properties = (s.properties ?? {}) as Schema;
       const out: Record<string, unknown> = {};
-      const names = s.required ?? Object.keys(s.properties ?? {}).slice(0, 1);
-      for (const name of names) out[name] = exampleValue(s.properties?.[name]);
+      const names = Array.isArray(s.required)
+        ? s.required as string[]
+        : Object.keys(properties).slice(0, 1);
+      for (const name of names) out[name] = example(properties[name], root, depth + 1);
       return out;
     }
   }
+}
+
+/** 1 when the bounds allow it, else the nearest allowed value. */
+function exampleNumber(s: Schema, integer: boolean): number {
+  let low = -Infinity;
+  let high = Infinity;
+  if (typeof s.minimum === "number") low = s.minimum;
+  if (typeof s.maximum === "number") high = s.maximum;
+  const step = integer ? 1 : 0.5;
+  if (typeof s.exclusiveMinimum === "number") low = Math.max(low, s.exclusiveMinimum + step);
+  if (typeof s.exclusiveMaximum === "number") high = Math.min(high, s.exclusiveMaximum - step);
+  let value = Math.min(Math.max(1, low), high);
+  if (integer) value = Math.ceil(value) <= high ? Math.ceil(value) : Math.floor(value);
+  const multiple = s.multipleOf;
+  if (typeof multiple === "number" && multiple > 0 && value % multiple !== 0) {
+    value = Math.ceil(value / multiple) * multiple;
+  }
+  return value;
 }
 
 /** A random id with a prefix, like the real services' ids. */
@@ -250,18 +340,33 @@ export function opaque(text: string): string {
 export const TINY_PNG =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
+/** What the request itself says about tool calls. */
+export interface ToolChoice {
+  /** The tool `tool_choice` forces, by name (it wins over the prompt's `tool=`). */
+  forced?: string;
+  /** Parallel calls are turned off (`parallel_tool_calls: false`, `disable_parallel_tool_use`). */
+  single?: boolean;
+}
+
 /**
  * The function tools to call this turn (see `Directives.tool`/`parallel`): none when the prompt
- * says `tool=none` or names a tool that is not offered.
+ * says `tool=none` or names a tool that is not offered; `parallel=N` makes N calls (the named
+ * tool N times, or the first N tools, repeated when fewer are offered).
  */
-export function pickTools<T>(tools: T[], name: (tool: T) => string, d: Directives): T[] {
-  if (!tools.length || d.tool === "none") return [];
-  const count = Math.max(1, Math.min(d.parallel ?? 1, 4));
-  if (d.tool) {
-    const named = tools.find((t) => name(t) === d.tool);
+export function pickTools<T>(
+  tools: T[],
+  name: (tool: T) => string,
+  d: Directives,
+  choice: ToolChoice = {},
+): T[] {
+  const wanted = choice.forced ?? d.tool;
+  if (!tools.length || wanted === "none") return [];
+  const count = choice.single ? 1 : Math.max(1, Math.min(d.parallel ?? 1, 4));
+  if (wanted) {
+    const named = tools.find((t) => name(t) === wanted);
     return named ? Array(count).fill(named) : [];
   }
-  return tools.slice(0, count);
+  return Array.from({ length: count }, (_, i) => tools[i % tools.length]);
 }
 
 /** A call's arguments: the schema's example with the prompt's `arg.KEY=VALUE` strings over it. */
@@ -273,15 +378,61 @@ export function toolArguments(schema: unknown, d: Directives): unknown {
 
 const SECRET = "switchyard-emulator-signing-key";
 
+function mac(kind: string, content: string): string {
+  return createHmac("sha256", SECRET).update(`${kind}\n${content}`).digest("base64url");
+}
+
 /**
  * An opaque signature over `content` (thinking text, a call), as providers issue them: the
  * emulator can later tell its own from forged or foreign ones without keeping state.
  */
 export function sign(kind: string, content: string): string {
-  return `${kind}${createHmac("sha256", SECRET).update(`${kind}\n${content}`).digest("base64url")}`;
+  return `${kind}${mac(kind, content)}`;
 }
 
 /** Whether `signature` is one the emulator issued for `content`. */
 export function signed(kind: string, content: string, signature: unknown): boolean {
   return typeof signature === "string" && signature === sign(kind, content);
+}
+
+/** The length of a base64url HMAC-SHA256. */
+const MAC_LENGTH = 43;
+
+/**
+ * An opaque token carrying `payload` under the emulator's seal (`encrypted_content`,
+ * `redacted_thinking` data): it verifies on its own, whatever item it is replayed on.
+ */
+export function seal(kind: string, payload: string): string {
+  const body = base64Bytes(new TextEncoder().encode(payload)).replaceAll("+", "-")
+    .replaceAll("/", "_").replace(/=+$/, "");
+  return `${kind}${mac(kind, payload)}${body}`;
+}
+
+/** The payload of a token `seal(kind, …)` issued, or undefined for a forged or foreign one. */
+export function unseal(kind: string, token: unknown): string | undefined {
+  if (typeof token !== "string" || !token.startsWith(kind)) return undefined;
+  const tag = token.slice(kind.length, kind.length + MAC_LENGTH);
+  const body = token.slice(kind.length + MAC_LENGTH);
+  if (!/^[A-Za-z0-9_-]*$/.test(body)) return undefined;
+  let payload: string;
+  try {
+    const binary = atob(body.replaceAll("-", "+").replaceAll("_", "/"));
+    payload = new TextDecoder("utf-8", { fatal: true }).decode(
+      Uint8Array.from(binary, (c) => c.charCodeAt(0)),
+    );
+  } catch {
+    return undefined;
+  }
+  return tag === mac(kind, payload) ? payload : undefined;
+}
+
+/** JSON with object keys sorted, so equal values sign alike whatever their key order. */
+export function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
 }
