@@ -1,17 +1,23 @@
 /**
- * Chat-completions streams: dropping the usage chunk the gateway asked the upstream for when the
- * client did not, the error payload for streams the upstream cuts, and the translation of chunks
- * to and from canonical events (flat deltas of one choice; tool calls by `index`; the usage chunk
- * only when the client asked; `[DONE]` last).
+ * Chat-completions streams (`openai-other.md` §1.4): dropping the usage chunk the gateway asked
+ * the upstream for when the client did not, the error payload for streams the upstream cuts, and
+ * the translation of chunks to and from canonical events. Chat streams are flat deltas of one
+ * choice with no `event:` lines: blocks are implicit (text after reasoning starts a new block),
+ * tool calls are told apart by `index`, the finish reason comes in a chunk of its own, the usage
+ * chunk (`choices: []`) follows it only when asked for, and `data: [DONE]` ends the stream.
+ * Policies: a free-form (custom) call is written to the client whole, as a `custom` tool call,
+ * when its input is complete (its input is one string, not JSON to stream); an upstream's custom
+ * call streams as the JSON text of `{input}`; reasoning is written as `reasoning_content`, the
+ * vendors' field; opaque state has no slot in a chat stream and is not written.
  */
 import { encodeSse, type SseEvent } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
-import { fromChat, toChat } from "../../translate/finish.ts";
+import { toChat } from "../../translate/finish.ts";
 import { isObject } from "../../translate/read.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
-import { encodeUsage, usageFromChat } from "./codec.ts";
+import { chatFinish, encodeUsage, firstChoice, isCustomCall, usageFromChat } from "./codec.ts";
 
 /** `"usage":null` as a member of a compact JSON object (quotes inside strings are escaped). */
 const NULL_USAGE = /,\s*"usage"\s*:\s*null(?=\s*[,}])|"usage"\s*:\s*null\s*,/g;
@@ -47,36 +53,73 @@ export function streamErrorChunk(): Uint8Array {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Translation: chat chunks ⇄ canonical events
+// Translation: upstream chunks → canonical events
 
-function parse(event: SseEvent): Json | null {
-  const data = event.data();
+/** A chunk's JSON; null for `[DONE]`; undefined for what is no chunk (blank, unparsable). */
+function parseChunk(event: SseEvent): Json | null | undefined {
+  const data = event.data().trim();
   if (data === "[DONE]") return null;
+  if (!data) return undefined;
   try {
     const value = JSON.parse(data);
-    return isObject(value) ? value : {};
+    return isObject(value) ? value : undefined;
   } catch {
-    return {};
+    return undefined;
   }
+}
+
+/** A mid-stream `error` member as a canonical error event. */
+function errorOf(error: unknown): CanonicalEvent {
+  const body = isObject(error) ? error : {};
+  const message = typeof error === "string"
+    ? error
+    : typeof body.message === "string"
+    ? body.message
+    : "The upstream provider failed.";
+  const code = typeof body.code === "string"
+    ? body.code
+    : typeof body.type === "string"
+    ? body.type
+    : undefined;
+  return { type: "error", message, ...(code ? { code } : {}) };
+}
+
+/** A JSON string's inside: a fragment of a custom call's raw input as a fragment of its JSON. */
+const jsonInside = (text: string): string => JSON.stringify(text).slice(1, -1);
+
+interface OpenCall {
+  /** The canonical id: the upstream's call id (made unique), or one made up when it gave none. */
+  id: string;
+  /** The id the upstream gave the call, if any. */
+  upstreamId?: string;
+  custom: boolean;
 }
 
 /**
  * Upstream chat chunks → canonical events. Tool calls are told apart by their `index` (never by
- * an id's presence); the finish waits for the usage chunk that follows it, and is given at
- * `[DONE]` — or at the end of a stream that gave a finish reason but no `[DONE]`.
+ * whether an id is present; a different id at an index already in use is a new call, for servers
+ * that reuse `index: 0`); the finish waits for the usage chunk that follows it, and is given at
+ * `[DONE]` — or at the end of a stream that gave a finish reason but no `[DONE]`. Keep-alive
+ * comments and unparsable data are ignored; a top-level `error` ends the stream with an error.
  */
 export function chatDecoder(
   emit: (event: CanonicalEvent) => void,
   _provider: string,
 ): StreamDecoder {
   let started = false;
-  let text: string | null = null;
-  let reasoning: string | null = null;
-  const calls = new Map<number, string>();
-  let finish: unknown = null;
-  let usage: TokenUsage | undefined;
   let done = false;
   let blocks = 0;
+  let text: string | null = null;
+  let reasoning: string | null = null;
+  /** Open calls by the upstream's index. */
+  const calls = new Map<number, OpenCall>();
+  const usedIds = new Set<string>();
+  let lastIndex = -1;
+  let finish: unknown = null;
+  let finished = false;
+  let refused = false;
+  let hasCalls = false;
+  let usage: TokenUsage | undefined;
 
   const closeText = () => {
     if (text) emit({ type: "text-end", id: text });
@@ -86,37 +129,100 @@ export function chatDecoder(
     if (reasoning) emit({ type: "reasoning-end", id: reasoning });
     reasoning = null;
   };
-  const closeCalls = () => {
-    for (const id of calls.values()) emit({ type: "tool-input-end", id });
-    calls.clear();
+  const closeCall = (index: number) => {
+    const call = calls.get(index);
+    if (!call) return;
+    calls.delete(index);
+    if (call.custom) emit({ type: "tool-input-delta", id: call.id, delta: '"}' });
+    emit({ type: "tool-input-end", id: call.id });
+  };
+  const closeAll = () => {
+    closeReasoning();
+    closeText();
+    for (const index of [...calls.keys()]) closeCall(index);
   };
   const finishNow = () => {
     if (done) return;
     done = true;
-    closeReasoning();
-    closeText();
-    closeCalls();
+    closeAll();
     emit({
       type: "finish",
-      reason: fromChat(finish),
+      reason: chatFinish(finish, refused, hasCalls),
       ...(typeof finish === "string" ? { raw: finish } : {}),
       ...(usage ? { usage } : {}),
     });
   };
 
+  const onReasoning = (delta: string) => {
+    if (!reasoning) {
+      closeText();
+      reasoning = `reasoning_${blocks++}`;
+      emit({ type: "reasoning-start", id: reasoning });
+    }
+    emit({ type: "reasoning-delta", id: reasoning, delta });
+  };
+  const onText = (delta: string) => {
+    closeReasoning();
+    if (!text) {
+      text = `text_${blocks++}`;
+      emit({ type: "text-start", id: text });
+    }
+    emit({ type: "text-delta", id: text, delta });
+  };
+
+  /** The index a `tool_calls` entry belongs to (servers that omit it: by id, else the last). */
+  const indexOf = (raw: Json, id: string | undefined): number => {
+    if (typeof raw.index === "number") return raw.index;
+    for (const [index, call] of calls) if (id && call.upstreamId === id) return index;
+    return id || lastIndex < 0 ? Math.max(lastIndex, ...calls.keys()) + 1 : lastIndex;
+  };
+
+  const startCall = (index: number, upstreamId: string | undefined, raw: Json): OpenCall => {
+    closeReasoning();
+    closeText();
+    const custom = raw.type === "custom" || (!isObject(raw.function) && isObject(raw.custom));
+    const spec = custom ? raw.custom : raw.function;
+    const name = isObject(spec) && typeof spec.name === "string" ? spec.name : "";
+    let id = upstreamId ?? `call_${index}_${blocks}`;
+    if (usedIds.has(id)) id = `${id}_${blocks}`;
+    blocks++;
+    usedIds.add(id);
+    hasCalls = true;
+    const call: OpenCall = { id, ...(upstreamId ? { upstreamId } : {}), custom };
+    calls.set(index, call);
+    emit({ type: "tool-input-start", id, name, ...(custom ? { kind: "custom" as const } : {}) });
+    if (custom) emit({ type: "tool-input-delta", id, delta: '{"input":"' });
+    return call;
+  };
+
+  const onToolCall = (raw: Json) => {
+    const upstreamId = typeof raw.id === "string" && raw.id ? raw.id : undefined;
+    const index = indexOf(raw, upstreamId);
+    lastIndex = index;
+    let call = calls.get(index);
+    if (call?.upstreamId && upstreamId && upstreamId !== call.upstreamId) {
+      // A server that reuses an index for the next call: that call is complete.
+      closeCall(index);
+      call = undefined;
+    }
+    call ??= startCall(index, upstreamId, raw);
+    const spec = call.custom ? raw.custom : raw.function;
+    const fragment = isObject(spec) ? (call.custom ? spec.input : spec.arguments) : undefined;
+    if (typeof fragment === "string" && fragment) {
+      const delta = call.custom ? jsonInside(fragment) : fragment;
+      emit({ type: "tool-input-delta", id: call.id, delta });
+    }
+  };
+
   return {
     push(event) {
       if (done) return;
-      const chunk = parse(event);
+      const chunk = parseChunk(event);
+      if (chunk === undefined) return;
       if (chunk === null) return finishNow();
-      if (isObject(chunk.error)) {
+      if (chunk.error !== undefined && chunk.error !== null) {
         done = true;
-        emit({
-          type: "error",
-          message: typeof chunk.error.message === "string"
-            ? chunk.error.message
-            : "The upstream provider failed.",
-        });
+        emit(errorOf(chunk.error));
         return;
       }
       if (!started) {
@@ -127,9 +233,7 @@ export function chatDecoder(
           ...(typeof chunk.model === "string" ? { model: chunk.model } : {}),
         });
       }
-      const choice = Array.isArray(chunk.choices) && isObject(chunk.choices[0])
-        ? chunk.choices[0]
-        : undefined;
+      const choice = firstChoice(chunk.choices);
       const rawUsage = chunk.usage ?? choice?.usage;
       if (isObject(rawUsage)) {
         usage = usageFromChat(rawUsage);
@@ -138,86 +242,138 @@ export function chatDecoder(
       if (!choice) return;
       const delta = isObject(choice.delta) ? choice.delta : {};
       const thought = delta.reasoning_content ?? delta.reasoning;
-      if (typeof thought === "string" && thought) {
-        if (!reasoning) {
-          closeText();
-          reasoning = `r${blocks++}`;
-          emit({ type: "reasoning-start", id: reasoning });
-        }
-        emit({ type: "reasoning-delta", id: reasoning, delta: thought });
-      }
-      if (typeof delta.content === "string" && delta.content) {
-        closeReasoning();
-        if (!text) {
-          text = `t${blocks++}`;
-          emit({ type: "text-start", id: text });
-        }
-        emit({ type: "text-delta", id: text, delta: delta.content });
+      if (typeof thought === "string" && thought) onReasoning(thought);
+      if (typeof delta.content === "string" && delta.content) onText(delta.content);
+      if (typeof delta.refusal === "string" && delta.refusal) {
+        refused = true;
+        onText(delta.refusal);
       }
       if (Array.isArray(delta.tool_calls)) {
-        for (const raw of delta.tool_calls) {
-          if (!isObject(raw)) continue;
-          const index = typeof raw.index === "number" ? raw.index : calls.size;
-          const fn = isObject(raw.function) ? raw.function : {};
-          let id = calls.get(index);
-          if (!id) {
-            closeReasoning();
-            closeText();
-            id = typeof raw.id === "string" && raw.id ? raw.id : `call_${index}_${blocks}`;
-            blocks++;
-            calls.set(index, id);
-            emit({ type: "tool-input-start", id, name: String(fn.name ?? "") });
-          }
-          if (typeof fn.arguments === "string" && fn.arguments) {
-            emit({ type: "tool-input-delta", id, delta: fn.arguments });
-          }
-        }
+        for (const raw of delta.tool_calls) if (isObject(raw)) onToolCall(raw);
       }
       if (choice.finish_reason) {
         finish = choice.finish_reason;
-        closeReasoning();
-        closeText();
-        closeCalls();
+        finished = true;
+        closeAll();
       }
     },
     end() {
-      if (finish !== null) finishNow();
+      if (finished) finishNow();
     },
   };
 }
 
-/** Canonical events → a chat SSE stream for the client (`[DONE]` last). */
+// ---------------------------------------------------------------------------------------------
+// Translation: canonical events → a client's chunks
+
+/** A client's pending free-form call: its input JSON, gathered until the call ends. */
+interface PendingCustom {
+  index: number;
+  name: string;
+  json: string;
+}
+
+/**
+ * Canonical events → a chat SSE stream for the client: a role chunk first, one chunk per delta,
+ * tool calls numbered 0, 1, … in the order they start (their fragments may interleave), a chunk
+ * with the finish reason, the usage chunk only when the client asked (every chunk then carries
+ * `usage: null`, as OpenAI's do), `data: [DONE]` last. A failure writes the top-level `error`
+ * payload and ends the stream; nothing is written after a finish or a failure.
+ */
 export function chatEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
   let started = false;
   let done = false;
   const indexes = new Map<string, number>();
-  const custom = new Map<string, { name: string; json: string }>();
-  let usage: TokenUsage | undefined;
-  const chunk = (delta: Json, finish: string | null = null) =>
-    write(encodeSse(JSON.stringify({
+  const custom = new Map<string, PendingCustom>();
+  let usage: TokenUsage = zeroUsage();
+
+  const envelope = (choices: Json[], extra: Json = {}): string =>
+    encodeSse(JSON.stringify({
       id: info.id,
       object: "chat.completion.chunk",
       created: info.created,
       model: info.model,
       system_fingerprint: null,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
-    })));
+      choices,
+      ...(info.usageChunk ? { usage: null } : {}),
+      ...extra,
+    }));
+  const chunk = (delta: Json, finish: string | null = null) =>
+    write(envelope([{ index: 0, delta, logprobs: null, finish_reason: finish }]));
   const start = () => {
     if (started) return;
     started = true;
     chunk({ role: "assistant", content: "" });
   };
+
+  /** A free-form call, whole, once its input is known. */
+  const writeCustom = (id: string) => {
+    const pending = custom.get(id);
+    if (!pending) return;
+    custom.delete(id);
+    const input = parseArguments(pending.json).input;
+    chunk({
+      tool_calls: [{
+        index: pending.index,
+        id,
+        type: "custom",
+        custom: { name: pending.name, input: typeof input === "string" ? input : pending.json },
+      }],
+    });
+  };
+
+  const startCall = (event: Extract<CanonicalEvent, { type: "tool-input-start" }>) => {
+    if (indexes.has(event.id)) return;
+    start();
+    const index = indexes.size;
+    indexes.set(event.id, index);
+    if (isCustomCall(event, info)) {
+      custom.set(event.id, { index, name: event.name, json: "" });
+      return;
+    }
+    chunk({
+      tool_calls: [{
+        index,
+        id: event.id,
+        type: "function",
+        function: { name: event.name, arguments: "" },
+      }],
+    });
+  };
+
+  const callDelta = (id: string, delta: string) => {
+    const index = indexes.get(id);
+    if (index === undefined || !delta) return;
+    const pending = custom.get(id);
+    if (pending) pending.json += delta;
+    else chunk({ tool_calls: [{ index, function: { arguments: delta } }] });
+  };
+
+  const finish = (event: Extract<CanonicalEvent, { type: "finish" }>) => {
+    start();
+    for (const id of [...custom.keys()]) writeCustom(id);
+    chunk({}, toChat(event.reason));
+    if (info.usageChunk) write(envelope([], { usage: encodeUsage(event.usage ?? usage) }));
+    write(encodeSse("[DONE]"));
+    done = true;
+  };
+
   const fail = (message: string) => {
     if (done) return;
     done = true;
     const error = { message, type: "server_error", param: null, code: "upstream_error" };
     write(encodeSse(JSON.stringify({ error })));
   };
+
   return {
     push(event) {
       if (done) return;
       switch (event.type) {
         case "start":
+          if (event.usage) usage = { ...usage, ...event.usage };
+          return start();
+        case "text-start":
+        case "reasoning-start":
           return start();
         case "text-delta":
           start();
@@ -227,73 +383,17 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
           start();
           if (event.delta) chunk({ reasoning_content: event.delta });
           return;
-        case "tool-input-start": {
-          start();
-          const index = indexes.size;
-          indexes.set(event.id, index);
-          if (event.kind === "custom" || info.customTools?.has(event.name)) {
-            // A free-form call's input is one string: written whole when its JSON is complete.
-            custom.set(event.id, { name: event.name, json: "" });
-            return;
-          }
-          chunk({
-            tool_calls: [{
-              index,
-              id: event.id,
-              type: "function",
-              function: { name: event.name, arguments: "" },
-            }],
-          });
-          return;
-        }
-        case "tool-input-delta": {
-          const index = indexes.get(event.id);
-          if (index === undefined || !event.delta) return;
-          const pending = custom.get(event.id);
-          if (pending) pending.json += event.delta;
-          else chunk({ tool_calls: [{ index, function: { arguments: event.delta } }] });
-          return;
-        }
-        case "tool-input-end": {
-          const pending = custom.get(event.id);
-          if (!pending) return;
-          custom.delete(event.id);
-          const input = parseArguments(pending.json).input;
-          chunk({
-            tool_calls: [{
-              index: indexes.get(event.id),
-              id: event.id,
-              type: "custom",
-              custom: {
-                name: pending.name,
-                input: typeof input === "string" ? input : pending.json,
-              },
-            }],
-          });
-          return;
-        }
+        case "tool-input-start":
+          return startCall(event);
+        case "tool-input-delta":
+          return callDelta(event.id, event.delta);
+        case "tool-input-end":
+          return writeCustom(event.id);
         case "usage":
-          usage = { ...(usage ?? zeroUsage()), ...event.usage };
+          usage = { ...usage, ...event.usage };
           return;
-        case "finish": {
-          start();
-          chunk({}, toChat(event.reason));
-          const final = event.usage ?? usage ?? zeroUsage();
-          if (info.usageChunk) {
-            write(encodeSse(JSON.stringify({
-              id: info.id,
-              object: "chat.completion.chunk",
-              created: info.created,
-              model: info.model,
-              system_fingerprint: null,
-              choices: [],
-              usage: encodeUsage(final),
-            })));
-          }
-          write(encodeSse("[DONE]"));
-          done = true;
-          return;
-        }
+        case "finish":
+          return finish(event);
         case "error":
           return fail(event.message);
         default:

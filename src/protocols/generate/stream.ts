@@ -1,7 +1,8 @@
 /**
- * generateContent streams: the error forms the gateway writes for a cut stream, and the
- * translation of fragments to and from canonical events. Each fragment is a partial answer with
- * only its new parts; usage and the finish reason come on the last (`gemini.md` §3).
+ * generateContent streams (`gemini.md` §4): the error forms the gateway writes for a cut stream,
+ * and the translation of fragments to and from canonical events. Each fragment is a partial
+ * answer with only its new parts; a call comes whole in one part; usage and the finish reason
+ * come on the last, and the stream ends when the connection closes (SSE) or the array does.
  */
 import { encodeSse, type SseEvent } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
@@ -9,8 +10,8 @@ import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/i
 import { zeroUsage } from "../../translate/ir.ts";
 import { fromGemini, toGemini } from "../../translate/finish.ts";
 import { isObject } from "../../translate/read.ts";
-import { parseArguments } from "../../translate/tool_ids.ts";
-import { callPart, decodePart, encodeUsage, usageFromGemini } from "./codec.ts";
+import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
+import { callPart, encodeUsage, isForeign, readAnswerPart, usageFromGemini } from "./codec.ts";
 
 const encoder = new TextEncoder();
 const CUT = {
@@ -47,53 +48,89 @@ function parse(event: SseEvent): Json {
 }
 
 /**
- * Upstream fragments (SSE events or JSON-array elements) → canonical events. Text and thought
- * parts continue their open block; a signature on a part ends its block with it; a call is whole
- * in one part (start, one delta of its arguments, end). The finish comes when the upstream
- * closes, with the last usage and finish reason.
+ * Upstream fragments (SSE events or JSON-array elements, both read with `data()`) → canonical
+ * events. Text and thought parts continue their open block (switching kind closes the other); a
+ * signature on a part ends its block with it (an empty part carrying only one ends the open
+ * block); a call is whole in one part: start (with its signature), one delta of its arguments,
+ * end. The finish comes when the upstream closes, with the last usage and finish reason.
  */
 export function generateDecoder(
   emit: (event: CanonicalEvent) => void,
   provider: string,
 ): StreamDecoder {
   let started = false;
+  let done = false;
   let open: { id: string; kind: "text" | "reasoning" } | null = null;
   let blocks = 0;
+  let parts = 0;
   let calls = 0;
   let usage: TokenUsage | undefined;
   let finish: unknown;
   let blocked: unknown;
   let responseId = "";
-  let failed = false;
+
   const close = (opaque?: Opaque) => {
     if (!open) return;
     const { id, kind } = open;
     open = null;
-    if (kind === "text") emit({ type: "text-end", id, ...(opaque ? { opaque } : {}) });
-    else emit({ type: "reasoning-end", id, ...(opaque ? { opaque } : {}) });
+    const end = opaque ? { id, opaque } : { id };
+    emit(kind === "text" ? { type: "text-end", ...end } : { type: "reasoning-end", ...end });
   };
   const openBlock = (kind: "text" | "reasoning") => {
     if (open?.kind === kind) return open.id;
     close();
-    open = { id: `${kind[0]}${blocks++}`, kind };
+    open = { id: `${kind === "text" ? "t" : "r"}${blocks++}`, kind };
     emit({ type: kind === "text" ? "text-start" : "reasoning-start", id: open.id });
     return open.id;
   };
+  const fail = (error: Json) => {
+    done = true;
+    emit({
+      type: "error",
+      message: typeof error.message === "string" && error.message
+        ? error.message
+        : "The upstream provider failed.",
+      ...(typeof error.status === "string" ? { code: error.status } : {}),
+      ...(typeof error.code === "number" ? { status: error.code } : {}),
+    });
+  };
+  const part = (raw: unknown) => {
+    const index = parts++;
+    const read = isObject(raw) ? readAnswerPart(raw, provider) : undefined;
+    if (!read) return;
+    if (read.type === "call") {
+      close();
+      calls++;
+      const id = read.id ?? synthesizeId(`${responseId}:${index}:${read.name}`);
+      emit({
+        type: "tool-input-start",
+        id,
+        name: read.name,
+        ...(read.opaque ? { opaque: read.opaque } : {}),
+      });
+      emit({ type: "tool-input-delta", id, delta: JSON.stringify(read.input) });
+      emit({ type: "tool-input-end", id });
+      return;
+    }
+    if (read.text) {
+      const id = openBlock(read.type);
+      emit({
+        type: read.type === "text" ? "text-delta" : "reasoning-delta",
+        id,
+        delta: read.text,
+      });
+    }
+    if (read.opaque) {
+      if (!open) openBlock(read.type);
+      close(read.opaque);
+    }
+  };
+
   return {
     push(event) {
-      if (failed) return;
+      if (done) return;
       const chunk = parse(event);
-      if (isObject(chunk.error)) {
-        failed = true;
-        emit({
-          type: "error",
-          message: typeof chunk.error.message === "string"
-            ? chunk.error.message
-            : "The upstream failed.",
-          ...(typeof chunk.error.code === "number" ? { status: chunk.error.code } : {}),
-        });
-        return;
-      }
+      if (isObject(chunk.error)) return fail(chunk.error);
       if (!started) {
         started = true;
         responseId = typeof chunk.responseId === "string" ? chunk.responseId : "";
@@ -115,107 +152,131 @@ export function generateDecoder(
         : undefined;
       if (!candidate) return;
       const content = isObject(candidate.content) ? candidate.content : {};
-      for (const raw of Array.isArray(content.parts) ? content.parts : []) {
-        if (!isObject(raw)) continue;
-        for (const part of decodePart(raw, provider, `${responseId}:${calls}:${blocks}`)) {
-          if (part.type === "tool-call") {
-            close();
-            calls++;
-            emit({
-              type: "tool-input-start",
-              id: part.id,
-              name: part.name,
-              ...(part.opaque ? { opaque: part.opaque } : {}),
-            });
-            emit({ type: "tool-input-delta", id: part.id, delta: JSON.stringify(part.input) });
-            emit({ type: "tool-input-end", id: part.id });
-          } else if (part.type === "text" || part.type === "reasoning") {
-            if (part.text) {
-              const id = openBlock(part.type);
-              emit({
-                type: part.type === "text" ? "text-delta" : "reasoning-delta",
-                id,
-                delta: part.text,
-              });
-            }
-            if (part.opaque) {
-              if (!open) openBlock(part.type);
-              close(part.opaque);
-            }
-          }
-        }
-      }
+      for (const raw of Array.isArray(content.parts) ? content.parts : []) part(raw);
       if (candidate.finishReason) finish = candidate.finishReason;
     },
     end() {
-      if (failed || !started) return;
+      if (done) return;
+      if (!started) {
+        return fail({ message: "The upstream provider ended the stream without an answer." });
+      }
       close();
-      failed = true;
+      done = true;
+      const raw = typeof finish === "string"
+        ? finish
+        : typeof blocked === "string"
+        ? blocked
+        : undefined;
       emit({
         type: "finish",
         reason: blocked && finish === undefined ? "content-filter" : fromGemini(finish, calls > 0),
-        ...(typeof finish === "string" ? { raw: finish } : {}),
+        ...(raw ? { raw } : {}),
         ...(usage ? { usage } : {}),
       });
     },
   };
 }
 
-/** Canonical events → a generateContent stream for the client (SSE, or one JSON array). */
+/** Google's status names for the HTTP statuses an in-stream error may carry. */
+const STATUS: Record<number, string> = {
+  400: "INVALID_ARGUMENT",
+  401: "UNAUTHENTICATED",
+  403: "PERMISSION_DENIED",
+  404: "NOT_FOUND",
+  429: "RESOURCE_EXHAUSTED",
+  500: "INTERNAL",
+  503: "UNAVAILABLE",
+  504: "DEADLINE_EXCEEDED",
+};
+
+/**
+ * Canonical events → a generateContent stream for the client: SSE (`data: {…}` and CRLF, as
+ * Google writes it) or one JSON array (`[{…},\r\n{…}]`). Each text or thought delta is a
+ * fragment; a call is written whole when its arguments end; opaque state goes as
+ * `thoughtSignature` tokens (another provider's reasoning state on the call that follows its
+ * reasoning, else on a thought part of its own); the finish is a last fragment with the finish
+ * reason and the usage. A failure ends the stream with a fragment carrying `error`.
+ */
 export function generateEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
   let elements = 0;
   let done = false;
-  let usage: TokenUsage | undefined;
+  let usage: TokenUsage = zeroUsage();
   const calls = new Map<string, { name: string; json: string; opaque?: Opaque }>();
-  /** A foreign reasoning token held for the call that follows its block. */
-  let carry: string | undefined;
   const reasoning = new Map<string, string>();
+  /** Another provider's reasoning token, held for a call that follows its reasoning. */
+  let carry: string | undefined;
+
   const element = (json: Json) => {
     const text = JSON.stringify(json);
     if (info.jsonArray) write(`${elements === 0 ? "[" : ",\r\n"}${text}`);
     else write(encodeSse(text, undefined, "\r\n"));
     elements++;
   };
-  const chunk = (parts: Json[], extra: Json = {}) =>
+  const chunk = (parts: Json[], finishReason?: string) =>
     element({
-      candidates: [{ content: { role: "model", parts }, index: 0, ...extra }],
-      ...(extra.finishReason && usage ? { usageMetadata: encodeUsage(usage) } : {}),
+      candidates: [{
+        content: { role: "model", parts },
+        ...(finishReason ? { finishReason } : {}),
+        index: 0,
+      }],
+      ...(finishReason ? { usageMetadata: encodeUsage(usage) } : {}),
       modelVersion: info.model,
       responseId: info.id,
     });
-  const fail = (message: string) => {
+  /** A held token that no call took rides on a thought part of its own. */
+  const flush = () => {
+    if (carry === undefined) return;
+    chunk([{ text: "", thought: true, thoughtSignature: carry }]);
+    carry = undefined;
+  };
+  const writeCall = (id: string, call: { name: string; json: string; opaque?: Opaque }) => {
+    if (call.opaque) flush();
+    const signature = call.opaque ? info.token(call.opaque) : carry;
+    carry = undefined;
+    chunk([callPart({ id, name: call.name, input: parseArguments(call.json) }, signature)]);
+  };
+  const fail = (message: string, status?: number) => {
     if (done) return;
     done = true;
-    const error = { error: { code: 502, message, status: "UNAVAILABLE" } };
-    if (info.jsonArray) write(`${elements ? ",\r\n" : "["}${JSON.stringify(error)}\n]`);
-    else write(encodeSse(JSON.stringify(error), undefined, "\r\n"));
+    const code = status && STATUS[status] ? status : 502;
+    const error = JSON.stringify({
+      error: { code, message, status: STATUS[status ?? 0] ?? "UNAVAILABLE" },
+    });
+    if (info.jsonArray) write(`${elements ? ",\r\n" : "["}${error}\n]`);
+    else write(encodeSse(error, undefined, "\r\n"));
   };
+
   return {
     push(event) {
       if (done) return;
       switch (event.type) {
+        case "start":
+          if (event.usage) usage = { ...usage, ...event.usage };
+          return;
         case "text-delta":
-          if (event.delta) chunk([{ text: event.delta }]);
-          return;
-        case "reasoning-start":
-          reasoning.set(event.id, "");
-          return;
-        case "reasoning-delta":
-          reasoning.set(event.id, (reasoning.get(event.id) ?? "") + event.delta);
-          if (event.delta) chunk([{ text: event.delta, thought: true }]);
-          return;
-        case "reasoning-end": {
-          const text = reasoning.get(event.id) ?? "";
-          reasoning.delete(event.id);
-          if (!event.opaque) return;
-          if (event.opaque.kind === "thought-signature") {
-            chunk([{ text: "", thought: true, thoughtSignature: info.token(event.opaque) }]);
-          } else carry = info.token(event.opaque, text);
-          return;
-        }
+          if (!event.delta) return;
+          flush();
+          return chunk([{ text: event.delta }]);
         case "text-end":
           if (event.opaque) chunk([{ text: "", thoughtSignature: info.token(event.opaque) }]);
           return;
+        case "reasoning-start":
+          flush();
+          reasoning.set(event.id, "");
+          return;
+        case "reasoning-delta":
+          if (!event.delta) return;
+          reasoning.set(event.id, (reasoning.get(event.id) ?? "") + event.delta);
+          return chunk([{ text: event.delta, thought: true }]);
+        case "reasoning-end": {
+          const text = reasoning.get(event.id) ?? "";
+          reasoning.delete(event.id);
+          if (isForeign(event.opaque)) carry = info.token(event.opaque, text);
+          else if (event.opaque) {
+            chunk([{ text: "", thought: true, thoughtSignature: info.token(event.opaque) }]);
+          }
+          return;
+        }
         case "tool-input-start":
           calls.set(event.id, {
             name: event.name,
@@ -232,35 +293,26 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
           const call = calls.get(event.id);
           if (!call) return;
           calls.delete(event.id);
-          const signature = call.opaque ? info.token(call.opaque) : carry;
-          carry = undefined;
-          chunk([
-            callPart(
-              { id: event.id, name: call.name, input: parseArguments(call.json) },
-              signature,
-            ),
-          ]);
-          return;
+          return writeCall(event.id, call);
         }
         case "usage":
-          usage = { ...(usage ?? zeroUsage()), ...event.usage };
+          usage = { ...usage, ...event.usage };
           return;
-        case "finish": {
+        case "finish":
+          for (const [id, call] of calls) writeCall(id, call);
+          calls.clear();
+          flush();
           if (event.usage) usage = event.usage;
-          usage ??= zeroUsage();
-          // A reasoning token no call took rides on a last thought part.
-          const tail: Json[] = carry ? [{ text: "", thought: true, thoughtSignature: carry }] : [];
-          chunk([...tail, { text: "" }], { finishReason: toGemini(event.reason) });
+          chunk([{ text: "" }], toGemini(event.reason));
           if (info.jsonArray) write("]");
           done = true;
           return;
-        }
         case "error":
-          return fail(event.message);
+          return fail(event.message, event.status);
         default:
           return;
       }
     },
-    fail,
+    fail: (message) => fail(message),
   };
 }
