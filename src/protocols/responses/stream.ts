@@ -1,5 +1,5 @@
 /**
- * Responses streams (`openai-responses.md` §4): the decoder reads an upstream's named events into
+ * Responses streams (`openai-responses.md` §6): the decoder reads an upstream's named events into
  * canonical events; the encoder writes the exact grammar — `response.created`,
  * `response.in_progress`, each output item added, its parts and deltas, done, one item at a time
  * (see `translate/sequence.ts`), then `response.completed` (or `response.incomplete`) carrying
@@ -16,11 +16,18 @@ import { type Block, sequencer } from "../../translate/sequence.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 import {
   callItem,
-  decodeItem,
+  encryptedReasoning,
+  flatName,
+  hostedCall,
+  isCustomCall,
+  isRefusal,
   itemId,
+  messageItem,
+  outputSummary,
   reasoningItem,
   responseObject,
   usageFromResponses,
+  webSearchItem,
 } from "./codec.ts";
 
 /** The `error` event sent when the upstream cuts a stream mid-way (openai-node throws on it). */
@@ -43,191 +50,294 @@ function parse(event: SseEvent): Json {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Upstream events → canonical
+
+/** What the decoder keeps of one upstream output item. */
+interface UpstreamItem {
+  kind: "message" | "reasoning" | "function" | "custom" | "other";
+  /** The canonical block id: the call id for calls, the item's key otherwise. */
+  id: string;
+  /** Something of its content (text, reasoning, arguments) was emitted. */
+  streamed: boolean;
+  /** A free-form call's input, gathered until the call is done. */
+  raw: string;
+  /** The reasoning part the last reasoning delta belonged to. */
+  part?: string;
+  /** A message's text blocks: open ones, and every content index seen. */
+  open: Set<number>;
+  seen: Set<number>;
+}
+
 /** Upstream Responses events → canonical events; `provider` tags encrypted reasoning. */
 export function responsesDecoder(
   emit: (event: CanonicalEvent) => void,
   provider: string,
 ): StreamDecoder {
-  /** Output items by item id: what they are and what was seen of them. */
-  const items = new Map<
-    string,
-    { kind: string; id: string; args?: boolean; raw?: string; summary?: number }
-  >();
-  const texts = new Set<string>();
+  /** Items by upstream item id, and by output index (events may name either). */
+  const byId = new Map<string, UpstreamItem>();
+  const byIndex = new Map<number, UpstreamItem>();
   let calls = 0;
+  let refused = false;
   let done = false;
-  const itemKey = (data: Json) => String(data.item_id ?? data.output_index ?? "");
-  const closeTexts = (item: string) => {
-    for (const key of [...texts]) {
-      if (key.startsWith(`${item}:`)) {
-        texts.delete(key);
-        emit({ type: "text-end", id: key });
+
+  const keyOf = (id: unknown, index: unknown): string =>
+    typeof id === "string" && id ? id : `#${typeof index === "number" ? index : byIndex.size}`;
+
+  const find = (data: Json): UpstreamItem | undefined =>
+    (typeof data.item_id === "string" ? byId.get(data.item_id) : undefined) ??
+      (typeof data.output_index === "number" ? byIndex.get(data.output_index) : undefined);
+
+  /** Registers an item (from `output_item.added`, or `done` when no `added` came). */
+  const register = (raw: Json, index: unknown): UpstreamItem => {
+    const key = keyOf(raw.id, index);
+    const type = raw.type;
+    const kind = type === "message"
+      ? "message"
+      : type === "reasoning"
+      ? "reasoning"
+      : type === "function_call"
+      ? "function"
+      : type === "custom_tool_call"
+      ? "custom"
+      : "other";
+    const callId = typeof raw.call_id === "string" && raw.call_id ? raw.call_id : key;
+    const item: UpstreamItem = {
+      kind,
+      id: kind === "function" || kind === "custom" ? callId : key,
+      streamed: false,
+      raw: "",
+      open: new Set(),
+      seen: new Set(),
+    };
+    if (typeof raw.id === "string" && raw.id) byId.set(raw.id, item);
+    if (typeof index === "number") byIndex.set(index, item);
+    if (kind === "reasoning") emit({ type: "reasoning-start", id: item.id });
+    else if (kind === "function" || kind === "custom") {
+      calls++;
+      emit({
+        type: "tool-input-start",
+        id: item.id,
+        name: flatName(String(raw.name ?? ""), raw.namespace),
+        ...(kind === "custom" ? { kind: "custom" as const } : {}),
+      });
+    }
+    return item;
+  };
+
+  const textId = (item: UpstreamItem, index: number) => `${item.id}:${index}`;
+
+  const textDelta = (item: UpstreamItem, index: number, delta: string) => {
+    item.seen.add(index);
+    if (!item.open.has(index)) {
+      item.open.add(index);
+      emit({ type: "text-start", id: textId(item, index) });
+    }
+    emit({ type: "text-delta", id: textId(item, index), delta });
+  };
+
+  const textEnd = (item: UpstreamItem, index: number) => {
+    if (item.open.delete(index)) emit({ type: "text-end", id: textId(item, index) });
+  };
+
+  /** A whole text given at its end (no delta came for it). */
+  const wholeText = (item: UpstreamItem, index: number, text: unknown) => {
+    if (item.seen.has(index) || typeof text !== "string" || !text) return;
+    textDelta(item, index, text);
+    textEnd(item, index);
+  };
+
+  const reasoningDelta = (item: UpstreamItem, part: string, delta: string) => {
+    const gap = item.part !== undefined && item.part !== part ? "\n\n" : "";
+    item.part = part;
+    item.streamed = true;
+    emit({ type: "reasoning-delta", id: item.id, delta: gap + delta });
+  };
+
+  const argumentsDelta = (item: UpstreamItem, delta: unknown) => {
+    if (typeof delta !== "string" || !delta) return;
+    item.streamed = true;
+    emit({ type: "tool-input-delta", id: item.id, delta });
+  };
+
+  const itemDone = (raw: Json, index: unknown) => {
+    const item = (typeof raw.id === "string" ? byId.get(raw.id) : undefined) ??
+      (typeof index === "number" ? byIndex.get(index) : undefined) ?? register(raw, index);
+    switch (item.kind) {
+      case "message": {
+        const content = Array.isArray(raw.content) ? raw.content : [];
+        content.forEach((part, i) => {
+          if (isObject(part)) {
+            wholeText(item, i, part.type === "refusal" ? part.refusal : part.text);
+          }
+        });
+        if (isRefusal(raw)) refused = true;
+        for (const i of [...item.open]) textEnd(item, i);
+        return;
       }
+      case "reasoning": {
+        if (!item.streamed) {
+          const summary = outputSummary(raw);
+          if (summary) reasoningDelta(item, "summary", summary);
+        }
+        const opaque = encryptedReasoning(raw, provider);
+        emit({ type: "reasoning-end", id: item.id, ...(opaque ? { opaque } : {}) });
+        return;
+      }
+      case "function":
+        if (!item.streamed) argumentsDelta(item, raw.arguments);
+        emit({ type: "tool-input-end", id: item.id });
+        return;
+      case "custom": {
+        const input = item.raw || (typeof raw.input === "string" ? raw.input : "");
+        emit({ type: "tool-input-delta", id: item.id, delta: JSON.stringify({ input }) });
+        emit({ type: "tool-input-end", id: item.id });
+        return;
+      }
+      case "other":
+        if (raw.type === "web_search_call") emit({ type: "hosted-call", part: hostedCall(raw) });
+        return;
     }
   };
+
+  const finish = (response: Json, status: string) => {
+    const incomplete = isObject(response.incomplete_details)
+      ? response.incomplete_details.reason
+      : undefined;
+    const reason = fromResponses(response.status ?? status, incomplete, calls > 0);
+    emit({
+      type: "finish",
+      reason: reason === "stop" && refused ? "content-filter" : reason,
+      ...(typeof incomplete === "string" ? { raw: incomplete } : {}),
+      usage: usageFromResponses(response.usage),
+    });
+  };
+
   return {
     push(event) {
       if (done) return;
       const data = parse(event);
-      switch (data.type ?? event.event) {
-        case "response.created": {
-          const response = isObject(data.response) ? data.response : {};
+      const type = typeof data.type === "string" ? data.type : event.event;
+      const response = isObject(data.response) ? data.response : {};
+      switch (type) {
+        case "response.created":
           emit({
             type: "start",
             ...(typeof response.id === "string" ? { id: response.id } : {}),
             ...(typeof response.model === "string" ? { model: response.model } : {}),
           });
           return;
-        }
-        case "response.output_item.added": {
-          const item = isObject(data.item) ? data.item : {};
-          const key = String(item.id ?? data.output_index ?? "");
-          if (item.type === "reasoning") {
-            items.set(key, { kind: "reasoning", id: key || `rs${items.size}` });
-            emit({ type: "reasoning-start", id: items.get(key)!.id });
-          } else if (item.type === "function_call" || item.type === "custom_tool_call") {
-            const id = String(item.call_id ?? key);
-            const custom = item.type === "custom_tool_call";
-            items.set(key, { kind: custom ? "custom" : "function", id, args: false, raw: "" });
-            calls++;
-            emit({
-              type: "tool-input-start",
-              id,
-              name: decodeItem({ ...item, arguments: "" }, provider)
-                .flatMap((p) => p.type === "tool-call" ? [p.name] : [])[0] ??
-                String(item.name ?? ""),
-              ...(custom ? { kind: "custom" as const } : {}),
-            });
-          } else items.set(key, { kind: String(item.type ?? ""), id: key });
-          return;
-        }
-        case "response.output_text.delta": {
-          const key = `${itemKey(data)}:${data.content_index ?? 0}`;
-          if (typeof data.delta !== "string" || !data.delta) return;
-          if (!texts.has(key)) {
-            texts.add(key);
-            emit({ type: "text-start", id: key });
+        case "response.output_item.added":
+          if (isObject(data.item) && !find({ ...data, item_id: data.item.id })) {
+            register(data.item, data.output_index);
           }
-          emit({ type: "text-delta", id: key, delta: data.delta });
           return;
-        }
+        case "response.output_text.delta":
         case "response.refusal.delta": {
-          const key = `${itemKey(data)}:${data.content_index ?? 0}`;
-          if (typeof data.delta !== "string" || !data.delta) return;
-          if (!texts.has(key)) {
-            texts.add(key);
-            emit({ type: "text-start", id: key });
+          const item = find(data);
+          if (type === "response.refusal.delta") refused = true;
+          if (item && typeof data.delta === "string" && data.delta) {
+            textDelta(
+              item,
+              typeof data.content_index === "number" ? data.content_index : 0,
+              data.delta,
+            );
           }
-          emit({ type: "text-delta", id: key, delta: data.delta });
           return;
         }
         case "response.output_text.done":
         case "response.refusal.done": {
-          const key = `${itemKey(data)}:${data.content_index ?? 0}`;
-          if (texts.delete(key)) emit({ type: "text-end", id: key });
+          const item = find(data);
+          if (!item) return;
+          const index = typeof data.content_index === "number" ? data.content_index : 0;
+          wholeText(item, index, type === "response.refusal.done" ? data.refusal : data.text);
+          textEnd(item, index);
           return;
         }
         case "response.reasoning_summary_text.delta":
         case "response.reasoning_text.delta": {
-          const item = items.get(itemKey(data));
-          if (!item || typeof data.delta !== "string" || !data.delta) return;
-          const index = typeof data.summary_index === "number" ? data.summary_index : 0;
-          const gap = item.summary !== undefined && item.summary !== index ? "\n\n" : "";
-          item.summary = index;
-          emit({ type: "reasoning-delta", id: item.id, delta: gap + data.delta });
+          const item = find(data);
+          if (item?.kind !== "reasoning" || typeof data.delta !== "string" || !data.delta) return;
+          const part = type === "response.reasoning_text.delta"
+            ? `content${data.content_index ?? 0}`
+            : `summary${data.summary_index ?? 0}`;
+          reasoningDelta(item, part, data.delta);
           return;
         }
         case "response.function_call_arguments.delta": {
-          const item = items.get(itemKey(data));
-          if (!item || typeof data.delta !== "string" || !data.delta) return;
-          item.args = true;
-          emit({ type: "tool-input-delta", id: item.id, delta: data.delta });
+          const item = find(data);
+          if (item?.kind === "function") argumentsDelta(item, data.delta);
+          return;
+        }
+        case "response.function_call_arguments.done": {
+          const item = find(data);
+          if (item?.kind === "function" && !item.streamed) argumentsDelta(item, data.arguments);
           return;
         }
         case "response.custom_tool_call_input.delta": {
-          const item = items.get(itemKey(data));
-          if (item && typeof data.delta === "string") item.raw += data.delta;
+          const item = find(data);
+          if (item?.kind === "custom" && typeof data.delta === "string") item.raw += data.delta;
           return;
         }
-        case "response.output_item.done": {
-          const raw = isObject(data.item) ? data.item : {};
-          const key = String(raw.id ?? data.output_index ?? "");
-          const item = items.get(key);
-          items.delete(key);
-          if (raw.type === "message") return closeTexts(key);
-          if (raw.type === "reasoning" && item) {
-            const encrypted = typeof raw.encrypted_content === "string"
-              ? raw.encrypted_content
-              : "";
-            const opaque: Opaque | undefined = encrypted
-              ? { provider, kind: "encrypted-reasoning", value: encrypted, itemId: key }
-              : undefined;
-            emit({ type: "reasoning-end", id: item.id, ...(opaque ? { opaque } : {}) });
-          } else if (raw.type === "function_call" && item) {
-            if (!item.args && typeof raw.arguments === "string" && raw.arguments) {
-              emit({ type: "tool-input-delta", id: item.id, delta: raw.arguments });
-            }
-            emit({ type: "tool-input-end", id: item.id });
-          } else if (raw.type === "custom_tool_call" && item) {
-            const input = item.raw || (typeof raw.input === "string" ? raw.input : "");
-            emit({ type: "tool-input-delta", id: item.id, delta: JSON.stringify({ input }) });
-            emit({ type: "tool-input-end", id: item.id });
-          } else if (raw.type === "web_search_call") {
-            for (const part of decodeItem(raw, provider)) {
-              if (part.type === "hosted-call") emit({ type: "hosted-call", part });
-            }
+        case "response.custom_tool_call_input.done": {
+          const item = find(data);
+          if (item?.kind === "custom" && !item.raw && typeof data.input === "string") {
+            item.raw = data.input;
           }
           return;
         }
-        case "response.completed":
-        case "response.incomplete": {
-          done = true;
-          const response = isObject(data.response) ? data.response : {};
-          const incomplete = isObject(response.incomplete_details)
-            ? response.incomplete_details.reason
-            : undefined;
-          emit({
-            type: "finish",
-            reason: fromResponses(response.status, incomplete, calls > 0),
-            ...(typeof incomplete === "string" ? { raw: incomplete } : {}),
-            usage: usageFromResponses(response.usage),
-          });
+        case "response.output_item.done":
+          if (isObject(data.item)) itemDone(data.item, data.output_index);
           return;
-        }
+        case "response.completed":
+        case "response.incomplete":
+          done = true;
+          finish(response, type === "response.incomplete" ? "incomplete" : "completed");
+          return;
         case "response.failed": {
           done = true;
-          const response = isObject(data.response) ? data.response : {};
+          if (isObject(response.usage)) {
+            emit({ type: "usage", usage: usageFromResponses(response.usage) });
+          }
           const error = isObject(response.error) ? response.error : {};
           emit({
             type: "error",
             message: typeof error.message === "string" ? error.message : "The upstream failed.",
+            ...(typeof error.code === "string" ? { code: error.code } : {}),
           });
           return;
         }
-        case "error":
+        case "error": {
           done = true;
+          const error = isObject(data.error) ? data.error : data;
           emit({
             type: "error",
-            message: typeof data.message === "string" ? data.message : "The upstream failed.",
-            ...(typeof data.code === "string" ? { code: data.code } : {}),
+            message: typeof error.message === "string" ? error.message : "The upstream failed.",
+            ...(typeof error.code === "string" ? { code: error.code } : {}),
           });
           return;
+        }
       }
     },
     end() {},
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Canonical → client events
+
+/** What the encoder keeps of one canonical block. */
 interface ItemData {
-  /** The item's id and place in `output`. */
+  /** The output item's id and place, once it is written. */
   itemId: string;
   index: number;
+  /** The item was added (reasoning is added at its first text, or at its end with state). */
+  added: boolean;
   name?: string;
   custom?: boolean;
   text: string;
+  /** Opaque state: a reasoning item's, or a call's (written on a reasoning item before it). */
   opaque?: Opaque;
-  /** A reasoning block's summary part was opened. */
-  summary?: boolean;
 }
 
 /** Canonical events → a Responses SSE stream for the client. */
@@ -235,10 +345,12 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
   let sequence = 0;
   let started = false;
   let done = false;
+  /** Every output item so far, in place (finished ones in full). */
   const output: Json[] = [];
   let usage: TokenUsage = zeroUsage();
+
   const ev = (type: string, payload: Json) =>
-    write(encodeSse(JSON.stringify({ type, sequence_number: sequence++, ...payload }), type));
+    write(encodeSse(JSON.stringify({ type, ...payload, sequence_number: sequence++ }), type));
 
   const start = () => {
     if (started) return;
@@ -247,175 +359,155 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
     ev("response.in_progress", { response: responseObject(info, [], null, null) });
   };
 
-  /** Reserves the next output place. */
-  const place = (prefix: string): { itemId: string; index: number } => {
+  /** Writes `output_item.added` for the next output place; returns the place. */
+  const add = (prefix: string, item: (id: string) => Json): { itemId: string; index: number } => {
     const index = output.length;
-    output.push({});
-    return { itemId: itemId(prefix, info, index), index };
+    const id = itemId(prefix, info, index);
+    const added = item(id);
+    output.push(added);
+    ev("response.output_item.added", { output_index: index, item: added });
+    return { itemId: String(added.id), index };
   };
 
-  const added = (index: number, item: Json) =>
-    ev("response.output_item.added", { output_index: index, item });
-  const itemDone = (index: number, item: Json) => {
+  const finishItem = (index: number, item: Json) => {
     output[index] = item;
     ev("response.output_item.done", { output_index: index, item });
   };
 
-  const message = (d: ItemData, status: string) => ({
-    id: d.itemId,
-    type: "message",
-    status,
-    role: "assistant",
-    content: status === "completed"
-      ? [{ type: "output_text", text: d.text, annotations: [], logprobs: [] }]
-      : [],
+  /** The item-scoped fields of an event. */
+  const at = (d: ItemData, extra: Json = {}) => ({
+    item_id: d.itemId,
+    output_index: d.index,
+    ...extra,
   });
 
-  const writeReasoningOnly = (opaque: Opaque) => {
-    const { itemId: id, index } = place("rs");
-    const item = reasoningItem(id, "", opaque, info);
-    added(index, { ...item, encrypted_content: undefined });
-    itemDone(index, item);
+  const openReasoning = (d: ItemData) => {
+    if (d.added) return;
+    d.added = true;
+    Object.assign(d, add("rs", (id) => ({ id, type: "reasoning", summary: [] })));
   };
 
+  /** An empty reasoning item carrying a call's opaque state, just before the call. */
+  const callState = (opaque: Opaque) => {
+    const place = add("rs", (id) => ({ id, type: "reasoning", summary: [] }));
+    finishItem(place.index, reasoningItem(place.itemId, "", opaque, info));
+  };
+
+  const callOf = (block: Block<ItemData>, input: unknown, id: string) =>
+    callItem(id, {
+      id: block.id,
+      name: block.data.name ?? "",
+      input,
+      ...(block.data.custom ? { kind: "custom" } : {}),
+    }, info);
+
   const blocks = sequencer<ItemData>({
-    begin(block: Block<ItemData>) {
+    begin(block) {
       const d = block.data;
-      if (block.kind === "tool" && d.opaque) writeReasoningOnly(d.opaque);
-      const slot = place(block.kind === "text" ? "msg" : block.kind === "reasoning" ? "rs" : "fc");
-      d.itemId = slot.itemId;
-      d.index = slot.index;
       if (block.kind === "text") {
-        added(d.index, message(d, "in_progress"));
-        ev("response.content_part.added", {
-          item_id: d.itemId,
-          output_index: d.index,
-          content_index: 0,
-          part: { type: "output_text", text: "", annotations: [], logprobs: [] },
-        });
-      } else if (block.kind === "reasoning") {
-        added(d.index, { id: d.itemId, type: "reasoning", summary: [] });
-      } else {
-        const item = callItem(d.itemId, {
-          id: block.id,
-          name: d.name!,
-          input: {},
-          kind: d.custom ? "custom" : undefined,
-        }, info);
-        added(d.index, {
-          ...item,
-          status: "in_progress",
-          ...(item.type === "custom_tool_call" ? { input: "" } : { arguments: "" }),
-        });
+        Object.assign(
+          d,
+          add("msg", (id) => ({
+            id,
+            type: "message",
+            status: "in_progress",
+            role: "assistant",
+            content: [],
+          })),
+        );
+        d.added = true;
+        ev(
+          "response.content_part.added",
+          at(d, {
+            content_index: 0,
+            part: { type: "output_text", text: "", annotations: [], logprobs: [] },
+          }),
+        );
+      } else if (block.kind === "tool") {
+        if (d.opaque) callState(d.opaque);
+        Object.assign(
+          d,
+          add(d.custom ? "ctc" : "fc", (id) => {
+            const item = callOf(block, {}, id);
+            return {
+              ...item,
+              status: "in_progress",
+              ...(d.custom ? { input: "" } : { arguments: "" }),
+            };
+          }),
+        );
+        d.added = true;
       }
+      // A reasoning item is added at its first text, or at its end if it carries state.
     },
     delta(block, text) {
       const d = block.data;
-      d.text += text;
       if (block.kind === "text") {
-        ev("response.output_text.delta", {
-          item_id: d.itemId,
-          output_index: d.index,
-          content_index: 0,
-          delta: text,
-          logprobs: [],
-        });
+        d.text += text;
+        ev(
+          "response.output_text.delta",
+          at(d, { content_index: 0, delta: text, logprobs: [] }),
+        );
       } else if (block.kind === "reasoning") {
-        if (!d.summary) {
-          d.summary = true;
-          ev("response.reasoning_summary_part.added", {
-            item_id: d.itemId,
-            output_index: d.index,
-            summary_index: 0,
-            part: { type: "summary_text", text: "" },
-          });
+        if (!d.added) {
+          openReasoning(d);
+          ev(
+            "response.reasoning_summary_part.added",
+            at(d, { summary_index: 0, part: { type: "summary_text", text: "" } }),
+          );
         }
-        ev("response.reasoning_summary_text.delta", {
-          item_id: d.itemId,
-          output_index: d.index,
-          summary_index: 0,
-          delta: text,
-        });
-      } else if (!d.custom) {
-        ev("response.function_call_arguments.delta", {
-          item_id: d.itemId,
-          output_index: d.index,
-          delta: text,
-        });
+        d.text += text;
+        ev("response.reasoning_summary_text.delta", at(d, { summary_index: 0, delta: text }));
+      } else {
+        d.text += text;
+        if (!d.custom) ev("response.function_call_arguments.delta", at(d, { delta: text }));
       }
     },
     end(block) {
       const d = block.data;
       if (block.kind === "text") {
-        ev("response.output_text.done", {
-          item_id: d.itemId,
-          output_index: d.index,
-          content_index: 0,
-          text: d.text,
-          logprobs: [],
-        });
-        ev("response.content_part.done", {
-          item_id: d.itemId,
-          output_index: d.index,
-          content_index: 0,
-          part: { type: "output_text", text: d.text, annotations: [], logprobs: [] },
-        });
-        itemDone(d.index, message(d, "completed"));
+        ev(
+          "response.output_text.done",
+          at(d, { content_index: 0, text: d.text, logprobs: [] }),
+        );
+        ev(
+          "response.content_part.done",
+          at(d, {
+            content_index: 0,
+            part: { type: "output_text", text: d.text, annotations: [], logprobs: [] },
+          }),
+        );
+        finishItem(d.index, messageItem(d.itemId, d.text));
       } else if (block.kind === "reasoning") {
-        if (d.summary) {
-          ev("response.reasoning_summary_text.done", {
-            item_id: d.itemId,
-            output_index: d.index,
-            summary_index: 0,
-            text: d.text,
-          });
-          ev("response.reasoning_summary_part.done", {
-            item_id: d.itemId,
-            output_index: d.index,
-            summary_index: 0,
-            part: { type: "summary_text", text: d.text },
-          });
-        }
-        itemDone(d.index, reasoningItem(d.itemId, d.text, d.opaque, info));
+        if (d.text) {
+          ev("response.reasoning_summary_text.done", at(d, { summary_index: 0, text: d.text }));
+          ev(
+            "response.reasoning_summary_part.done",
+            at(d, { summary_index: 0, part: { type: "summary_text", text: d.text } }),
+          );
+        } else if (!d.opaque) return; // nothing to show and nothing to replay: no item
+        openReasoning(d);
+        finishItem(d.index, reasoningItem(d.itemId, d.text, d.opaque, info));
       } else {
-        const input = parseArguments(d.text);
-        const item = callItem(d.itemId, {
-          id: block.id,
-          name: d.name!,
-          input,
-          kind: d.custom ? "custom" : undefined,
-        }, info);
+        const item = callOf(block, parseArguments(d.text), d.itemId);
         if (item.type === "custom_tool_call") {
-          ev("response.custom_tool_call_input.delta", {
-            item_id: d.itemId,
-            output_index: d.index,
-            delta: item.input,
-          });
-          ev("response.custom_tool_call_input.done", {
-            item_id: d.itemId,
-            output_index: d.index,
-            input: item.input,
-          });
+          ev("response.custom_tool_call_input.delta", at(d, { delta: item.input }));
+          ev("response.custom_tool_call_input.done", at(d, { input: item.input }));
         } else {
           if (!d.text) {
-            ev("response.function_call_arguments.delta", {
-              item_id: d.itemId,
-              output_index: d.index,
-              delta: item.arguments,
-            });
+            ev("response.function_call_arguments.delta", at(d, { delta: item.arguments }));
           }
-          ev("response.function_call_arguments.done", {
-            item_id: d.itemId,
-            output_index: d.index,
-            arguments: item.arguments,
-          });
+          ev(
+            "response.function_call_arguments.done",
+            at(d, { name: item.name, arguments: item.arguments }),
+          );
         }
-        itemDone(d.index, item);
+        finishItem(d.index, item);
       }
     },
   });
 
-  const fresh = (): ItemData => ({ itemId: "", index: -1, text: "" });
+  const fresh = (): ItemData => ({ itemId: "", index: -1, added: false, text: "" });
 
   const fail = (message: string, code = "upstream_error") => {
     if (done) return;
@@ -441,7 +533,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
           return blocks.add(event.id, "tool", {
             ...fresh(),
             name: event.name,
-            custom: event.kind === "custom" || info.customTools?.has(event.name),
+            custom: isCustomCall(event, info),
             ...(event.opaque ? { opaque: event.opaque } : {}),
           });
         case "text-delta":
@@ -456,15 +548,11 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
         case "hosted-call": {
           start();
           blocks.closeAll();
-          const { itemId: id, index } = place("ws");
-          const item = {
-            id: event.part.id || id,
-            type: "web_search_call",
-            status: "completed",
-            action: { type: "search", query: event.part.query ?? "" },
-          };
-          added(index, { ...item, status: "in_progress" });
-          itemDone(index, item);
+          const place = add("ws", (id) => ({
+            ...webSearchItem(id, event.part),
+            status: "in_progress",
+          }));
+          finishItem(place.index, webSearchItem(place.itemId, event.part));
           return;
         }
         case "usage":
@@ -474,16 +562,9 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
           start();
           blocks.closeAll();
           if (event.usage) usage = event.usage;
-          const response = responseObject(
-            info,
-            output.filter((item) => Object.keys(item).length),
-            { reason: event.reason },
-            usage,
-          );
-          ev(response.status === "completed" ? "response.completed" : "response.incomplete", {
-            response,
-          });
+          const response = responseObject(info, [...output], { reason: event.reason }, usage);
           done = true;
+          ev(`response.${response.status}`, { response });
           return;
         }
         case "error":
