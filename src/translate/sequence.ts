@@ -1,6 +1,6 @@
 /**
  * One block open at a time (pure): for client protocols whose blocks or items may not interleave
- * (Responses items), canonical blocks that arrive while another is open — parallel tool calls
+ * (Messages blocks, Responses items), canonical blocks that arrive while another is open — parallel tool calls
  * whose arguments interleave — are held and written in their turn, in the order they started.
  * A text block with no text is never opened.
  */

@@ -3,14 +3,15 @@
  * into canonical events; the encoder writes the exact grammar — `message_start`, one content block
  * open at a time (start, deltas, stop), `message_delta` with the cumulative usage, `message_stop`.
  * Blocks never interleave: events of a block that arrive while another is open (parallel tool
- * calls whose arguments interleave) are held and written when that block's turn comes. No empty
- * text block is ever written. The cut-stream `error` event is here too.
+ * calls whose arguments interleave) are held and written when that block's turn comes
+ * (`translate/sequence.ts`). No empty text block is ever written. The cut-stream `error` event is here too.
  */
 import { encodeSse, type SseEvent } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { fromAnthropic, toAnthropic } from "../../translate/finish.ts";
 import { isObject } from "../../translate/read.ts";
+import { sequencer } from "../../translate/sequence.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import { encodeUsage, usageFromMessages } from "./codec.ts";
 
@@ -180,26 +181,20 @@ export function messagesDecoder(
   };
 }
 
-interface PendingBlock {
-  /** The canonical id of the block. */
-  id: string;
-  kind: "text" | "reasoning" | "tool";
+/** What the encoder keeps of a block while it waits or is written. */
+interface BlockData {
   name?: string;
+  /** A call's opaque state (a Gemini signature), written as a thinking block before it. */
   opaque?: Opaque;
-  /** Deltas held while another block is open. */
-  deltas: string[];
+  /** A thinking block's text, which its signature token carries. */
   text: string;
-  ended: boolean;
+  /** A thinking block's opaque state, known at its end. */
   endOpaque?: Opaque;
 }
 
 /** Canonical events → a Messages SSE stream for the client. */
 export function messagesEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
   let index = -1;
-  /** The block being written, and the blocks waiting for their turn, in order. */
-  let open: PendingBlock | null = null;
-  const waiting: PendingBlock[] = [];
-  const byId = new Map<string, PendingBlock>();
   let started = false;
   let usage: TokenUsage = { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, reasoning: 0 };
   let done = false;
@@ -224,108 +219,51 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
     });
   };
 
-  /** Writes a block's start (and a thinking block carrying a call's opaque state first). */
-  const begin = (block: PendingBlock) => {
-    if (block.kind === "tool" && block.opaque) {
+  // Blocks never interleave: one is written at a time, the others wait their turn.
+  const blocks = sequencer<BlockData>({
+    /** A block's start (and a thinking block carrying a call's opaque state first). */
+    begin(block) {
+      if (block.kind === "tool" && block.data.opaque) {
+        index++;
+        ev("content_block_start", {
+          index,
+          content_block: { type: "thinking", thinking: "", signature: "" },
+        });
+        ev("content_block_delta", {
+          index,
+          delta: { type: "signature_delta", signature: info.token(block.data.opaque) },
+        });
+        ev("content_block_stop", { index });
+      }
       index++;
-      ev("content_block_start", {
-        index,
-        content_block: { type: "thinking", thinking: "", signature: "" },
-      });
-      ev("content_block_delta", {
-        index,
-        delta: { type: "signature_delta", signature: info.token(block.opaque) },
-      });
+      const content_block = block.kind === "text"
+        ? { type: "text", text: "" }
+        : block.kind === "reasoning"
+        ? { type: "thinking", thinking: "", signature: "" }
+        : { type: "tool_use", id: block.id, name: block.data.name ?? "", input: {} };
+      ev("content_block_start", { index, content_block });
+    },
+    delta(block, text) {
+      if (block.kind === "reasoning") block.data.text += text;
+      const payload = block.kind === "text"
+        ? { type: "text_delta", text }
+        : block.kind === "reasoning"
+        ? { type: "thinking_delta", thinking: text }
+        : { type: "input_json_delta", partial_json: text };
+      ev("content_block_delta", { index, delta: payload });
+    },
+    end(block) {
+      if (block.kind === "reasoning") {
+        const opaque = block.data.endOpaque ??
+          { provider: "", kind: "thinking-signature", value: "" };
+        ev("content_block_delta", {
+          index,
+          delta: { type: "signature_delta", signature: info.token(opaque, block.data.text) },
+        });
+      }
       ev("content_block_stop", { index });
-    }
-    index++;
-    const content_block = block.kind === "text"
-      ? { type: "text", text: "" }
-      : block.kind === "reasoning"
-      ? { type: "thinking", thinking: "", signature: "" }
-      : { type: "tool_use", id: block.id, name: block.name ?? "", input: {} };
-    ev("content_block_start", { index, content_block });
-  };
-
-  const delta = (block: PendingBlock, text: string) => {
-    const payload = block.kind === "text"
-      ? { type: "text_delta", text }
-      : block.kind === "reasoning"
-      ? { type: "thinking_delta", thinking: text }
-      : { type: "input_json_delta", partial_json: text };
-    ev("content_block_delta", { index, delta: payload });
-  };
-
-  const finishBlock = (block: PendingBlock) => {
-    if (block.kind === "reasoning") {
-      const opaque = block.endOpaque ?? { provider: "", kind: "thinking-signature", value: "" };
-      ev("content_block_delta", {
-        index,
-        delta: { type: "signature_delta", signature: info.token(opaque, block.text) },
-      });
-    }
-    ev("content_block_stop", { index });
-  };
-
-  /** Opens the next waiting block that has something to write, writing what it holds. */
-  const advance = () => {
-    while (!open && waiting.length) {
-      const next = waiting.shift()!;
-      // A text block with no text yet is not opened (no empty text blocks).
-      if (next.kind === "text" && !next.deltas.length) {
-        if (next.ended) {
-          byId.delete(next.id);
-          continue;
-        }
-        waiting.unshift(next);
-        return;
-      }
-      open = next;
-      begin(next);
-      for (const d of next.deltas) delta(next, d);
-      next.deltas = [];
-      if (next.ended) {
-        finishBlock(next);
-        byId.delete(next.id);
-        open = null;
-      }
-    }
-  };
-
-  const add = (block: PendingBlock) => {
-    byId.set(block.id, block);
-    waiting.push(block);
-    advance();
-  };
-
-  const push = (id: string, text: string) => {
-    const block = byId.get(id);
-    if (!block || !text) return;
-    if (block.kind === "reasoning") block.text += text;
-    if (block === open) delta(block, text);
-    else {
-      block.deltas.push(text);
-      advance();
-    }
-  };
-
-  const end = (id: string, endOpaque?: Opaque) => {
-    const block = byId.get(id);
-    if (!block) return;
-    block.ended = true;
-    if (endOpaque) block.endOpaque = endOpaque;
-    if (block === open) {
-      finishBlock(block);
-      byId.delete(id);
-      open = null;
-    }
-    advance();
-  };
-
-  const closeAll = () => {
-    for (const block of [...byId.values()]) end(block.id);
-    if (open) end(open.id);
-  };
+    },
+  });
 
   return {
     push(event) {
@@ -337,33 +275,32 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
           return;
         case "text-start":
           start();
-          return add({ id: event.id, kind: "text", deltas: [], text: "", ended: false });
+          return blocks.add(event.id, "text", { text: "" });
         case "reasoning-start":
           start();
-          return add({ id: event.id, kind: "reasoning", deltas: [], text: "", ended: false });
+          return blocks.add(event.id, "reasoning", { text: "" });
         case "tool-input-start":
           start();
-          return add({
-            id: event.id,
-            kind: "tool",
+          return blocks.add(event.id, "tool", {
             name: event.name,
             ...(event.opaque ? { opaque: event.opaque } : {}),
-            deltas: [],
             text: "",
-            ended: false,
           });
         case "text-delta":
         case "reasoning-delta":
         case "tool-input-delta":
-          return push(event.id, event.delta);
+          return blocks.push(event.id, event.delta);
         case "text-end":
         case "tool-input-end":
-          return end(event.id);
+          return blocks.end(event.id);
         case "reasoning-end":
-          return end(event.id, event.opaque);
+          return blocks.end(
+            event.id,
+            (data) => event.opaque ? { ...data, endOpaque: event.opaque } : data,
+          );
         case "hosted-call": {
           start();
-          closeAll();
+          blocks.closeAll();
           const id = event.part.id || newId("srvtoolu_");
           index++;
           ev("content_block_start", {
@@ -389,7 +326,7 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
           return;
         case "finish":
           start();
-          closeAll();
+          blocks.closeAll();
           if (event.usage) usage = event.usage;
           ev("message_delta", {
             delta: { stop_reason: toAnthropic(event.reason), stop_sequence: null },
