@@ -10,7 +10,8 @@ import type { Handler, RequestContext } from "../context.ts";
 import { readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { PROTOCOLS } from "../protocols/index.ts";
-import type { Accepted, WireProtocol } from "../protocols/wire.ts";
+import type { ResolvedModel } from "../catalog/catalog.ts";
+import type { Accepted, PreparedCall, WireProtocol } from "../protocols/wire.ts";
 import { protocolsOf } from "../providers/index.ts";
 import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
@@ -46,16 +47,7 @@ export function textCall(client: WireProtocol): Handler {
         usageChunk: accepted.usageChunk,
       });
       return await passThrough({
-        ctx,
-        format: client.errors,
-        endpoint: accepted.endpoint,
-        model,
-        tokens: prepared.tokens,
-        stream: accepted.stream,
-        call: prepared.call,
-        usageFromJson: prepared.usageFromJson,
-        meter: prepared.meter,
-        framing: prepared.framing,
+        ...callOptions(ctx, client, accepted, model, prepared),
         errorTail: (started) => client.errorTail(started, accepted.jsonArray),
         rewrite: prepared.rewrite,
         objectsFromJson: prepared.objectsFromJson,
@@ -67,13 +59,35 @@ export function textCall(client: WireProtocol): Handler {
   };
 }
 
+/** What every text call tells `passThrough`: the call as its upstream's protocol prepared it. */
+function callOptions(
+  ctx: RequestContext,
+  client: WireProtocol,
+  accepted: Accepted,
+  model: ResolvedModel,
+  prepared: PreparedCall,
+) {
+  return {
+    ctx,
+    format: client.errors,
+    endpoint: accepted.endpoint,
+    model,
+    tokens: prepared.tokens,
+    stream: accepted.stream,
+    call: prepared.call,
+    usageFromJson: prepared.usageFromJson,
+    meter: prepared.meter,
+    framing: prepared.framing,
+  };
+}
+
 async function translated(
   ctx: RequestContext,
   client: WireProtocol,
   upstream: WireProtocol,
   accepted: Accepted,
   clientBody: Record<string, unknown>,
-  model: Parameters<WireProtocol["prepare"]>[2],
+  model: ResolvedModel,
 ): Promise<Response> {
   const own = client.decodeRequest(clientBody, { stream: accepted.stream });
   const conversation = client.conversation;
@@ -119,17 +133,8 @@ async function translated(
       : {}),
   };
   return await passThrough({
-    ctx,
-    format: client.errors,
+    ...callOptions(ctx, client, accepted, model, prepared),
     upstreamFormat: upstream.errors,
-    endpoint: accepted.endpoint,
-    model,
-    tokens: prepared.tokens,
-    stream: accepted.stream,
-    call: prepared.call,
-    usageFromJson: prepared.usageFromJson,
-    meter: prepared.meter,
-    framing: prepared.framing,
     translate: translation,
   });
 }

@@ -3,7 +3,7 @@
  * naming the field, never an exception deeper down.
  */
 import { GatewayError } from "../http/errors.ts";
-import type { Json } from "./ir.ts";
+import type { FilePart, Json } from "./ir.ts";
 
 /** A 400 naming `field`. */
 export function invalid(field: string, message: string): GatewayError {
@@ -76,4 +76,11 @@ export function stopList(value: unknown, field: string): string[] | undefined {
 export function splitDataUrl(url: string): { mediaType: string; base64: string } | null {
   const match = /^data:([^;,]+)?(?:;[^,]*)?;base64,(.*)$/s.exec(url);
   return match ? { mediaType: match[1] ?? "application/octet-stream", base64: match[2] } : null;
+}
+
+/** A file part as a URL: its own, or a data URL of its base64 payload (`splitDataUrl`'s inverse). */
+export function dataUrl(part: FilePart): string {
+  return "base64" in part.data
+    ? `data:${part.mediaType};base64,${part.data.base64}`
+    : part.data.url;
 }

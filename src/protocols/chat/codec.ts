@@ -42,10 +42,12 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
+import { int } from "../../billing/usage.ts";
 import { fromChat, toChat } from "../../translate/finish.ts";
 import { effortFor, readEffort } from "../../translate/reasoning.ts";
 import { parseArguments, stringifyArguments } from "../../translate/tool_ids.ts";
 import {
+  dataUrl,
   inexpressible,
   invalid,
   isObject,
@@ -415,12 +417,6 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
 // ---------------------------------------------------------------------------------------------
 // Canonical → upstream request
 
-function dataUrl(part: FilePart): string {
-  return "base64" in part.data
-    ? `data:${part.mediaType};base64,${part.data.base64}`
-    : part.data.url;
-}
-
 function encodeUserPart(part: TextPart | FilePart, field: string): Json {
   if (part.type === "text") return { type: "text", text: part.text };
   if (part.mediaType.startsWith("image/")) {
@@ -591,9 +587,6 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
 
 // ---------------------------------------------------------------------------------------------
 // Upstream answer → canonical
-
-const int = (value: unknown): number =>
-  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
 
 /**
  * A chat `usage` as canonical usage: `prompt_tokens` includes cached tokens, `completion_tokens`

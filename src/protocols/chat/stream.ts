@@ -43,13 +43,15 @@ export function withoutUsage(event: SseEvent): string | null {
 
 /** The mid-stream error payload (top-level `error`, which openai-node throws on). */
 export function streamErrorChunk(): Uint8Array {
-  const error = {
-    message: "The upstream provider ended the stream unexpectedly.",
-    type: "server_error",
-    param: null,
-    code: "upstream_error",
-  };
-  return new TextEncoder().encode(encodeSse(JSON.stringify({ error })));
+  return new TextEncoder().encode(
+    errorChunk("The upstream provider ended the stream unexpectedly."),
+  );
+}
+
+/** A mid-stream error chunk: top-level `error`, which openai-node throws on. */
+function errorChunk(message: string): string {
+  const error = { message, type: "server_error", param: null, code: "upstream_error" };
+  return encodeSse(JSON.stringify({ error }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,8 +363,7 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
   const fail = (message: string) => {
     if (done) return;
     done = true;
-    const error = { message, type: "server_error", param: null, code: "upstream_error" };
-    write(encodeSse(JSON.stringify({ error })));
+    write(errorChunk(message));
   };
 
   return {

@@ -51,6 +51,7 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
+import { int } from "../../billing/usage.ts";
 import { fromGemini, toGemini } from "../../translate/finish.ts";
 import { geminiSchema, isEmptyObjectSchema } from "../../translate/json_schema.ts";
 import { fromToken, readOpaque, replayable } from "../../translate/opaque.ts";
@@ -781,9 +782,6 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
 
 // ---------------------------------------------------------------------------------------------
 // Upstream answer → canonical
-
-const int = (value: unknown): number =>
-  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
 
 /** `usageMetadata` as canonical usage (input adds tool-use prompts, output adds thoughts). */
 export function usageFromGemini(raw: unknown): TokenUsage {

@@ -4,7 +4,9 @@
  * answer with only its new parts; a call comes whole in one part; usage and the finish reason
  * come on the last, and the stream ends when the connection closes (SSE) or the array does.
  */
-import { encodeSse, type SseEvent } from "../../http/sse.ts";
+import { errorBody } from "../../http/errors.ts";
+import { encodeSse } from "../../http/sse.ts";
+import { parse } from "../../billing/usage.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
@@ -14,13 +16,7 @@ import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
 import { callPart, encodeUsage, isForeign, readAnswerPart, usageFromGemini } from "./codec.ts";
 
 const encoder = new TextEncoder();
-const CUT = {
-  error: {
-    code: 502,
-    message: "The upstream provider ended the stream unexpectedly.",
-    status: "UNAVAILABLE",
-  },
-};
+const CUT = errorBody("google", 502, "The upstream provider ended the stream unexpectedly.");
 
 /** A fragment carrying `error` (js-genai throws on it) for an SSE stream the upstream cut. */
 export function streamErrorEvent(): Uint8Array {
@@ -37,15 +33,6 @@ export function streamErrorElement(started: boolean): Uint8Array {
 
 // ---------------------------------------------------------------------------------------------
 // Translation: generateContent fragments ⇄ canonical events
-
-function parse(event: SseEvent): Json {
-  try {
-    const value = JSON.parse(event.data());
-    return isObject(value) ? value : {};
-  } catch {
-    return {};
-  }
-}
 
 /**
  * Upstream fragments (SSE events or JSON-array elements, both read with `data()`) → canonical
@@ -177,18 +164,6 @@ export function generateDecoder(
   };
 }
 
-/** Google's status names for the HTTP statuses an in-stream error may carry. */
-const STATUS: Record<number, string> = {
-  400: "INVALID_ARGUMENT",
-  401: "UNAUTHENTICATED",
-  403: "PERMISSION_DENIED",
-  404: "NOT_FOUND",
-  429: "RESOURCE_EXHAUSTED",
-  500: "INTERNAL",
-  503: "UNAVAILABLE",
-  504: "DEADLINE_EXCEEDED",
-};
-
 /**
  * Canonical events → a generateContent stream for the client: SSE (`data: {…}` and CRLF, as
  * Google writes it) or one JSON array (`[{…},\r\n{…}]`). Each text or thought delta is a
@@ -238,10 +213,9 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
   const fail = (message: string, status?: number) => {
     if (done) return;
     done = true;
-    const code = status && STATUS[status] ? status : 502;
-    const error = JSON.stringify({
-      error: { code, message, status: STATUS[status ?? 0] ?? "UNAVAILABLE" },
-    });
+    // An upstream's own error status is kept; anything else is the gateway's 502.
+    const code = status && status >= 400 && status < 600 ? status : 502;
+    const error = JSON.stringify(errorBody("google", code, message));
     if (info.jsonArray) write(`${elements ? ",\r\n" : "["}${error}\n]`);
     else write(encodeSse(error, undefined, "\r\n"));
   };

@@ -26,6 +26,7 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
+import { int } from "../../billing/usage.ts";
 import { zeroUsage } from "../../translate/ir.ts";
 import { fromAnthropic, toAnthropic } from "../../translate/finish.ts";
 import { fromToken, readOpaque, replayable, signaturesOntoCalls } from "../../translate/opaque.ts";
@@ -591,9 +592,6 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
 
 // ---------------------------------------------------------------------------------------------
 // Upstream answer → canonical
-
-const int = (value: unknown): number =>
-  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
 
 /** A Messages `usage` (cumulative, possibly partial) as canonical usage. */
 export function usageFromMessages(raw: unknown): TokenUsage {

@@ -6,7 +6,8 @@
  * calls whose arguments interleave) are held and written when that block's turn comes
  * (`translate/sequence.ts`). No empty text block is ever written. The cut-stream `error` event is here too.
  */
-import { encodeSse, type SseEvent } from "../../http/sse.ts";
+import { encodeSse } from "../../http/sse.ts";
+import { parse } from "../../billing/usage.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { fromAnthropic, toAnthropic } from "../../translate/finish.ts";
@@ -24,15 +25,6 @@ export function streamErrorEvent(): Uint8Array {
 
 function errorEvent(message: string, type = "api_error"): string {
   return encodeSse(JSON.stringify({ type: "error", error: { type, message } }), "error");
-}
-
-function parse(event: SseEvent): Json {
-  try {
-    const value = JSON.parse(event.data());
-    return isObject(value) ? value : {};
-  } catch {
-    return {};
-  }
 }
 
 /** Merges a usage update into the usage so far (null and absent fields mean "no update"). */

@@ -45,11 +45,13 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
+import { int } from "../../billing/usage.ts";
 import { fromResponses, toResponses } from "../../translate/finish.ts";
 import { fromToken, readOpaque, replayable, signaturesOntoCalls } from "../../translate/opaque.ts";
 import { effortFor, readEffort } from "../../translate/reasoning.ts";
 import { parseArguments, shortHash, stringifyArguments } from "../../translate/tool_ids.ts";
 import {
+  dataUrl,
   inexpressible,
   invalid,
   isObject,
@@ -518,12 +520,6 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
 // ---------------------------------------------------------------------------------------------
 // Canonical → upstream request
 
-function dataUrl(part: FilePart): string {
-  return "base64" in part.data
-    ? `data:${part.mediaType};base64,${part.data.base64}`
-    : part.data.url;
-}
-
 /** A file name for inline file data (Responses requires one). */
 function defaultFilename(mediaType: string): string {
   const ext = Object.keys(EXTENSIONS).find((e) => EXTENSIONS[e] === mediaType);
@@ -743,9 +739,6 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
 
 // ---------------------------------------------------------------------------------------------
 // Upstream answer → canonical
-
-const int = (value: unknown): number =>
-  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
 
 /** A Responses `usage` as canonical usage (`input_tokens` includes cached tokens). */
 export function usageFromResponses(raw: unknown): TokenUsage {

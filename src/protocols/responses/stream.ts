@@ -6,7 +6,8 @@
  * every item and the usage; every event has its `sequence_number`. The cut-stream `error` event
  * is here too.
  */
-import { encodeSse, type SseEvent } from "../../http/sse.ts";
+import { encodeSse } from "../../http/sse.ts";
+import { parse } from "../../billing/usage.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
@@ -39,15 +40,6 @@ export function streamErrorEvent(): Uint8Array {
     param: null,
   };
   return new TextEncoder().encode(encodeSse(JSON.stringify(data), "error"));
-}
-
-function parse(event: SseEvent): Json {
-  try {
-    const value = JSON.parse(event.data());
-    return isObject(value) ? value : {};
-  } catch {
-    return {};
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
