@@ -22,9 +22,13 @@ function previousId(body: Record<string, unknown>): string | undefined {
   return typeof id === "string" && id.length <= 256 ? id : undefined;
 }
 
+/** The kept step `id` if it is the caller's and within the retention (pruning runs only every 6 h). */
 function own(ctx: RequestContext, id: string) {
   const step = ctx.services.store.storedResponse(id);
-  return step && step.accountId === ctx.principal!.accountId ? step : undefined;
+  const oldest = Date.now() - ctx.services.config.conversationRetentionMs;
+  return step && step.accountId === ctx.principal!.accountId && step.createdAt >= oldest
+    ? step
+    : undefined;
 }
 
 export const responsesConversation: ConversationState = {

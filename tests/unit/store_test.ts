@@ -1,4 +1,4 @@
-/** The SQLite store's owner locks (crash recovery on a shared store) and object pruning. */
+/** The SQLite store's owner locks (crash recovery on a shared store), object and conversation pruning. */
 import assert from "node:assert/strict";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { OwnerLock } from "../../src/store/owners.ts";
@@ -71,6 +71,29 @@ Deno.test("pruning removes the objects recorded before the cutoff, and only thos
     assert.equal(store.upstreamObject("old2"), undefined);
     assert.equal(store.upstreamObject("new1")?.accountId, account.id);
     assert.equal(store.pruneObjects(Date.now() + 1), 2);
+    store.close();
+  });
+});
+
+Deno.test("kept conversation steps are read back whole and pruned by age", async () => {
+  await withDir(async (dir) => {
+    const store = openSqliteStore(`${dir}/s.db`);
+    const account = store.ensureAccount("a");
+    const step = (id: string, previousId: string | null, createdAt: number) => ({
+      id,
+      accountId: account.id,
+      previousId,
+      items: JSON.stringify([{ role: "user", content: [{ type: "text", text: id }] }]),
+      contextTokens: 7,
+      createdAt,
+    });
+    store.saveResponse(step("resp_old", null, 1_000));
+    store.saveResponse(step("resp_new", "resp_old", 5_000));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(store.storedResponse("resp_new"), step("resp_new", "resp_old", 5_000));
+    assert.equal(store.pruneResponses(2_000), 1);
+    assert.equal(store.storedResponse("resp_old"), undefined);
+    assert.equal(store.storedResponse("resp_new")?.previousId, "resp_old");
     store.close();
   });
 });
