@@ -1,9 +1,9 @@
 /**
  * A client that hangs up late in a long answer pays for what it received, in every chat protocol:
- * Responses, Messages, chat completions and generateContent (SSE and the JSON array). Each case
- * first streams the whole answer to learn its price, then streams it again, hangs up after ≥ 90%
- * of the output, and checks that the second call — billed on an estimate, as the ledger shows —
- * costs at least 90% of the first.
+ * Responses, Messages, chat completions and generateContent (SSE and the JSON array), native and
+ * translated. Each case first streams the whole answer to learn its price, then streams it again,
+ * hangs up after ≥ 90% of the output, and checks that the second call — billed on an estimate, as
+ * the ledger shows — costs at least 90% of the first.
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
@@ -58,6 +58,25 @@ const CASES: Case[] = [
       messages: [{ role: "user", content: prompt }],
     }),
     marker: /"type":"text_delta"/g,
+  },
+  {
+    name: "Messages SSE translated to a Responses upstream",
+    path: "/v1/messages",
+    headers: (key) => ({ "x-api-key": key, "anthropic-version": "2023-06-01" }),
+    body: (prompt) => ({
+      model: "gpt-test",
+      max_tokens: 4096,
+      stream: true,
+      messages: [{ role: "user", content: prompt }],
+    }),
+    marker: /"type":"text_delta"/g,
+  },
+  {
+    name: "generateContent SSE translated to a chat upstream",
+    path: "/v1beta/models/local-test:streamGenerateContent?alt=sse",
+    headers: (key) => ({ "x-goog-api-key": key }),
+    body: (prompt) => ({ contents: [{ role: "user", parts: [{ text: prompt }] }] }),
+    marker: /"text":"/g,
   },
   {
     name: "chat completions SSE",
