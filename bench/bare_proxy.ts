@@ -19,7 +19,6 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
       "anthropic-version": "2023-06-01",
     },
     body: req.body,
-    signal: req.signal,
   });
   return new Response(upstream.body, {
     status: upstream.status,

@@ -39,11 +39,30 @@ export function log(level: Level, msg: string, fields: Record<string, unknown> =
   pending += line;
 }
 
+/**
+ * Bytes a pipe writes atomically (POSIX `PIPE_BUF`): several serving threads share stdout, so each
+ * write is whole lines of at most this size (a longer line goes alone), and lines never interleave.
+ */
+const ATOMIC_WRITE = 4096;
+
 /** Writes out buffered lines now (on shutdown, and before error lines keep their order). */
 export function flushLog(): void {
   if (!pending) return;
   const bytes = encoder.encode(pending);
   pending = "";
+  for (let start = 0; start < bytes.length;) {
+    let end = Math.min(start + ATOMIC_WRITE, bytes.length);
+    if (end < bytes.length) {
+      // Back to the last line end in the piece; a single longer line is written whole.
+      const cut = bytes.lastIndexOf(10, end - 1);
+      end = cut >= start ? cut + 1 : bytes.indexOf(10, end) + 1 || bytes.length;
+    }
+    writeAll(bytes.subarray(start, end));
+    start = end;
+  }
+}
+
+function writeAll(bytes: Uint8Array): void {
   let written = 0;
   while (written < bytes.length) written += Deno.stdout.writeSync(bytes.subarray(written));
 }

@@ -119,6 +119,26 @@ const MIGRATIONS: string[] = [
      context_tokens INTEGER NOT NULL DEFAULT 0,
      created_at INTEGER NOT NULL
    );`,
+  // A call's funds move with its ledger row, inside the statement that writes the row: a held row
+  // reserves, settling it charges, deleting it releases. One statement per hot-path write, so no
+  // savepoint is needed around it.
+  `CREATE TRIGGER ledger_hold AFTER INSERT ON ledger
+     WHEN NEW.kind = 'charge' AND NEW.status = 'held'
+   BEGIN
+     UPDATE accounts SET held = held + NEW.reserved WHERE id = NEW.account_id;
+   END;
+   CREATE TRIGGER ledger_settle AFTER UPDATE OF status ON ledger
+     WHEN OLD.kind = 'charge' AND OLD.status = 'held' AND NEW.status = 'settled'
+   BEGIN
+     UPDATE accounts SET held = held - OLD.reserved, balance = balance - NEW.amount,
+                         spent = spent + NEW.amount
+     WHERE id = NEW.account_id;
+   END;
+   CREATE TRIGGER ledger_release AFTER DELETE ON ledger
+     WHEN OLD.kind = 'charge' AND OLD.status = 'held'
+   BEGIN
+     UPDATE accounts SET held = held - OLD.reserved WHERE id = OLD.account_id;
+   END;`,
 ];
 
 type Row = Record<string, unknown>;
@@ -195,27 +215,20 @@ class SqliteStore implements Store {
         `INSERT INTO ledger (kind, status, account_id, amount, note, created_at, settled_at)
          VALUES ('credit', 'settled', ?1, ?2, ?3, ?4, ?4)`,
       ),
-      holdFunds: p(
-        `UPDATE accounts SET held = held + ?1
-         WHERE id = ?2 AND ?1 >= 0 AND (?1 = 0 OR balance - held >= ?1)`,
-      ),
-      insertHold: p(
+      // The available balance is checked and the row written in one statement (the trigger
+      // `ledger_hold` reserves); a zero hold is always taken.
+      hold: p(
         `INSERT INTO ledger (kind, status, request_id, key_id, account_id, endpoint, model,
                              provider, reserved, amount, estimate, created_at, owner)
-         VALUES ('charge', 'held', ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+         SELECT 'charge', 'held', ?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10 FROM accounts
+         WHERE id = ?3 AND ?7 >= 0 AND (?7 = 0 OR balance - held >= ?7)`,
       ),
       settleHold: p(
         `UPDATE ledger SET status = 'settled', amount = ?, units = ?, estimated = ?,
                            settled_at = ?
-         WHERE id = ? AND status = 'held' RETURNING account_id, reserved`,
+         WHERE id = ? AND status = 'held'`,
       ),
-      deleteHold: p(
-        `DELETE FROM ledger WHERE id = ? AND status = 'held' RETURNING account_id, reserved`,
-      ),
-      applyCharge: p(
-        `UPDATE accounts SET held = held - ?, balance = balance - ?2, spent = spent + ?2
-         WHERE id = ?3`,
-      ),
+      deleteHold: p(`DELETE FROM ledger WHERE id = ? AND status = 'held'`),
       holds: p(
         `SELECT id, account_id, estimate, owner FROM ledger WHERE kind = 'charge' AND status = 'held'
            AND id NOT IN (SELECT ledger_id FROM video_jobs WHERE status = 'pending')
@@ -412,44 +425,41 @@ class SqliteStore implements Store {
 
   reserve(h: NewHold): Reservation {
     const { result, committed } = this.#write(() => {
-      if (Number(this.#s.holdFunds.run(h.reserve, h.accountId).changes) !== 1) return null;
-      return Number(
-        this.#s.insertHold.run(
-          h.requestId,
-          h.keyId,
-          h.accountId,
-          h.endpoint,
-          h.model,
-          h.provider,
-          h.reserve,
-          JSON.stringify(h.estimate),
-          Date.now(),
-          this.#owner,
-        ).lastInsertRowid,
+      const written = this.#s.hold.run(
+        h.requestId,
+        h.keyId,
+        h.accountId,
+        h.endpoint,
+        h.model,
+        h.provider,
+        h.reserve,
+        JSON.stringify(h.estimate),
+        Date.now(),
+        this.#owner,
       );
-    });
+      return Number(written.changes) === 1 ? Number(written.lastInsertRowid) : null;
+    }, false);
     return { id: result, committed };
   }
 
   async settle(id: number, charge: Charge | null): Promise<boolean> {
-    const { result, committed } = this.#write(() => this.#settle(id, charge));
+    const { result, committed } = this.#write(() => this.#settle(id, charge), false);
     await committed;
     return result;
   }
 
+  /** One statement: the row's triggers move the funds (see migration 8). */
   #settle(id: number, charge: Charge | null): boolean {
-    const row = (charge
-      ? this.#s.settleHold.get(
+    const written = charge
+      ? this.#s.settleHold.run(
         charge.amount,
         JSON.stringify(charge.units),
         charge.estimated ? 1 : 0,
         Date.now(),
         id,
       )
-      : this.#s.deleteHold.get(id)) as Row | undefined;
-    if (!row) return false;
-    this.#s.applyCharge.run(Number(row.reserved), charge?.amount ?? 0, Number(row.account_id));
-    return true;
+      : this.#s.deleteHold.run(id);
+    return Number(written.changes) === 1;
   }
 
   /**

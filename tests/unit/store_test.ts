@@ -97,3 +97,63 @@ Deno.test("kept conversation steps are read back whole and pruned by age", async
     store.close();
   });
 });
+
+Deno.test("holds, charges and releases move the account's funds with the ledger row, exactly", async () => {
+  await withDir(async (dir) => {
+    const store = openSqliteStore(`${dir}/s.db`);
+    const account = store.ensureAccount("funds");
+    store.credit(account.id, 10_000, "test");
+    const hold = (reserve: number) =>
+      store.reserve({
+        requestId: `r${reserve}`,
+        keyId: "k",
+        accountId: account.id,
+        endpoint: "responses",
+        model: "m",
+        provider: "p",
+        reserve,
+        estimate: { units: [], amount: 0 },
+      });
+    const a = hold(6_000);
+    const b = hold(4_000);
+    assert.ok(a.id !== null && b.id !== null);
+    assert.equal(hold(1).id, null, "nothing is left to hold");
+    assert.notEqual(hold(0).id, null, "a zero hold is always taken");
+    assert.equal(store.available(account.id), 0);
+    const charge = {
+      units: [{ unit: "output_tokens", quantity: 7, amount: 2_500 }],
+      amount: 2_500,
+    };
+    assert.equal(await store.settle(a.id!, { ...charge, estimated: false }), true);
+    assert.equal(await store.settle(a.id!, { ...charge, estimated: false }), false, "once");
+    assert.equal(await store.settle(b.id!, null), true, "released");
+    assert.equal(await store.settle(b.id!, null), false);
+    const after = store.account("funds")!;
+    assert.deepEqual([after.balance, after.held, after.spent], [7_500, 0, 2_500]);
+    assert.equal(store.available(account.id), 7_500);
+    store.close();
+  });
+});
+
+Deno.test("a hold taken before the funds moved with the ledger row settles exactly after the upgrade", async () => {
+  await withDir(async (dir) => {
+    const path = `${dir}/s.db`;
+    openSqliteStore(path).close();
+    const { DatabaseSync } = await import("node:sqlite");
+    const db = new DatabaseSync(path);
+    // The schema as it was (version 7), with a call held the way it used to be: the account's
+    // `held` raised by its own statement.
+    db.exec(`DROP TRIGGER ledger_hold; DROP TRIGGER ledger_settle; DROP TRIGGER ledger_release;
+      PRAGMA user_version = 7;
+      INSERT INTO accounts (name, balance, held, created_at) VALUES ('old', 5000, 3000, 0);
+      INSERT INTO ledger (kind, status, account_id, reserved, amount, created_at)
+        VALUES ('charge', 'held', 1, 3000, 0, 0);`);
+    db.close();
+    const store = openSqliteStore(path);
+    const id = Number(store.pendingHolds()[0].id);
+    assert.equal(await store.settle(id, { units: [], amount: 1_200, estimated: true }), true);
+    const account = store.account("old")!;
+    assert.deepEqual([account.balance, account.held, account.spent], [3_800, 0, 1_200]);
+    store.close();
+  });
+});
