@@ -139,9 +139,22 @@ const MIGRATIONS: string[] = [
    BEGIN
      UPDATE accounts SET held = held - OLD.reserved WHERE id = OLD.account_id;
    END;`,
+  // A counter of key changes, so that serving processes and threads drop their cached keys when a
+  // key changes — and only then, not on every ledger write of another connection.
+  `CREATE TABLE key_changes (n INTEGER NOT NULL);
+   INSERT INTO key_changes (n) VALUES (0);
+   CREATE TRIGGER keys_inserted AFTER INSERT ON keys
+   BEGIN UPDATE key_changes SET n = n + 1; END;
+   CREATE TRIGGER keys_updated AFTER UPDATE ON keys
+   BEGIN UPDATE key_changes SET n = n + 1; END;
+   CREATE TRIGGER keys_deleted AFTER DELETE ON keys
+   BEGIN UPDATE key_changes SET n = n + 1; END;`,
 ];
 
 type Row = Record<string, unknown>;
+
+/** Keys kept in memory at most (only keys that exist, so bounded by the store as well). */
+const MAX_CACHED_KEYS = 100_000;
 
 /**
  * Opens (creating and migrating if needed) the SQLite store at `path`. With `owner`, this process
@@ -188,8 +201,8 @@ class SqliteStore implements Store {
   readonly #db: DatabaseSync;
   readonly #s: Record<string, StatementSync>;
   /** Keys looked up since another process last changed the file (see `findKey`). */
-  readonly #keys = new Map<string, KeyRecord | undefined>();
-  #dataVersion = -1;
+  readonly #keys = new Map<string, KeyRecord>();
+  #keyChanges = -1;
   /** The event-loop turn's open write transaction, committed by a zero-delay timer. */
   #turn: PromiseWithResolvers<void> | null = null;
 
@@ -263,7 +276,7 @@ class SqliteStore implements Store {
       keys: p(`SELECT ${KEY_COLUMNS} FROM keys k JOIN accounts a ON a.id = k.account_id
                ORDER BY k.created_at, k.id`),
       revokeKey: p(`UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
-      dataVersion: p(`PRAGMA data_version`),
+      keyChanges: p(`SELECT n FROM key_changes`),
       // Prepared once: the group commit runs these on every write of the hot path.
       begin: p(`BEGIN IMMEDIATE`),
       commit: p(`COMMIT`),
@@ -392,20 +405,22 @@ class SqliteStore implements Store {
   }
 
   /**
-   * Key lookups are cached in memory. Keys change only through the CLI, i.e. another connection,
-   * which SQLite's `data_version` reveals; it is checked on every lookup (far cheaper than the
+   * Key lookups are cached in memory. Every change to a key (the CLI's, another process's or
+   * thread's) counts in `key_changes`, which is checked on every lookup (far cheaper than the
    * join), so a revoked key is refused from the next request on.
    */
   findKey(id: string): KeyRecord | undefined {
-    const version = Number((this.#s.dataVersion.get() as Row).data_version);
-    if (version !== this.#dataVersion) {
-      this.#dataVersion = version;
+    const version = Number((this.#s.keyChanges.get() as Row).n);
+    if (version !== this.#keyChanges) {
+      this.#keyChanges = version;
       this.#keys.clear();
     }
-    if (this.#keys.has(id)) return this.#keys.get(id);
+    const cached = this.#keys.get(id);
+    if (cached) return cached;
     const row = this.#s.keyById.get(id) as Row | undefined;
-    const key = row && toKey(row);
-    if (this.#keys.size > 100_000) this.#keys.clear();
+    if (!row) return undefined; // ids that name no key are not kept: clients choose them
+    const key = toKey(row);
+    if (this.#keys.size >= MAX_CACHED_KEYS) this.#keys.clear();
     this.#keys.set(id, key);
     return key;
   }

@@ -144,6 +144,8 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
     // The schema as it was (version 7), with a call held the way it used to be: the account's
     // `held` raised by its own statement.
     db.exec(`DROP TRIGGER ledger_hold; DROP TRIGGER ledger_settle; DROP TRIGGER ledger_release;
+      DROP TRIGGER keys_inserted; DROP TRIGGER keys_updated; DROP TRIGGER keys_deleted;
+      DROP TABLE key_changes;
       PRAGMA user_version = 7;
       INSERT INTO accounts (name, balance, held, created_at) VALUES ('old', 5000, 3000, 0);
       INSERT INTO ledger (kind, status, account_id, reserved, amount, created_at)
@@ -155,5 +157,26 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
     const account = store.account("old")!;
     assert.deepEqual([account.balance, account.held, account.spent], [3_800, 0, 1_200]);
     store.close();
+  });
+});
+
+Deno.test("a key added or revoked by another connection is seen at the next lookup, unknown ids are not remembered", async () => {
+  await withDir((dir) => {
+    const path = `${dir}/s.db`;
+    const serving = openSqliteStore(path);
+    const cli = openSqliteStore(path);
+    const account = cli.ensureAccount("k");
+    cli.credit(account.id, 1_000, "test");
+    const key = { accountId: account.id, hash: new Uint8Array(32), prefix: "sy-x", createdAt: 0 };
+    cli.insertKey({ ...key, id: "aaaaaaaaaaaa", rpm: null });
+    assert.equal(serving.findKey("aaaaaaaaaaaa")?.revokedAt, null);
+    assert.equal(serving.findKey("bbbbbbbbbbbb"), undefined);
+    cli.insertKey({ ...key, id: "bbbbbbbbbbbb", rpm: 5 });
+    assert.equal(serving.findKey("bbbbbbbbbbbb")?.rpm, 5, "an unknown id is not remembered");
+    assert.equal(cli.revokeKey("aaaaaaaaaaaa"), true);
+    assert.notEqual(serving.findKey("aaaaaaaaaaaa")?.revokedAt, null, "revoked at once");
+    serving.close();
+    cli.close();
+    return Promise.resolve();
   });
 });
