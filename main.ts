@@ -1,17 +1,21 @@
 /**
  * Switchyard command line:
- *   serve [--config FILE] [--host H] [--port N]
+ *   serve [--config FILE] [--host H] [--port N] [--workers N]
  *   keys create --account NAME [--rpm N] [--credit USD] [--json] · keys list [--json] · keys revoke ID
  *   accounts list [--json] · accounts credit NAME USD
  *   config check [--config FILE]
  *   emulate [--host H] [--port N] [--key K]
  */
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig } from "./src/config/load.ts";
+import { type Config, ConfigError, loadConfig } from "./src/config/load.ts";
+import { MAX_WORKERS } from "./src/config/schema.ts";
 import { openSqliteStore } from "./src/store/sqlite.ts";
 import { startServer } from "./src/server.ts";
 import { flushLog, log } from "./src/log.ts";
-import { billsInFlight, recoverHolds } from "./src/billing/ledger.ts";
+import { recoverHolds } from "./src/billing/ledger.ts";
+import { drainServer } from "./src/serve/drain.ts";
+import { type ConfigSource, startWorkers } from "./src/serve/workers.ts";
+import type { Services } from "./src/context.ts";
 import { startEmulator } from "./src/emulator/server.ts";
 import { clearSpool } from "./src/http/multipart.ts";
 import {
@@ -25,7 +29,9 @@ import {
 
 const USAGE = `usage: switchyard <command> [options]
 
-  serve [--config FILE] [--host H] [--port N]     run the gateway
+  serve [--config FILE] [--host H] [--port N] [--workers N]
+                                                   run the gateway (N serving threads;
+                                                   default: one per core)
   keys create --account NAME [--rpm N] [--credit USD] [--json]
   keys list [--json]
   keys revoke ID
@@ -41,6 +47,7 @@ const OPTIONS = {
   config: { type: "string" },
   host: { type: "string" },
   port: { type: "string" },
+  workers: { type: "string" },
   account: { type: "string" },
   rpm: { type: "string" },
   credit: { type: "string" },
@@ -76,10 +83,14 @@ async function main(argv: string[]): Promise<number> {
     await server.finished;
     return 0;
   }
-  const config = await loadConfig(values.config, (name) => Deno.env.get(name), {
-    host: values.host,
-    port,
-  });
+  const workers = values.workers === undefined ? undefined : Number(values.workers);
+  if (
+    workers !== undefined && (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS)
+  ) {
+    throw new CliError(`--workers must be an integer from 1 to ${MAX_WORKERS}`);
+  }
+  const overrides = { host: values.host, port, workers };
+  const config = await loadConfig(values.config, (name) => Deno.env.get(name), overrides);
   const print = (json: unknown, text: string) =>
     console.log(values.json ? JSON.stringify(json) : text);
 
@@ -88,7 +99,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(`config ok: ${config.catalog.entries().length} models, store ${config.dbPath}`);
     return 0;
   }
-  if (command === "serve") return serve(config);
+  if (command === "serve") return serve(config, { configFile: values.config, overrides });
 
   const store = openSqliteStore(config.dbPath);
   try {
@@ -133,53 +144,63 @@ async function main(argv: string[]): Promise<number> {
   throw new CliError(`unknown command: ${positionals.join(" ")}\n\n${USAGE}`);
 }
 
-/** After the last call is settled, how long a stopping server lets its last answers flush. */
-const FLUSH_MS = 1_000;
+/**
+ * The serving threads, or null to serve on this thread alone: when they cannot start and their
+ * number was not asked for (it defaults to the cores), with a warning. Asked for, it is an error.
+ */
+async function threads(services: Services & { config: Config }, source: ConfigSource) {
+  try {
+    return await startWorkers(services, source);
+  } catch (error) {
+    const asked = source.overrides.workers !== undefined ||
+      Deno.env.get("SWITCHYARD_WORKERS") !== undefined || services.config.workersSet;
+    if (asked) throw new CliError(`could not start the serving threads: ${error}`);
+    log("warn", "serving threads could not start: serving on one thread", {
+      error: String(error),
+    });
+    return null;
+  }
+}
 
-async function serve(config: Awaited<ReturnType<typeof loadConfig>>): Promise<number> {
+async function serve(config: Config, source: ConfigSource): Promise<number> {
   const store = openSqliteStore(config.dbPath, { owner: true });
   for (const notice of config.notices) log("warn", notice);
+  // Once per process, before any thread serves.
   const recovered = await recoverHolds(store);
   if (recovered) log("warn", "settled calls left open by an earlier crash", { calls: recovered });
   const leftovers = await clearSpool(config.spoolDir);
   if (leftovers) log("warn", "removed uploads left by an earlier crash", { files: leftovers });
-  const server = startServer({ config, store });
+  const services: Services & { config: Config } = { config, store };
+  const stopped = Promise.withResolvers<void>();
+  let stop: () => Promise<void>;
+  let port: number;
+  const pool = config.workers > 1 ? await threads(services, source) : null;
+  if (pool) {
+    port = pool.port;
+    stop = pool.stop;
+  } else {
+    const server = startServer(services);
+    port = server.addr.port;
+    stop = () => drainServer(server, config);
+    server.finished.then(() => stopped.resolve());
+  }
   log("info", "listening", {
-    host: server.addr.hostname,
-    port: server.addr.port,
+    host: config.host,
+    port,
     store: config.dbPath,
+    workers: config.workers,
   });
   flushLog();
   let stopping = false;
-  const stop = () => {
+  const onSignal = () => {
     if (stopping) return;
     stopping = true;
     log("info", "shutting down");
-    server.shutdown();
-    // Streams are cut after drainTimeoutMs. A connection that still holds on after that (a client
-    // that never finishes its upload) does not keep the process: it exits once no call holds
-    // funds — calls still waiting for their upstream get up to upstreamTimeoutMs more.
-    const drained = Date.now() + config.drainTimeoutMs;
-    const latest = drained + config.upstreamTimeoutMs;
-    const check = setInterval(() => {
-      const now = Date.now();
-      if (now < drained || (billsInFlight() > 0 && now < latest)) return;
-      clearInterval(check);
-      if (billsInFlight() > 0) {
-        log("warn", "exiting with calls in flight", { calls: billsInFlight() });
-      }
-      // A moment for the last answers (a cut stream's error event) to reach their clients.
-      setTimeout(() => {
-        log("info", "connections still open after the drain: exiting");
-        flushLog();
-        store.close();
-        Deno.exit(0);
-      }, FLUSH_MS);
-    }, 100);
+    stop().then(() => stopped.resolve());
   };
-  Deno.addSignalListener("SIGTERM", stop);
-  Deno.addSignalListener("SIGINT", stop);
-  await server.finished;
+  Deno.addSignalListener("SIGTERM", onSignal);
+  Deno.addSignalListener("SIGINT", onSignal);
+  await stopped.promise;
   store.close();
   flushLog();
   return 0;

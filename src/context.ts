@@ -10,6 +10,8 @@ export interface Services {
   store: Store;
   /** Streams in flight, which a draining server cuts once its drain time is over. */
   live?: Set<LiveStream>;
+  /** This serving thread's number when there are several (named in the access log). */
+  worker?: number;
 }
 
 export interface RequestContext {

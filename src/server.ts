@@ -3,7 +3,7 @@
  * and one JSON access-log line per request. `server.ts` only strings the steps together.
  */
 import { authenticate, presentedKey, type Principal } from "./auth/authenticate.ts";
-import { RateLimiter, rateLimitHeaders } from "./auth/ratelimit.ts";
+import { type RateDecision, RateLimiter, rateLimitHeaders } from "./auth/ratelimit.ts";
 import type { RequestContext, Services } from "./context.ts";
 import { type ErrorFormat, errorResponse, formatForPath, GatewayError } from "./http/errors.ts";
 import { Router } from "./router.ts";
@@ -21,13 +21,21 @@ const OBJECT_RETENTION_MS = 30 * 24 * 3600 * 1000;
 /** How often calls held by a process that died are looked for (also done at startup). */
 const RECOVERY_INTERVAL_MS = 30_000;
 
+/**
+ * Counts requests per key per minute: a `RateLimiter` in this thread, or the process's one that
+ * serving threads share (see `serve/workers.ts`).
+ */
+export interface Limiter {
+  check(key: string, limit: number): RateDecision | Promise<RateDecision>;
+}
+
 /** Builds the request handler for the given services (and routing table, for tests). */
 export function createHandler(
   services: Services,
   routes: readonly Route[] = defaultRoutes,
+  limiter: Limiter = new RateLimiter(),
 ): (req: Request) => Promise<Response> {
   const router = new Router(routes);
-  const limiter = new RateLimiter();
   const { config, store } = services;
 
   return async (req) => {
@@ -75,7 +83,8 @@ export function createHandler(
         const key = presentedKey(req, url, route.auth);
         const principal: Principal = authenticate(store, key, config.defaultRpm);
         ctx.principal = principal;
-        const decision = limiter.check(principal.keyId, principal.rpm);
+        let decision = limiter.check(principal.keyId, principal.rpm);
+        if (decision instanceof Promise) decision = await decision;
         extraHeaders = rateLimitHeaders(decision);
         if (!decision.allowed) {
           throw new GatewayError(
@@ -108,6 +117,7 @@ export function createHandler(
         ms: Math.round((performance.now() - started) * 10) / 10,
         key_id: ctx.principal?.keyId,
         account: ctx.principal?.accountName,
+        worker: services.worker,
         ...ctx.log,
       });
     }
@@ -123,24 +133,62 @@ export interface RunningServer {
   shutdown(): Promise<void>;
 }
 
+/** How the HTTP server is started. */
+export interface HttpOptions {
+  /** Another serving thread listens on the same port (`SO_REUSEPORT`). */
+  reusePort?: boolean;
+  /** The port to bind instead of the configured one (the one the first thread got). */
+  port?: number;
+  limiter?: Limiter;
+}
+
 /**
- * Starts `Deno.serve` on the configured host and port, and the background video poller. Shutdown
- * drains: no new connections, calls in flight finish, and streams still open after
- * `drainTimeoutMs` are cut (ended with the protocol's error event, billed for what was relayed).
+ * Starts `Deno.serve` on the configured host and port. Shutdown drains: no new connections, calls
+ * in flight finish, and streams still open after `drainTimeoutMs` are cut (ended with the
+ * protocol's error event, billed for what was relayed).
  */
-export function startServer(services: Services): RunningServer {
+export function startHttp(services: Services, options: HttpOptions = {}): RunningServer {
   services.live ??= new Set();
   const live = services.live;
-  const handler = createHandler(services);
+  const handler = createHandler(services, defaultRoutes, options.limiter);
   const server = Deno.serve({
     hostname: services.config.host,
-    port: services.config.port,
+    port: options.port ?? services.config.port,
+    reusePort: options.reusePort,
     onListen: () => {},
     onError: (error) => {
       log("error", "unhandled error", { error: String(error) });
       return errorResponse("openai", new GatewayError(500, "Internal error"));
     },
   }, handler);
+  return {
+    addr: server.addr as Deno.NetAddr,
+    finished: server.finished,
+    shutdown: async () => {
+      const drained = server.shutdown();
+      const timer = setTimeout(() => {
+        for (const stream of live) stream.cut("drain");
+      }, services.config.drainTimeoutMs);
+      try {
+        await drained;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** Work that runs once per process, whatever the number of serving threads. */
+export interface Background {
+  stop(): void;
+}
+
+/**
+ * Starts the background work: the video poller, pruning of upstream objects and kept
+ * conversations (now and every 6 hours), and settling calls held by processes that died (every
+ * `RECOVERY_INTERVAL_MS`; startup recovery is the caller's).
+ */
+export function startBackground(services: Services): Background {
   const poller = startVideoPoller(services);
   // Upstream objects are kept as long as providers keep stored responses (OpenAI: 30 days).
   const prune = () => {
@@ -163,21 +211,23 @@ export function startServer(services: Services): RunningServer {
     }
   }, RECOVERY_INTERVAL_MS);
   return {
-    addr: server.addr as Deno.NetAddr,
-    finished: server.finished,
-    shutdown: async () => {
+    stop: () => {
       poller.stop();
       clearInterval(pruner);
       clearInterval(recovery);
-      const drained = server.shutdown();
-      const timer = setTimeout(() => {
-        for (const stream of live) stream.cut("drain");
-      }, services.config.drainTimeoutMs);
-      try {
-        await drained;
-      } finally {
-        clearTimeout(timer);
-      }
+    },
+  };
+}
+
+/** The HTTP server and the background work in this one thread (`--workers 1`). */
+export function startServer(services: Services): RunningServer {
+  const http = startHttp(services);
+  const background = startBackground(services);
+  return {
+    ...http,
+    shutdown: () => {
+      background.stop();
+      return http.shutdown();
     },
   };
 }

@@ -14,7 +14,13 @@ import {
 } from "../catalog/catalog.ts";
 import { usdToNano } from "../billing/money.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
-import { ConfigSchema, type ModelKind, type PriceInput, type TokenRatesInput } from "./schema.ts";
+import {
+  ConfigSchema,
+  MAX_WORKERS,
+  type ModelKind,
+  type PriceInput,
+  type TokenRatesInput,
+} from "./schema.ts";
 import { formatPath, issueKeys } from "../field_path.ts";
 import { surfacesOf } from "../providers/surfaces.ts";
 
@@ -34,6 +40,10 @@ export interface Config {
   uploadTimeoutMs: number;
   /** On shutdown, how long streams may go on before they are cut. */
   drainTimeoutMs: number;
+  /** Serving threads sharing the port (1: the process serves on its main thread alone). */
+  workers: number;
+  /** Whether the config file sets `server.workers` (else it is the default, the cores). */
+  workersSet: boolean;
   accessLog: boolean;
   dbPath: string;
   /** Where uploads are spooled while they arrive: `tmp/` beside the store file. */
@@ -63,6 +73,7 @@ export class ConfigError extends Error {
 export interface Overrides {
   host?: string;
   port?: number;
+  workers?: number;
 }
 
 export type Env = (name: string) => string | undefined;
@@ -200,6 +211,9 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     streamMaxMs: file.server?.streamMaxMs ?? 3_600_000,
     uploadTimeoutMs: file.server?.uploadTimeoutMs ?? 600_000,
     drainTimeoutMs: file.server?.drainTimeoutMs ?? 30_000,
+    workers: overrides.workers ?? envInt(env, "SWITCHYARD_WORKERS", 1, MAX_WORKERS) ??
+      file.server?.workers ?? Math.min(MAX_WORKERS, Math.max(1, navigator.hardwareConcurrency)),
+    workersSet: file.server?.workers !== undefined,
     accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,
     dbPath,
     spoolDir: `${dbPath.includes("/") ? dbPath.replace(/\/[^/]*$/, "") : "."}/tmp`,

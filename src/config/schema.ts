@@ -3,6 +3,9 @@
  * converted to integer nanoUSD by `load.ts`; nothing here does I/O.
  */
 import * as v from "valibot";
+
+/** The most serving threads one process runs. */
+export const MAX_WORKERS = 256;
 import { HOSTED_TOOLS } from "../billing/price.ts";
 
 /** Provider wire families the gateway can talk to. */
@@ -181,6 +184,15 @@ export const ConfigSchema = v.strictObject({
       drainTimeoutMs: v.optional(count(0)),
       /** Write one JSON access-log line per request to stdout. */
       accessLog: v.optional(v.boolean("must be true or false")),
+      /** Serving threads on the one port (default: the number of cores; 1: a single thread). */
+      workers: v.optional(
+        v.pipe(
+          v.number(),
+          v.integer("must be an integer"),
+          v.minValue(1, "must be ≥ 1"),
+          v.maxValue(MAX_WORKERS, `must be at most ${MAX_WORKERS}`),
+        ),
+      ),
     }),
   ),
   store: v.optional(v.strictObject({

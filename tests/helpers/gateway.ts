@@ -7,12 +7,21 @@ const ROOT = new URL("../../", import.meta.url);
 const MAIN = new URL("main.ts", ROOT).pathname;
 const DENO_JSON = new URL("deno.json", ROOT).pathname;
 
-/** The `--allow-*` flags baked into the compiled binary, read from deno.json's compile task. */
+/**
+ * The `--allow-*` and `--unstable-*` flags baked into the compiled binary, read from deno.json's
+ * compile task.
+ */
 export async function compiledPermissions(): Promise<string[]> {
   const tasks = JSON.parse(await Deno.readTextFile(DENO_JSON)).tasks as Record<string, string>;
-  const flags = tasks.compile.split(/\s+/).filter((arg) => arg.startsWith("--allow-"));
+  const flags = tasks.compile.split(/\s+/).filter((arg) =>
+    arg.startsWith("--allow-") || arg.startsWith("--unstable-")
+  );
   if (!flags.length) throw new Error("the compile task has no --allow-* flags");
-  return flags;
+  // The program's own modules (which serving threads load) are where it is installed: here, the
+  // repository, whatever the working directory.
+  return flags.map((flag) =>
+    flag.replace(/(?<=[=,])\.\/src(?=,|$)/, new URL("src", ROOT).pathname)
+  );
 }
 
 export interface CliResult {
@@ -47,6 +56,8 @@ export interface GatewayOptions {
   env?: Record<string, string>;
   /** Reuse this working directory (and its store) instead of a fresh one. */
   dir?: string;
+  /** Serving threads (`--workers`); 1 unless given. */
+  workers?: number;
 }
 
 async function denoRun(
@@ -89,7 +100,9 @@ function baseEnv(): Record<string, string> {
 export async function startGateway(options: GatewayOptions = {}): Promise<Gateway> {
   const dir = options.dir ?? await Deno.makeTempDir({ prefix: "switchyard-test-" });
   const env = { ...baseEnv(), ...options.env };
+  // One serving thread unless a test asks for more, whatever the machine's cores.
   const args = ["serve", "--host", "127.0.0.1", "--port", "0"];
+  if (!options.env?.SWITCHYARD_WORKERS) args.push("--workers", String(options.workers ?? 1));
   if (options.config !== undefined) {
     await Deno.writeTextFile(`${dir}/switchyard.json`, JSON.stringify(options.config));
     args.push("--config", "./switchyard.json");

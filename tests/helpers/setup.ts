@@ -34,7 +34,8 @@ export const MAX_OUT = { maxOutputTokens: 8192 };
 
 /**
  * Starts the emulator and a gateway whose providers all point at it. `overrides.providers` and
- * `overrides.models` are merged into the test catalog; other keys replace the defaults.
+ * `overrides.models` are merged into the test catalog; `overrides.workers` is `serve --workers`
+ * (1 unless given); other keys replace the defaults.
  */
 export async function startStack(
   overrides: {
@@ -43,7 +44,7 @@ export async function startStack(
     [key: string]: unknown;
   } = {},
 ): Promise<Stack> {
-  const { providers: extraProviders, models: extraModels, ...extraConfig } = overrides;
+  const { providers: extraProviders, models: extraModels, workers, ...extraConfig } = overrides;
   const emulator = startEmulator({ requiredKey: UPSTREAM_KEY, record: true });
   const emulatorUrl = `http://127.0.0.1:${emulator.addr.port}`;
   const provider = (type: string, prefix: string, chatPrefix?: string) => ({
@@ -163,6 +164,7 @@ export async function startStack(
       ...extraConfig,
     },
     env: { EMULATED_UPSTREAM_KEY: UPSTREAM_KEY },
+    workers: typeof workers === "number" ? workers : undefined,
   };
   let gateway = await startGateway(gatewayOptions);
   return {

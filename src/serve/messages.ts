@@ -1,0 +1,19 @@
+/** The messages between the main thread and its serving threads (`serve --workers N`). */
+import type { RateDecision } from "../auth/ratelimit.ts";
+import type { Overrides } from "../config/load.ts";
+
+/** From the main thread to a serving thread. */
+export type ToWorker =
+  /** Load the config as the main thread did, open the store and listen on `port`. */
+  | { type: "start"; index: number; configFile?: string; overrides: Overrides; port: number }
+  /** The process's answer to a rate-limit question. */
+  | { type: "rpm"; id: number; decision: RateDecision }
+  /** Drain and stop (the process is shutting down). */
+  | { type: "stop" };
+
+/** From a serving thread to the main thread. */
+export type ToMain =
+  | { type: "listening"; port: number }
+  /** Counts one request of `key` against `limit` per minute, if allowed. */
+  | { type: "rpm"; id: number; key: string; limit: number }
+  | { type: "stopped" };

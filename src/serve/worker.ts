@@ -1,0 +1,60 @@
+/**
+ * One serving thread of `serve --workers N` (see `workers.ts`): the process's config, its own
+ * connection to the store, and `Deno.serve` on the port the threads share. Requests per minute
+ * are counted by the main thread, so a key's limit holds for the process as a whole.
+ */
+import type { RateDecision } from "../auth/ratelimit.ts";
+import { type Config, loadConfig } from "../config/load.ts";
+import { flushLog } from "../log.ts";
+import { type Limiter, type RunningServer, startHttp } from "../server.ts";
+import { openSqliteStore } from "../store/sqlite.ts";
+import type { Store } from "../store/store.ts";
+import { drainServer } from "./drain.ts";
+import type { ToMain, ToWorker } from "./messages.ts";
+
+const scope = self as unknown as {
+  postMessage(message: ToMain): void;
+  onmessage: ((event: MessageEvent<ToWorker>) => void) | null;
+  close(): void;
+};
+
+const decisions = new Map<number, (decision: RateDecision) => void>();
+let asked = 0;
+
+/** Asks the main thread; an unlimited key needs no question. */
+const limiter: Limiter = {
+  check(key, limit) {
+    if (limit <= 0) return { allowed: true, limit: 0, remaining: 0, resetMs: 0 };
+    return new Promise((resolve) => {
+      const id = ++asked;
+      decisions.set(id, resolve);
+      scope.postMessage({ type: "rpm", id, key, limit });
+    });
+  },
+};
+
+let server: RunningServer | undefined;
+let store: Store | undefined;
+let config: Config | undefined;
+
+scope.onmessage = async ({ data }) => {
+  if (data.type === "rpm") {
+    decisions.get(data.id)?.(data.decision);
+    decisions.delete(data.id);
+  } else if (data.type === "start") {
+    config = await loadConfig(data.configFile, (name) => Deno.env.get(name), data.overrides);
+    store = openSqliteStore(config.dbPath, { owner: true });
+    server = startHttp({ config, store, worker: data.index }, {
+      reusePort: true,
+      port: data.port,
+      limiter,
+    });
+    scope.postMessage({ type: "listening", port: server.addr.port });
+  } else if (data.type === "stop") {
+    if (server && config) await drainServer(server, config);
+    flushLog();
+    store?.close();
+    scope.postMessage({ type: "stopped" });
+    scope.close();
+  }
+};

@@ -1,0 +1,89 @@
+/**
+ * `serve --workers N` with N > 1: N serving threads (Web Workers, see `worker.ts`) listen on one
+ * port (`SO_REUSEPORT`, the kernel spreads connections), each with its own connection to the
+ * store; the store's transactions keep holds and settlements exact across them. The main thread
+ * keeps what must exist once per process: the rate limiter every thread asks (so a key's limit is
+ * the key's, not the thread's), startup recovery (done by the caller), and the background work
+ * (video poller, pruning, recovery of dead processes' calls).
+ */
+import { RateLimiter } from "../auth/ratelimit.ts";
+import type { Config, Overrides } from "../config/load.ts";
+import type { Services } from "../context.ts";
+import { flushLog, log } from "../log.ts";
+import { startBackground } from "../server.ts";
+import type { ToMain, ToWorker } from "./messages.ts";
+
+/** A running set of serving threads. */
+export interface WorkerPool {
+  /** The port they share (the real one when 0 was asked for). */
+  port: number;
+  /** Drains every thread and stops the background work; resolves once all have stopped. */
+  stop(): Promise<void>;
+}
+
+/** Where the config of the serving threads comes from: what the main thread loaded it from. */
+export interface ConfigSource {
+  configFile?: string;
+  overrides: Overrides;
+}
+
+/**
+ * Starts `config.workers` serving threads and the background work. A thread that fails later
+ * stops the process (exit code 1), so that its supervisor restarts it whole; one that cannot
+ * start rejects (with the others stopped).
+ */
+export async function startWorkers(
+  services: Services & { config: Config },
+  source: ConfigSource,
+): Promise<WorkerPool> {
+  const limiter = new RateLimiter();
+  const threads: { worker: Worker; stopped: PromiseWithResolvers<void> }[] = [];
+  const start = (index: number, port: number): Promise<number> => {
+    const worker = new Worker(new URL("./worker.ts", import.meta.url).href, { type: "module" });
+    const listening = Promise.withResolvers<number>();
+    const stopped = Promise.withResolvers<void>();
+    const send = (message: ToWorker) => worker.postMessage(message);
+    worker.onmessage = ({ data }: MessageEvent<ToMain>) => {
+      if (data.type === "rpm") {
+        send({ type: "rpm", id: data.id, decision: limiter.check(data.key, data.limit) });
+      } else if (data.type === "listening") listening.resolve(data.port);
+      else if (data.type === "stopped") stopped.resolve();
+    };
+    let started = false;
+    listening.promise.then(() => started = true, () => {});
+    worker.onerror = (event) => {
+      event.preventDefault();
+      if (!started) {
+        worker.terminate();
+        listening.reject(new Error(event.message));
+        return;
+      }
+      log("error", "a serving thread failed: stopping", { worker: index, error: event.message });
+      flushLog();
+      Deno.exit(1);
+    };
+    threads.push({ worker, stopped });
+    send({ type: "start", index, ...source, port });
+    return listening.promise;
+  };
+  // The first thread binds the port (a free one when 0 is asked for); the others join it.
+  let port: number;
+  try {
+    port = await start(0, services.config.port);
+    await Promise.all(
+      Array.from({ length: services.config.workers - 1 }, (_, i) => start(i + 1, port)),
+    );
+  } catch (error) {
+    for (const { worker } of threads) worker.terminate();
+    throw error;
+  }
+  const background = startBackground(services);
+  return {
+    port,
+    stop: async () => {
+      background.stop();
+      for (const { worker } of threads) worker.postMessage({ type: "stop" } satisfies ToWorker);
+      await Promise.all(threads.map(({ stopped }) => stopped.promise));
+    },
+  };
+}
