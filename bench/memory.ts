@@ -1,0 +1,233 @@
+/**
+ * The memory scenario (issue #14): a fresh gateway's resident memory at idle; its peak with
+ * 10,000 concurrent streams open (a slow upstream, clients reading them); then after those end,
+ * and after a burst of 6,000 malformed requests, how close it comes back to idle (the bar:
+ * within 50 MB).
+ */
+import { connectionsTo, fdLimit, listeningPids, memoryMiB, openFds, type Server } from "./procs.ts";
+import { startWrk, wrk } from "./wrk.ts";
+
+/** What the scenario needs to know. */
+export interface MemoryInput {
+  gateway: Server;
+  emulator: Server;
+  emulatorUrl: string;
+  key: string;
+  /** Concurrent streams asked for. */
+  streams: number;
+  /** Connections of the warm-up. */
+  concurrency: number;
+}
+
+/** RSS once it settled, how long that took (the wait stops at `SETTLE_SECONDS`). */
+export interface Settled {
+  rss: number;
+  seconds: number;
+  /** Upstream streams of the scenario still open then (the gateway has not let go of them). */
+  stillOpen: number;
+}
+
+/** The scenario's figures (MiB of VmRSS, summed over the gateway's processes). */
+export interface MemoryResult {
+  /** Before any request. */
+  cold: number;
+  /** After a short warm-up: the starting point the bars are measured from. */
+  idle: number;
+  streamsAsked: number;
+  /** Streams attempted: fewer than asked when open-file limits do not allow them all. */
+  streams: number;
+  limitNote?: string;
+  /** Most streams open upstream at once (the emulator's count). */
+  peakOpen: number;
+  /** Most client connections to the gateway at once. */
+  peakConnections: number;
+  peakRss: number;
+  /** Non-2xx responses and socket errors while the streams ran. */
+  streamErrors: number;
+  afterStreams: Settled;
+  malformedRequests: number;
+  /** Malformed requests that were not refused (should be 0). */
+  malformedAccepted: number;
+  afterMalformed: Settled;
+}
+
+/** The issue's bars, 500 MB at peak and back within 50 MB of idle, in MiB. */
+export const PEAK_BAR_MIB = 500e6 / 2 ** 20;
+/** Back within 50 MB of idle. */
+export const SETTLE_BAR_MIB = 50e6 / 2 ** 20;
+const SETTLE_SECONDS = 10;
+/** The slow stream: one event a second, ~130 events, so none ends while the phase runs. */
+const SLOW_PROMPT = "[[emulate delay=1000 words=120]] Keep this stream open.";
+const MALFORMED_REQUESTS = 6000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs the memory scenario against a gateway no other load has touched. */
+export async function memoryScenario(input: MemoryInput): Promise<MemoryResult> {
+  const { gateway } = input;
+  await sleep(1000);
+  const cold = memoryMiB(gateway.pid, "VmRSS");
+  await warmUp(input);
+  await sleep(3000);
+  const idle = memoryMiB(gateway.pid, "VmRSS");
+  progress(`idle RSS ${idle.toFixed(1)} MiB`);
+  const { streams, note } = await streamCapacity(input);
+  if (note) progress(note);
+  const baseline = await openUpstream(input.emulatorUrl);
+  const phase = await openStreams(input, streams, baseline);
+  const afterStreams = await settle(input, idle, baseline);
+  const malformed = await malformedBurst(input);
+  const afterMalformed = await settle(input, idle, baseline);
+  return {
+    cold,
+    idle,
+    streamsAsked: input.streams,
+    streams,
+    limitNote: note,
+    ...phase,
+    afterStreams,
+    malformedRequests: malformed.requests,
+    malformedAccepted: malformed.requests - malformed.non2xx,
+    afterMalformed,
+  };
+}
+
+function progress(text: string): void {
+  console.error(`  memory: ${text}`);
+}
+
+function gatewayUrl(input: MemoryInput): string {
+  return `http://127.0.0.1:${input.gateway.port}/v1/responses`;
+}
+
+function headers(input: MemoryInput): Record<string, string> {
+  return { "content-type": "application/json", authorization: `Bearer ${input.key}` };
+}
+
+/** A short run of ordinary streams, so that "idle" is a gateway that has served. */
+async function warmUp(input: MemoryInput): Promise<void> {
+  const body = JSON.stringify({ model: "gpt-bench", input: "Warm up.", stream: true });
+  await wrk(
+    { url: gatewayUrl(input), headers: headers(input), body },
+    { threads: 2, connections: input.concurrency, seconds: 2 },
+  );
+}
+
+/**
+ * How many streams the open-file limits allow: each takes two descriptors in the gateway (client
+ * and upstream sockets), one in the emulator and one in wrk.
+ */
+async function streamCapacity(input: MemoryInput): Promise<{ streams: number; note?: string }> {
+  const spare = (pid: number) => fdLimit(pid) - openFds(pid) - 64;
+  const serving = await listeningPids(input.gateway.port);
+  const pids = serving.length ? serving : [input.gateway.pid];
+  // Connections spread over several processes sharing the port unevenly: keep 10% in reserve.
+  const share = pids.length > 1 ? 0.9 : 1;
+  const gateway = Math.floor(share * pids.reduce((n, pid) => n + spare(pid) / 2, 0));
+  const emulator = spare(input.emulator.pid);
+  const client = fdLimit("self", "hard") - 64;
+  const streams = Math.max(1, Math.min(input.streams, gateway, emulator, client));
+  if (streams === input.streams) return { streams };
+  return {
+    streams,
+    note: `open-file limits allow ${streams} streams, not ${input.streams} ` +
+      `(gateway ${pids.length} process(es), ${fdLimit(pids[0])} files each, 2 per stream; ` +
+      `emulator ${fdLimit(input.emulator.pid)}; wrk ${fdLimit("self", "hard")})`,
+  };
+}
+
+async function openUpstream(emulatorUrl: string): Promise<number> {
+  try {
+    const s = await (await fetch(`${emulatorUrl}/_emulator/stats`)).json();
+    return s.streamsStarted - s.streamsCompleted - s.streamsCancelled;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Samples the gateway's RSS every 200 ms until stopped; returns the peak. */
+function sampleRss(pid: number): { stop: () => number } {
+  let peak = memoryMiB(pid, "VmRSS");
+  const timer = setInterval(() => peak = Math.max(peak, memoryMiB(pid, "VmRSS")), 200);
+  return {
+    stop() {
+      clearInterval(timer);
+      return Math.max(peak, memoryMiB(pid, "VmRSS"));
+    },
+  };
+}
+
+/**
+ * Opens `streams` slow streams with wrk (one connection each, reading), holds them for 5 s once
+ * (nearly) all are open — or once their number stops growing, or after 60 s — then ends wrk, which
+ * drops them all at once.
+ */
+async function openStreams(input: MemoryInput, streams: number, baseline: number) {
+  const body = JSON.stringify({ model: "gpt-bench", input: SLOW_PROMPT, stream: true });
+  const rss = sampleRss(input.gateway.pid);
+  const run = startWrk(
+    { url: gatewayUrl(input), headers: headers(input), body },
+    { threads: 2, connections: streams, seconds: 600, timeoutSeconds: 600 },
+  );
+  let peakOpen = 0, peakConnections = 0, grewAt = Date.now(), fullAt = 0;
+  const started = Date.now();
+  while (Date.now() - started < 60_000 && (!fullAt || Date.now() - fullAt < 5000)) {
+    await sleep(1000);
+    const open = (await openUpstream(input.emulatorUrl)) - baseline;
+    peakConnections = Math.max(peakConnections, await connectionsTo(input.gateway.port));
+    if (open > peakOpen) [peakOpen, grewAt] = [open, Date.now()];
+    const plateau = peakOpen > 0 && Date.now() - grewAt >= 5000;
+    if (!fullAt && (peakOpen >= 0.99 * streams || plateau)) fullAt = Date.now();
+    progress(`${open} streams open, ${peakConnections} connections at most so far`);
+  }
+  run.interrupt();
+  const result = await run.result;
+  const peakRss = rss.stop();
+  progress(`peak RSS ${peakRss.toFixed(1)} MiB; wrk ended, the streams are dropped`);
+  return {
+    peakOpen,
+    peakConnections,
+    peakRss,
+    streamErrors: result.non2xx + result.socketErrors,
+  };
+}
+
+/**
+ * Waits up to SETTLE_SECONDS, sampling every 500 ms, for RSS to come within the bar of idle (there
+ * is no forcing a GC from outside).
+ */
+async function settle(input: MemoryInput, idle: number, baseline: number): Promise<Settled> {
+  const started = Date.now();
+  for (;;) {
+    const rss = memoryMiB(input.gateway.pid, "VmRSS");
+    const seconds = (Date.now() - started) / 1000;
+    if (rss - idle <= SETTLE_BAR_MIB || seconds >= SETTLE_SECONDS) {
+      return { rss, seconds, stillOpen: (await openUpstream(input.emulatorUrl)) - baseline };
+    }
+    await sleep(500);
+  }
+}
+
+/** Bodies the gateway must refuse: truncated or unparseable JSON and wrong types. */
+function malformedBodies(): string[] {
+  return [
+    '{"model":"gpt-bench","input":"Hello, are you',
+    '{"model":"gpt-bench","input":' + "[".repeat(5000),
+    '{"model":"gpt-bench","input":"' + "y".repeat(50_000),
+    JSON.stringify({ model: "gpt-bench", input: "x", max_output_tokens: "many" }),
+    JSON.stringify({ model: "gpt-bench", input: 42, stream: "yes" }),
+    JSON.stringify({ model: "unknown-" + "z".repeat(200), input: "x" }),
+  ];
+}
+
+async function malformedBurst(input: MemoryInput) {
+  progress(`${MALFORMED_REQUESTS} malformed requests`);
+  return await wrk(
+    { url: gatewayUrl(input), headers: headers(input), body: malformedBodies() },
+    {
+      threads: 2,
+      connections: input.concurrency,
+      seconds: 120,
+      responsesPerThread: MALFORMED_REQUESTS / 2,
+    },
+  );
+}

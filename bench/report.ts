@@ -1,0 +1,105 @@
+/** The printed report: the table, the ratio and added-latency lines, memory figures. */
+import type { Measurement } from "./measure.ts";
+import { type MemoryResult, PEAK_BAR_MIB, SETTLE_BAR_MIB, type Settled } from "./memory.ts";
+
+/** The figures of one target in one scenario. */
+export interface Row {
+  scenario: string;
+  target: "emulator direct" | "bare proxy" | "gateway";
+  /** The gateway's workers (undefined for the other targets). */
+  workers?: number;
+  load: Measurement;
+  /** p50 at one connection, ms (not measured for the emulator direct). */
+  p50AtOne?: number;
+}
+
+const fixed = (value: number, digits: number) => Number.isNaN(value) ? "-" : value.toFixed(digits);
+
+/** The big table: one line per scenario and target. */
+export function table(rows: Row[]): string {
+  const head = ["scenario", "target", "workers", "req/s", "p50 ms", "p99 ms", "errors"];
+  const lines = [[...head, "CPU µs/req"]];
+  for (const r of rows) {
+    lines.push([
+      r.scenario,
+      r.target,
+      r.workers === undefined ? "-" : String(r.workers),
+      fixed(r.load.rps, 0),
+      fixed(r.load.p50, 2),
+      fixed(r.load.p99, 2),
+      fixed(r.load.errors, 0),
+      fixed(r.load.cpuUs, 0),
+    ]);
+  }
+  const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
+  const numeric = (i: number) => i >= 3;
+  return lines.map((l) =>
+    l.map((c, i) => numeric(i) ? c.padStart(widths[i]) : c.padEnd(widths[i])).join("  ")
+  ).join("\n");
+}
+
+function byScenario(rows: Row[]): Map<string, Row[]> {
+  const groups = new Map<string, Row[]>();
+  for (const r of rows) groups.set(r.scenario, [...(groups.get(r.scenario) ?? []), r]);
+  return groups;
+}
+
+const find = (rows: Row[], target: Row["target"]) => rows.find((r) => r.target === target);
+
+/** Per scenario: each gateway's req/s as a share of the bare proxy's (and of the direct run's). */
+export function ratioLines(rows: Row[]): string[] {
+  const lines = ["gateway req/s as a share of the bare proxy's (of the emulator's, direct):"];
+  for (const [scenario, group] of byScenario(rows)) {
+    const bare = find(group, "bare proxy")!.load.rps;
+    const direct = find(group, "emulator direct")!.load.rps;
+    const shares = group.filter((r) => r.target === "gateway").map((r) =>
+      `workers=${r.workers} ${fixed((100 * r.load.rps) / bare, 1)}% ` +
+      `(${fixed((100 * r.load.rps) / direct, 1)}%)`
+    );
+    lines.push(`  ${scenario}: ${shares.join(", ")}`);
+  }
+  return lines;
+}
+
+/** Per scenario: gateway p50 minus bare-proxy p50 at one connection. */
+export function addedLatencyLines(rows: Row[]): string[] {
+  const lines = ["added latency at one connection (gateway p50 − bare proxy p50):"];
+  for (const [scenario, group] of byScenario(rows)) {
+    const bare = find(group, "bare proxy")!.p50AtOne!;
+    const added = group.filter((r) => r.target === "gateway").map((r) =>
+      `workers=${r.workers} ${signed(r.p50AtOne! - bare, 3)} ms (${fixed(r.p50AtOne!, 3)} ms)`
+    );
+    lines.push(`  ${scenario}: ${added.join(", ")}; bare proxy p50 ${fixed(bare, 3)} ms`);
+  }
+  return lines;
+}
+
+const signed = (value: number, digits: number) => (value >= 0 ? "+" : "") + fixed(value, digits);
+
+const mib = (value: number) => `${fixed(value, 1)} MiB`;
+
+function settledLine(label: string, s: Settled, idle: number): string {
+  const delta = s.rss - idle;
+  return `  ${label}: ${mib(s.rss)} (${signed(delta, 1)} MiB vs idle, after ` +
+    `${s.seconds.toFixed(1)} s; ${s.stillOpen} upstream streams still open) — within 50 MB: ` +
+    (delta <= SETTLE_BAR_MIB ? "yes" : "NO");
+}
+
+/** The memory scenario's figures for one gateway. */
+export function memoryLines(workers: number, m: MemoryResult): string[] {
+  const count = (n: number) => n.toLocaleString("en-US");
+  return [
+    `memory, gateway workers=${workers} (fresh process; VmRSS summed over its processes):`,
+    `  idle: ${mib(m.idle)} after a 2 s warm-up (${mib(m.cold)} before any request)`,
+    `  streams: ${count(m.streams)} slow streams opened by wrk (${count(m.streamsAsked)} asked)` +
+    (m.limitNote ? ` — ${m.limitNote}` : ""),
+    `  open at once: ${count(m.peakOpen)} upstream streams, ` +
+    `${count(m.peakConnections)} client connections; errors ${count(m.streamErrors)}`,
+    `  peak RSS with the streams open: ${mib(m.peakRss)} — under 500 MB: ` +
+    (m.peakRss < PEAK_BAR_MIB ? "yes" : "NO"),
+    settledLine("after the streams were dropped", m.afterStreams, m.idle),
+    `  malformed burst: ${count(m.malformedRequests)} requests, ` +
+    `${count(m.malformedAccepted)} not refused`,
+    settledLine("after the malformed burst", m.afterMalformed, m.idle),
+  ];
+}

@@ -1,0 +1,143 @@
+/**
+ * The throughput scenarios. Each names the gateway's route and the upstream call it makes as the
+ * emulator sees it (body for body, as recorded from the gateway) — which the bare proxy and the
+ * direct runs send themselves. Translated scenarios
+ * compare the gateway translating both ways against a proxy that only relays the upstream's own
+ * protocol.
+ */
+
+/** A request as sent to one target (its base URL comes later). */
+export interface Call {
+  path: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** One scenario: the client's call to the gateway and the upstream call it stands for. */
+export interface Scenario {
+  name: string;
+  gateway: Call;
+  /** Sent to the emulator directly and through the bare proxy (the proxy adds the keys). */
+  upstream: Call;
+}
+
+const PROMPT = "Write one sentence about switchyards and trains, please.";
+/** The output cap the gateway sends for a client that set none (`limits.defaultMaxOutputTokens`). */
+const CAP = 8192;
+
+/** The upstream key headers of every family (the bare proxy sets them itself). */
+export const UPSTREAM_HEADERS = {
+  authorization: "Bearer bench-upstream",
+  "x-api-key": "bench-upstream",
+  "x-goog-api-key": "bench-upstream",
+  "anthropic-version": "2023-06-01",
+};
+
+const upstream = (path: string, body: unknown): Call => ({ path, headers: {}, body });
+
+const responses = (model: string, stream: boolean) => ({ model, input: PROMPT, stream });
+const messages = (model: string, stream: boolean) => ({
+  model,
+  max_tokens: 1024,
+  stream,
+  messages: [{ role: "user", content: PROMPT }],
+});
+const contents = { contents: [{ role: "user", parts: [{ text: PROMPT }] }] };
+/** A user turn as the gateway writes it when it translates (content blocks, not a string). */
+const translated = {
+  responses: {
+    model: "gpt-5.4",
+    input: [{ type: "message", role: "user", content: [{ type: "input_text", text: PROMPT }] }],
+    store: false,
+    include: ["reasoning.encrypted_content"],
+    max_output_tokens: 1024,
+    stream: true,
+  },
+  messages: {
+    model: "claude-sonnet-4-5",
+    messages: [{ role: "user", content: [{ type: "text", text: PROMPT }] }],
+    stream: true,
+    max_tokens: CAP,
+  },
+};
+const GEMINI_SSE = "gemini-2.5-flash:streamGenerateContent?alt=sse";
+
+/** Gateway client calls, authenticated as each protocol's clients are. */
+function clients(key: string) {
+  const bearer = { authorization: `Bearer ${key}` };
+  const anthropic = { "x-api-key": key, "anthropic-version": "2023-06-01" };
+  const google = { "x-goog-api-key": key };
+  return {
+    responses: (stream: boolean): Call => ({
+      path: "/v1/responses",
+      headers: bearer,
+      body: responses("gpt-bench", stream),
+    }),
+    messages: (model: string, stream: boolean): Call => ({
+      path: "/v1/messages",
+      headers: anthropic,
+      body: messages(model, stream),
+    }),
+    generate: (model: string): Call => ({
+      path: `/v1beta/models/${model}:streamGenerateContent?alt=sse`,
+      headers: google,
+      body: contents,
+    }),
+    chat: (): Call => ({
+      path: "/v1/chat/completions",
+      headers: bearer,
+      body: { model: "gpt-bench", messages: [{ role: "user", content: PROMPT }], stream: true },
+    }),
+  };
+}
+
+/** The throughput scenarios, for a gateway key. */
+export function scenarios(key: string): Scenario[] {
+  const client = clients(key);
+  const modes = [["JSON", false], ["SSE", true]] as const;
+  return [
+    ...modes.map(([mode, stream]) => ({
+      name: `responses ${mode}`,
+      gateway: client.responses(stream),
+      upstream: upstream("/openai/v1/responses", {
+        ...responses("gpt-5.4", stream),
+        max_output_tokens: CAP,
+      }),
+    })),
+    ...modes.map(([mode, stream]) => ({
+      name: `messages ${mode}`,
+      gateway: client.messages("claude-bench", stream),
+      upstream: upstream("/anthropic/v1/messages", messages("claude-sonnet-4-5", stream)),
+    })),
+    {
+      name: "generateContent SSE",
+      gateway: client.generate("gemini-bench"),
+      upstream: upstream(`/gemini/v1beta/models/${GEMINI_SSE}`, {
+        ...contents,
+        generationConfig: { maxOutputTokens: CAP },
+      }),
+    },
+    {
+      name: "chat SSE",
+      gateway: client.chat(),
+      // The gateway asks for the usage chunk (and drops it for a client that did not).
+      upstream: upstream("/openai/v1/chat/completions", {
+        model: "gpt-5.4",
+        messages: [{ role: "user", content: PROMPT }],
+        stream: true,
+        max_completion_tokens: CAP,
+        stream_options: { include_usage: true },
+      }),
+    },
+    {
+      name: "messages → responses SSE",
+      gateway: client.messages("gpt-bench", true),
+      upstream: upstream("/openai/v1/responses", translated.responses),
+    },
+    {
+      name: "generateContent → messages SSE",
+      gateway: client.generate("claude-bench"),
+      upstream: upstream("/anthropic/v1/messages", translated.messages),
+    },
+  ];
+}

@@ -1,0 +1,56 @@
+/** The benchmark's settings, read from the environment (see the README's Benchmark section). */
+
+function positiveInt(name: string, fallback: number): number {
+  const raw = Deno.env.get(name);
+  const value = raw === undefined || raw === "" ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < 1) {
+    console.error(`${name} must be a positive integer, not ${JSON.stringify(raw)}`);
+    Deno.exit(2);
+  }
+  return value;
+}
+
+function workerCounts(): number[] {
+  const raw = Deno.env.get("BENCH_WORKERS") || "1,2";
+  const counts = raw.split(",").map((s) => Number(s.trim()));
+  if (!counts.every((n) => Number.isInteger(n) && n >= 1)) {
+    console.error(`BENCH_WORKERS must list positive integers, e.g. "1,2", not "${raw}"`);
+    Deno.exit(2);
+  }
+  return [...new Set(counts)];
+}
+
+/** Everything a run is told from outside. */
+export const SETTINGS = {
+  /** Seconds of each measured wrk run (BENCH_SECONDS). */
+  seconds: positiveInt("BENCH_SECONDS", 10),
+  /** Connections of the throughput runs (BENCH_CONCURRENCY). */
+  concurrency: positiveInt("BENCH_CONCURRENCY", 64),
+  /** Measurements per figure; the median is reported (BENCH_RUNS). */
+  runs: positiveInt("BENCH_RUNS", 1),
+  /** One gateway process per entry, started with `serve --workers N` (BENCH_WORKERS). */
+  workers: workerCounts(),
+  /** Only the scenarios whose name contains this (BENCH_ONLY; "memory" is one). */
+  only: Deno.env.get("BENCH_ONLY") ?? "",
+  /** A directory for the gateway's CPU profiles (BENCH_PROFILE). */
+  profile: Deno.env.get("BENCH_PROFILE") || undefined,
+  /** Concurrent streams of the memory scenario (BENCH_STREAMS). */
+  streams: positiveInt("BENCH_STREAMS", 10_000),
+  /** The warm-up before each target's measurements. */
+  warmupSeconds: 2,
+  /** The one-connection latency runs. */
+  latencySeconds: 3,
+};
+
+/** Seconds the memory scenario takes per gateway, roughly. */
+export const MEMORY_SECONDS = 60;
+
+/** A rough total run time in seconds, for `scenarios` throughput scenarios. */
+export function estimateSeconds(scenarios: number, memory: boolean): number {
+  const s = SETTINGS;
+  const gateways = s.workers.length;
+  const throughput = (2 + gateways) * (s.warmupSeconds + s.runs * s.seconds);
+  const latency = (1 + gateways) * s.runs * s.latencySeconds;
+  const startup = 10 + 3 * gateways;
+  return startup + scenarios * (throughput + latency) + (memory ? gateways * MEMORY_SECONDS : 0);
+}

@@ -1,0 +1,163 @@
+/**
+ * The servers under test: the provider emulator, the bare proxy and gateway processes — each
+ * gateway with the compiled permissions, a funded key without a rate limit, the full pipeline and
+ * its access log — all in one temporary working directory.
+ */
+import { EarlyExit, freePort, type Server, spawnServer } from "./procs.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const UPSTREAM_KEY = "bench-upstream";
+
+/** The gateway models of the scenarios, one per provider family. */
+export const MODELS = {
+  "gpt-bench": { provider: "openai", upstream: "gpt-5.4", price: { input: 2.5, output: 15 } },
+  "claude-bench": {
+    provider: "anthropic",
+    upstream: "claude-sonnet-4-5",
+    price: { input: 3, output: 15 },
+  },
+  "gemini-bench": {
+    provider: "gemini",
+    upstream: "gemini-2.5-flash",
+    price: { input: 0.3, output: 2.5 },
+  },
+};
+
+/** Where the gateways run and what they need. */
+export interface Setup {
+  dir: string;
+  emulator: Server;
+  emulatorUrl: string;
+  proxy: Server;
+  /** A gateway key with credit to spare and no rate limit. */
+  key: string;
+  /** The `--allow-*` flags of the compile task. */
+  permissions: string[];
+}
+
+const portField = (line: Record<string, unknown>) =>
+  typeof line.port === "number" ? line.port : undefined;
+
+/** Starts the emulator and the bare proxy, writes the gateway config and creates the key. */
+export async function startSetup(): Promise<Setup> {
+  const dir = await Deno.makeTempDir({ prefix: "switchyard-bench-" });
+  const emulator = await spawnServer({
+    args: ["run", "--allow-net", "--allow-env", `${ROOT}main.ts`, "emulate", "--port", "0"],
+    cwd: dir,
+    portOf: portField,
+  });
+  const emulatorUrl = `http://127.0.0.1:${emulator.port}`;
+  const proxy = await spawnServer({
+    args: ["run", "--allow-net", `${ROOT}bench/bare_proxy.ts`, emulatorUrl],
+    cwd: dir,
+    portOf: portField,
+  });
+  await Deno.writeTextFile(`${dir}/switchyard.json`, JSON.stringify(config(emulatorUrl)));
+  const permissions = await compilePermissions();
+  const key = await createKey(dir, permissions);
+  return { dir, emulator, emulatorUrl, proxy, key, permissions };
+}
+
+function config(emulatorUrl: string) {
+  const provider = (type: string, path: string) => ({
+    type,
+    baseUrl: `${emulatorUrl}${path}`,
+    apiKey: "env:UPSTREAM_KEY",
+  });
+  return {
+    defaultCatalog: false,
+    providers: {
+      openai: provider("openai", "/openai/v1"),
+      anthropic: provider("anthropic", "/anthropic"),
+      gemini: provider("gemini", "/gemini"),
+    },
+    models: MODELS,
+  };
+}
+
+/**
+ * The `--allow-*` and `--unstable-*` flags of the compile task. A `./src` read permission (the
+ * program's own modules, which serving threads load) names the repository's, not the working
+ * directory's.
+ */
+async function compilePermissions(): Promise<string[]> {
+  const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
+  return (tasks.compile as string).split(/\s+/)
+    .filter((a) => a.startsWith("--allow-") || a.startsWith("--unstable-"))
+    .map((a) => a.replace(/(?<=[=,])\.\/src(?=,|$)/, `${ROOT}src`));
+}
+
+function mainArgs(permissions: string[], ...args: string[]): string[] {
+  return ["run", ...permissions, "--config", `${ROOT}deno.json`, `${ROOT}main.ts`, ...args];
+}
+
+async function createKey(dir: string, permissions: string[]): Promise<string> {
+  const args = mainArgs(permissions, "keys", "create", "--account", "bench", "--rpm", "0");
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [...args, "--credit", "1000000", "--json", "--config", "./switchyard.json"],
+    cwd: dir,
+    stderr: "inherit",
+  }).output();
+  if (!out.success) throw new Error("keys create failed");
+  return JSON.parse(new TextDecoder().decode(out.stdout)).key;
+}
+
+/** A running gateway and the number of workers it was started with. */
+export interface Gateway {
+  server: Server;
+  workers: number;
+}
+
+/** Whether `serve` takes `--workers`; unknown until the first gateway starts. */
+let workersFlag: boolean | undefined;
+
+/** Whether `serve` has turned out not to know `--workers` (then every gateway runs without it). */
+export function workersFlagMissing(): boolean {
+  return workersFlag === false;
+}
+
+/**
+ * Starts a gateway with `serve --workers N` on a free port (explicit, so that several workers can
+ * share it). A `serve` that refuses the flag as a usage error (exit 2) is started again without
+ * it, as one process: the gateway reported is then `workers: 1`.
+ */
+export async function startGateway(
+  setup: Setup,
+  workers: number,
+  profile?: string,
+): Promise<Gateway> {
+  if (workersFlag !== false) {
+    try {
+      const server = await spawnGateway(setup, ["--workers", String(workers)], profile);
+      workersFlag = true;
+      return { server, workers };
+    } catch (error) {
+      const unknown = /unknown option '--workers'/i;
+      if (!(error instanceof EarlyExit && error.code === 2 && unknown.test(error.stderr))) {
+        throw error;
+      }
+      workersFlag = false;
+      console.log("note: `serve` has no --workers flag yet; gateways run without it (1 process)");
+    }
+  }
+  return { server: await spawnGateway(setup, [], profile), workers: 1 };
+}
+
+function spawnGateway(setup: Setup, extra: string[], profile?: string): Promise<Server> {
+  const port = freePort();
+  const args = mainArgs(setup.permissions, "serve", "--config", "./switchyard.json");
+  return spawnServer({
+    // BENCH_PROFILE=DIR: the gateway writes its CPU profile there when it exits.
+    args: [
+      args[0],
+      ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : []),
+      ...args.slice(1),
+      "--port",
+      String(port),
+      ...extra,
+    ],
+    cwd: setup.dir,
+    env: { UPSTREAM_KEY },
+    portOf: (line) => line.msg === "listening" ? portField(line) ?? port : undefined,
+  });
+}
