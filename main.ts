@@ -14,7 +14,7 @@ import { startServer } from "./src/server.ts";
 import { flushLog, log } from "./src/log.ts";
 import { recoverHolds } from "./src/billing/ledger.ts";
 import { drainServer } from "./src/serve/drain.ts";
-import { type ConfigSource, startWorkers } from "./src/serve/workers.ts";
+import { type ConfigSource, startWorkers, ThreadsUnavailable } from "./src/serve/workers.ts";
 import type { Services } from "./src/context.ts";
 import { startEmulator } from "./src/emulator/server.ts";
 import { clearSpool } from "./src/http/multipart.ts";
@@ -145,18 +145,19 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /**
- * The serving threads, or null to serve on this thread alone: when they cannot start and their
+ * The serving threads, or null to serve on this thread alone: when they cannot run here and their
  * number was not asked for (it defaults to the cores), with a warning. Asked for, it is an error.
  */
 async function threads(services: Services & { config: Config }, source: ConfigSource) {
   try {
     return await startWorkers(services, source);
   } catch (error) {
-    const asked = source.overrides.workers !== undefined ||
-      Deno.env.get("SWITCHYARD_WORKERS") !== undefined || services.config.workersSet;
-    if (asked) throw new CliError(`could not start the serving threads: ${error}`);
+    if (!(error instanceof ThreadsUnavailable)) throw error;
+    if (services.config.workersSet) {
+      throw new CliError(`could not start the serving threads: ${error.message}`);
+    }
     log("warn", "serving threads could not start: serving on one thread", {
-      error: String(error),
+      error: error.message,
     });
     return null;
   }
@@ -175,6 +176,7 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   let stop: () => Promise<void>;
   let port: number;
   const pool = config.workers > 1 ? await threads(services, source) : null;
+  const workers = pool ? config.workers : 1;
   if (pool) {
     port = pool.port;
     stop = pool.stop;
@@ -184,13 +186,6 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
     stop = () => drainServer(server, config);
     server.finished.then(() => stopped.resolve());
   }
-  log("info", "listening", {
-    host: config.host,
-    port,
-    store: config.dbPath,
-    workers: config.workers,
-  });
-  flushLog();
   let stopping = false;
   const onSignal = () => {
     if (stopping) return;
@@ -200,6 +195,14 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   };
   Deno.addSignalListener("SIGTERM", onSignal);
   Deno.addSignalListener("SIGINT", onSignal);
+  // Only once the signals are ours: whoever waits for this line may send SIGTERM right away.
+  log("info", "listening", {
+    host: config.host,
+    port,
+    store: config.dbPath,
+    workers,
+  });
+  flushLog();
   await stopped.promise;
   store.close();
   flushLog();

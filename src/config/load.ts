@@ -42,7 +42,10 @@ export interface Config {
   drainTimeoutMs: number;
   /** Serving threads sharing the port (1: the process serves on its main thread alone). */
   workers: number;
-  /** Whether the config file sets `server.workers` (else it is the default, the cores). */
+  /**
+   * Whether `workers` was asked for (`--workers`, `SWITCHYARD_WORKERS` or `server.workers`) rather
+   * than the default, the number of cores.
+   */
   workersSet: boolean;
   accessLog: boolean;
   dbPath: string;
@@ -195,6 +198,8 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
   const host = overrides.host ?? env("SWITCHYARD_HOST") ?? file.server?.host ?? "127.0.0.1";
   const port = overrides.port ??
     envInt(env, "SWITCHYARD_PORT", 0, 65535) ?? file.server?.port ?? 8080;
+  const workers = overrides.workers ?? envInt(env, "SWITCHYARD_WORKERS", 1, MAX_WORKERS) ??
+    file.server?.workers;
   const dbPath = env("SWITCHYARD_DB") ?? file.store?.path ?? "./data/switchyard.db";
   const accessLogEnv = env("SWITCHYARD_ACCESS_LOG");
   if (accessLogEnv !== undefined && !["0", "1"].includes(accessLogEnv)) {
@@ -211,9 +216,8 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     streamMaxMs: file.server?.streamMaxMs ?? 3_600_000,
     uploadTimeoutMs: file.server?.uploadTimeoutMs ?? 600_000,
     drainTimeoutMs: file.server?.drainTimeoutMs ?? 30_000,
-    workers: overrides.workers ?? envInt(env, "SWITCHYARD_WORKERS", 1, MAX_WORKERS) ??
-      file.server?.workers ?? Math.min(MAX_WORKERS, Math.max(1, navigator.hardwareConcurrency)),
-    workersSet: file.server?.workers !== undefined,
+    workers: workers ?? Math.min(MAX_WORKERS, Math.max(1, navigator.hardwareConcurrency || 1)),
+    workersSet: workers !== undefined,
     accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,
     dbPath,
     spoolDir: `${dbPath.includes("/") ? dbPath.replace(/\/[^/]*$/, "") : "."}/tmp`,

@@ -3,10 +3,10 @@
  * converted to integer nanoUSD by `load.ts`; nothing here does I/O.
  */
 import * as v from "valibot";
-
-/** The most serving threads one process runs. */
-export const MAX_WORKERS = 256;
 import { HOSTED_TOOLS } from "../billing/price.ts";
+
+/** The most serving threads one process runs (`server.workers`, `--workers`). */
+export const MAX_WORKERS = 256;
 
 /** Provider wire families the gateway can talk to. */
 export const PROVIDER_TYPES = [
@@ -187,7 +187,7 @@ export const ConfigSchema = v.strictObject({
       /** Serving threads on the one port (default: the number of cores; 1: a single thread). */
       workers: v.optional(
         v.pipe(
-          v.number(),
+          v.number("must be an integer"),
           v.integer("must be an integer"),
           v.minValue(1, "must be ≥ 1"),
           v.maxValue(MAX_WORKERS, `must be at most ${MAX_WORKERS}`),

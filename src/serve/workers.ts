@@ -21,6 +21,47 @@ export interface WorkerPool {
   stop(): Promise<void>;
 }
 
+/**
+ * The serving thread's module. `deno compile` embeds a Web Worker's module only when it is passed
+ * with `--include` (the `compile` task does).
+ */
+const WORKER_MODULE = new URL("./worker.ts", import.meta.url);
+
+/** Serving threads cannot run in this process (a permission or a flag is missing). */
+export class ThreadsUnavailable extends Error {
+  override name = "ThreadsUnavailable";
+}
+
+/**
+ * What this process lacks to run serving threads, or null. Checked before any thread starts,
+ * because without `--unstable-net` the first `reusePort` ends the whole process (exit code 70).
+ */
+function whyNoThreads(): string | null {
+  // The unstable network API, `Deno.listenDatagram` among it, exists only with the flag.
+  if (typeof (Deno as unknown as Record<string, unknown>).listenDatagram !== "function") {
+    return "sharing one port between threads (SO_REUSEPORT) needs the --unstable-net flag";
+  }
+  // `deno run` reads a Web Worker's modules like a dynamic import's; a compiled binary carries
+  // them (`--include`) and needs no read access.
+  if (!Deno.build.standalone) {
+    const dir = new URL("../", import.meta.url);
+    const read = Deno.permissions.querySync({ name: "read", path: dir });
+    if (read.state !== "granted") {
+      return `a serving thread's modules need read access to ${dir.pathname} (--allow-read)`;
+    }
+  }
+  return null;
+}
+
+/**
+ * Throws `Deno.errors.AddrInUse` when something already listens on the port, as a single thread
+ * would: threads bind with `SO_REUSEPORT`, which would let them share the port with another
+ * process that does too (a second gateway started by mistake) instead of failing.
+ */
+function ensurePortFree(hostname: string, port: number): void {
+  Deno.listen({ hostname, port }).close();
+}
+
 /** Where the config of the serving threads comes from: what the main thread loaded it from. */
 export interface ConfigSource {
   configFile?: string;
@@ -29,17 +70,22 @@ export interface ConfigSource {
 
 /**
  * Starts `config.workers` serving threads and the background work. A thread that fails later
- * stops the process (exit code 1), so that its supervisor restarts it whole; one that cannot
- * start rejects (with the others stopped).
+ * stops the process (exit code 1), so that its supervisor restarts it whole. Rejects with
+ * `ThreadsUnavailable` when threads cannot run here (the caller may serve on one thread instead),
+ * with `Deno.errors.AddrInUse` when the port is taken; threads already started are stopped.
  */
 export async function startWorkers(
   services: Services & { config: Config },
   source: ConfigSource,
 ): Promise<WorkerPool> {
+  const { config } = services;
+  const missing = whyNoThreads();
+  if (missing) throw new ThreadsUnavailable(missing);
+  if (config.port !== 0) ensurePortFree(config.host, config.port);
   const limiter = new RateLimiter();
   const threads: { worker: Worker; stopped: PromiseWithResolvers<void> }[] = [];
   const start = (index: number, port: number): Promise<number> => {
-    const worker = new Worker(new URL("./worker.ts", import.meta.url).href, { type: "module" });
+    const worker = new Worker(WORKER_MODULE.href, { type: "module" });
     const listening = Promise.withResolvers<number>();
     const stopped = Promise.withResolvers<void>();
     const send = (message: ToWorker) => worker.postMessage(message);
@@ -55,7 +101,7 @@ export async function startWorkers(
       event.preventDefault();
       if (!started) {
         worker.terminate();
-        listening.reject(new Error(event.message));
+        listening.reject(new ThreadsUnavailable(event.message));
         return;
       }
       log("error", "a serving thread failed: stopping", { worker: index, error: event.message });
@@ -69,10 +115,8 @@ export async function startWorkers(
   // The first thread binds the port (a free one when 0 is asked for); the others join it.
   let port: number;
   try {
-    port = await start(0, services.config.port);
-    await Promise.all(
-      Array.from({ length: services.config.workers - 1 }, (_, i) => start(i + 1, port)),
-    );
+    port = await start(0, config.port);
+    await Promise.all(Array.from({ length: config.workers - 1 }, (_, i) => start(i + 1, port)));
   } catch (error) {
     for (const { worker } of threads) worker.terminate();
     throw error;
