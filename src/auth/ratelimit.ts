@@ -153,6 +153,14 @@ function slot(bucket: number): number {
   return ((bucket % BUCKETS) + BUCKETS) % BUCKETS;
 }
 
+/** The decision for a key without a limit (nothing is counted). */
+export const UNLIMITED: Readonly<RateDecision> = {
+  allowed: true,
+  limit: 0,
+  remaining: 0,
+  resetMs: 0,
+};
+
 /** Sliding-window request counter per key, in bounded memory per key (see the module doc). */
 export class RateLimiter {
   readonly #windows = new Map<string, Window>();
@@ -160,7 +168,7 @@ export class RateLimiter {
 
   /** Counts one request of `key` against `limit` per minute (0 = unlimited) if it is allowed. */
   check(key: string, limit: number, now = Date.now()): RateDecision {
-    if (limit <= 0) return { allowed: true, limit: 0, remaining: 0, resetMs: 0 };
+    if (limit <= 0) return UNLIMITED;
     let w = this.#windows.get(key);
     if (!w || w.limit !== limit) {
       // Sweep before adding: the new window is empty and would itself be swept as idle.

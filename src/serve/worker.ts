@@ -3,7 +3,7 @@
  * connection to the store, and `Deno.serve` on the port the threads share. Requests per minute
  * are counted by the main thread, so a key's limit holds for the process as a whole.
  */
-import type { RateDecision } from "../auth/ratelimit.ts";
+import { type RateDecision, UNLIMITED } from "../auth/ratelimit.ts";
 import { type Config, loadConfig } from "../config/load.ts";
 import { flushLog } from "../log.ts";
 import { type Limiter, type RunningServer, startHttp } from "../server.ts";
@@ -24,7 +24,7 @@ let asked = 0;
 /** Asks the main thread; an unlimited key needs no question. */
 const limiter: Limiter = {
   check(key, limit) {
-    if (limit <= 0) return { allowed: true, limit: 0, remaining: 0, resetMs: 0 };
+    if (limit <= 0) return UNLIMITED;
     return new Promise((resolve) => {
       const id = ++asked;
       decisions.set(id, resolve);
