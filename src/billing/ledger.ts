@@ -54,11 +54,9 @@ export class Bill {
   #done = false;
   constructor(
     private readonly store: Store,
-    /** The call's ledger entry. */
+    /** The call's ledger entry (durable: a crash from here on charges its estimate). */
     readonly id: number,
     private readonly call: OpenBill,
-    /** Resolves when the held entry is durable; await it before relaying the upstream's answer. */
-    readonly durable: Promise<void>,
   ) {
     inFlight++;
   }
@@ -135,15 +133,15 @@ export class Bill {
 }
 
 /**
- * Holds `call.reserve` for a call; throws 402 when the available balance cannot cover it. The held
- * ledger entry commits within this event-loop turn: await `bill.durable` together with the
- * upstream call, before relaying its answer.
+ * Holds `call.reserve` for a call; rejects with 402 when the available balance cannot cover it.
+ * Resolves once the held entry is durable (it is written with the event-loop turn's other writes),
+ * so the upstream call may start: a crash from then on cannot lose its charge.
  */
-export function openBill(store: Store, call: OpenBill): Bill {
+export async function openBill(store: Store, call: OpenBill): Promise<Bill> {
   if (!Number.isSafeInteger(call.reserve) || call.reserve < 0) {
     throw new Error(`a hold must be a whole, non-negative amount (got ${call.reserve})`);
   }
-  const { id, committed } = store.reserve({
+  const id = await store.reserve({
     requestId: call.requestId,
     keyId: call.principal.keyId,
     accountId: call.principal.accountId,
@@ -154,7 +152,7 @@ export function openBill(store: Store, call: OpenBill): Bill {
     estimate: price(call.estimate, call.model.prices),
   });
   if (id === null) throw insufficientBalance(call.principal, call.reserve);
-  return new Bill(store, id, call, committed);
+  return new Bill(store, id, call);
 }
 
 /** Settles entries left held by a crash on their recorded estimate. Resolves to how many. */

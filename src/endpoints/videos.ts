@@ -90,7 +90,7 @@ async function createJob(
   }
   const held = { ...emptyUsage(), videoSeconds: seconds };
   const priced = { ...model, prices: model.prices && { ...model.prices, videoSecond: rate } };
-  const bill = openBill(store, {
+  const bill = await openBill(store, {
     principal,
     requestId: ctx.requestId,
     endpoint: `videos.${mode}`,

@@ -91,6 +91,11 @@ export const responsesConversation: ConversationState = {
       items,
       contextTokens: response.usage.input + response.usage.output,
       createdAt: Date.now(),
-    });
+    }).catch((error) =>
+      log("warn", "conversation step not kept", {
+        request_id: ctx.requestId,
+        error: String(error),
+      })
+    );
   },
 };

@@ -188,9 +188,9 @@ function answerDeadline(idleMs: number, maxMs: number): number {
 export type HeldAnswer = { ok: true; upstream: Response } | { ok: false; response: Response };
 
 /**
- * Sends a call whose funds `bill` holds: the hold commits while the request travels, and both are
- * done before anything is relayed. A failed call (no answer, or a non-2xx one) releases the hold
- * unbilled; a non-2xx answer becomes the client's error response (or a thrown `GatewayError`).
+ * Sends a call whose funds `bill` holds (durably: the hold was committed before). A failed call
+ * (no answer, or a non-2xx one) releases the hold unbilled; a non-2xx answer becomes the client's
+ * error response (or a thrown `GatewayError`).
  */
 export async function sendHeld(
   ctx: RequestContext,
@@ -203,10 +203,7 @@ export async function sendHeld(
 ): Promise<HeldAnswer> {
   let upstream: Response;
   try {
-    [upstream] = await Promise.all([
-      send(model.provider, call, abort, upstreamDeadlines(ctx.services.config)),
-      bill.durable,
-    ]);
+    upstream = await send(model.provider, call, abort, upstreamDeadlines(ctx.services.config));
   } catch (error) {
     await bill.release();
     throw error;
@@ -229,9 +226,9 @@ export async function passThrough(p: PassThrough): Promise<Response> {
     endpoint: p.endpoint,
     model,
   };
-  const hold = p.tokens ? holdTokens(ctx, model, p.tokens, identity) : undefined;
+  const hold = p.tokens ? await holdTokens(ctx, model, p.tokens, identity) : undefined;
   const plan = hold?.plan;
-  const bill: Bill = hold?.bill ?? openBill(store, {
+  const bill: Bill = hold?.bill ?? await openBill(store, {
     ...identity,
     reserve: price(p.unitsHold ?? p.units!, model.prices).amount,
     estimate: p.units!,

@@ -61,15 +61,15 @@ export interface TokenHold {
 /**
  * Plans and takes the hold of a token-billed call, or throws the 400/402 the client should see.
  * The full hold is tried first; only when the balance cannot cover it is the available balance
- * read, to run the call under the largest output cap it does cover. Both happen in one event-loop
- * turn, so nothing else can take the balance in between.
+ * read, to run the call under the largest output cap it does cover (should another call take the
+ * balance in between, that hold is refused too: 402).
  */
-export function holdTokens(
+export async function holdTokens(
   ctx: RequestContext,
   model: ResolvedModel,
   request: TokenRequest,
   bill: Omit<OpenBill, "reserve" | "estimate" | "inputBound" | "outputCap" | "choices">,
-): TokenHold {
+): Promise<TokenHold> {
   requirePriced(model, request);
   const hostedTools = new Map<HostedTool, number>();
   for (const use of request.tools) {
@@ -90,7 +90,7 @@ export function holdTokens(
     });
   const full = planTokenCall(model, call, Infinity, config.defaultMaxOutputTokens);
   if (!full.ok) throw new Error("a plan without a balance limit cannot fail");
-  const hold = tryOpen(() => open(full));
+  const hold = await tryOpen(open(full));
   if (hold) return { bill: hold, plan: full };
   const capped = planTokenCall(
     model,
@@ -99,13 +99,13 @@ export function holdTokens(
     config.defaultMaxOutputTokens,
   );
   if (!capped.ok) throw insufficientBalance(bill.principal, capped.needed);
-  return { bill: open(capped), plan: capped };
+  return { bill: await open(capped), plan: capped };
 }
 
 /** The bill, or undefined when the balance could not cover it (402). */
-function tryOpen(open: () => Bill): Bill | undefined {
+async function tryOpen(opening: Promise<Bill>): Promise<Bill | undefined> {
   try {
-    return open();
+    return await opening;
   } catch (error) {
     if (error instanceof GatewayError && error.status === 402) return undefined;
     throw error;

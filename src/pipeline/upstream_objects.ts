@@ -10,6 +10,7 @@ import type { RequestContext } from "../context.ts";
 import { GatewayError } from "../http/errors.ts";
 import { textOf } from "../http/json.ts";
 import type { UpstreamObject } from "../store/store.ts";
+import { log } from "../log.ts";
 
 /** An object an answer created: its id and kind. */
 export interface CreatedObject {
@@ -106,6 +107,11 @@ export function rememberObjects(
   const accountId = ctx.principal!.accountId;
   for (const { id, kind } of objects) {
     if (id.length > MAX_ID) continue;
-    ctx.services.store.recordObject({ id, accountId, kind, contextTokens });
+    ctx.services.store.recordObject({ id, accountId, kind, contextTokens }).catch((error) =>
+      log("warn", "upstream object not recorded", {
+        request_id: ctx.requestId,
+        error: String(error),
+      })
+    );
   }
 }

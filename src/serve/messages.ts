@@ -5,7 +5,15 @@ import type { Overrides } from "../config/load.ts";
 /** From the main thread to a serving thread. */
 export type ToWorker =
   /** Load the config as the main thread did, open the store and listen on `port`. */
-  | { type: "start"; index: number; configFile?: string; overrides: Overrides; port: number }
+  | {
+    type: "start";
+    index: number;
+    configFile?: string;
+    overrides: Overrides;
+    port: number;
+    /** What the main thread's store shares with the threads' (see `Store.shareWithThreads`). */
+    shared?: SharedArrayBuffer;
+  }
   /** The process's answer to a rate-limit question. */
   | { type: "rpm"; id: number; decision: RateDecision }
   /** Drain and stop (the process is shutting down). */

@@ -43,7 +43,7 @@ scope.onmessage = async ({ data }) => {
     decisions.delete(data.id);
   } else if (data.type === "start") {
     config = await loadConfig(data.configFile, (name) => Deno.env.get(name), data.overrides);
-    store = openSqliteStore(config.dbPath, { owner: true });
+    store = openSqliteStore(config.dbPath, { owner: true, writeLock: data.shared });
     server = startHttp({ config, store, worker: data.index }, {
       reusePort: true,
       port: data.port,

@@ -83,6 +83,7 @@ export async function startWorkers(
   if (missing) throw new ThreadsUnavailable(missing);
   if (config.port !== 0) ensurePortFree(config.host, config.port);
   const limiter = new RateLimiter();
+  const shared = services.store.shareWithThreads?.();
   const threads: { worker: Worker; stopped: PromiseWithResolvers<void> }[] = [];
   const start = (index: number, port: number): Promise<number> => {
     const worker = new Worker(WORKER_MODULE.href, { type: "module" });
@@ -109,7 +110,7 @@ export async function startWorkers(
       Deno.exit(1);
     };
     threads.push({ worker, stopped });
-    send({ type: "start", index, ...source, port });
+    send({ type: "start", index, ...source, port, shared });
     return listening.promise;
   };
   // The first thread binds the port (a free one when 0 is asked for); the others join it.

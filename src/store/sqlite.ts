@@ -1,18 +1,20 @@
 /**
  * The embedded store: one SQLite file through `node:sqlite`, in WAL mode so the CLI can write
  * while the server runs. Every money change commits in one transaction with its ledger entry;
- * hot-path writes are group-committed (one transaction per event-loop turn).
+ * hot-path writes are group-committed: queued during an event-loop turn and written at its end in
+ * one short transaction, under the process's write lock when several threads share the file.
  */
 import { setImmediate } from "node:timers";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { OwnerLock } from "./owners.ts";
+import { WriteLock } from "./write_lock.ts";
+import type { CheckpointerStart } from "./checkpointer.ts";
 import type {
   Account,
   Charge,
   KeyRecord,
   NewHold,
   PendingHold,
-  Reservation,
   Store,
   StoredResponse,
   UpstreamObject,
@@ -157,24 +159,51 @@ type Row = Record<string, unknown>;
 const MAX_CACHED_KEYS = 100_000;
 
 /**
- * Opens (creating and migrating if needed) the SQLite store at `path`. With `owner`, this process
- * serves calls: it takes an owner lock (see `owners.ts`), marks the holds it writes with it, and
- * `pendingHolds` never returns the holds of another live process.
+ * WAL pages after which a connection checkpoints inside its own commit when another thread does
+ * the checkpoints (a safety net should that thread stop): about 400 MB.
  */
-export function openSqliteStore(path: string, options: { owner?: boolean } = {}): Store {
+const FALLBACK_CHECKPOINT_PAGES = 100_000;
+
+/**
+ * The checkpointer thread's module. `deno compile` embeds a Web Worker's module only when it is
+ * passed with `--include` (the `compile` task does).
+ */
+const CHECKPOINTER = new URL("./checkpointer.ts", import.meta.url);
+
+/** How a store is opened. */
+export interface SqliteOptions {
+  /**
+   * This process serves calls: it takes an owner lock (see `owners.ts`), marks the holds it writes
+   * with it, and `pendingHolds` never returns the holds of another live process.
+   */
+  owner?: boolean;
+  /**
+   * The write lock of the process's threads (see `sharedWriteLock`): given to a serving thread's
+   * store, whose WAL checkpoints are then another thread's job (see `checkpointer.ts`).
+   */
+  writeLock?: SharedArrayBuffer;
+}
+
+/** Opens (creating and migrating if needed) the SQLite store at `path`. */
+export function openSqliteStore(path: string, options: SqliteOptions = {}): SqliteStore {
   let dir = ".";
   if (path !== ":memory:") {
     dir = path.includes("/") ? path.replace(/\/[^/]*$/, "") || "/" : ".";
     Deno.mkdirSync(dir, { recursive: true });
   }
   const db = new DatabaseSync(path);
-  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;");
+  // The busy timeout first: switching to WAL waits, too, for a process still closing the file.
+  db.exec("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
   // 32 MiB of page cache (the default is 2 MiB): the ledger and object tables outgrow it quickly.
   db.exec("PRAGMA cache_size = -32768;");
   db.exec("PRAGMA foreign_keys = ON;");
+  if (Deno.env.get("WALCP")) db.exec(`PRAGMA wal_autocheckpoint = ${Deno.env.get("WALCP")}`);
   migrate(db);
+  if (options.writeLock) db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES};`);
   const lock = path === ":memory:" ? null : new OwnerLock(`${dir}/owners`);
-  return new SqliteStore(db, options.owner && lock ? lock.acquire() : null, lock);
+  const writeLock = options.writeLock ? new WriteLock(options.writeLock) : null;
+  const owner = options.owner && lock ? lock.acquire() : null;
+  return new SqliteStore(db, path, owner, lock, writeLock);
 }
 
 function migrate(db: DatabaseSync): void {
@@ -197,23 +226,43 @@ const KEY_COLUMNS =
   "k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm, k.created_at, k.revoked_at";
 const SETTLED_CHARGES = "l.account_id = ? AND l.kind = 'charge' AND l.status = 'settled'";
 
-class SqliteStore implements Store {
+/** A write waiting for the turn's flush, and who waits for its result. */
+interface Queued {
+  run: () => unknown;
+  done: PromiseWithResolvers<unknown>;
+}
+
+/** The SQLite implementation of `Store`. */
+export class SqliteStore implements Store {
   readonly #db: DatabaseSync;
   readonly #s: Record<string, StatementSync>;
   /** Keys looked up since another process last changed the file (see `findKey`). */
   readonly #keys = new Map<string, KeyRecord>();
   #keyChanges = -1;
-  /** The event-loop turn's open write transaction, committed by a zero-delay timer. */
-  #turn: PromiseWithResolvers<void> | null = null;
+  /** This event-loop turn's writes, flushed in one transaction when the turn ends. */
+  #queued: Queued[] = [];
+  /** Held around every write transaction when threads share the file (else null). */
+  #writeLock: WriteLock | null;
+  /** The checkpointer thread this store started (see `shareWithThreads`). */
+  #checkpointer: Worker | null = null;
+  readonly #path: string;
 
   /** This process's owner id when it serves calls (its holds are marked with it). */
   readonly #owner: string | null;
   readonly #locks: OwnerLock | null;
 
-  constructor(db: DatabaseSync, owner: string | null, locks: OwnerLock | null) {
+  constructor(
+    db: DatabaseSync,
+    path: string,
+    owner: string | null,
+    locks: OwnerLock | null,
+    writeLock: WriteLock | null,
+  ) {
     this.#db = db;
+    this.#path = path;
     this.#owner = owner;
     this.#locks = locks;
+    this.#writeLock = writeLock;
     const p = (sql: string) => db.prepare(sql);
     this.#s = {
       accountByName: p(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE name = ?`),
@@ -321,41 +370,65 @@ class SqliteStore implements Store {
     };
   }
 
+  /**
+   * Prepares the file for serving threads (see `Store.shareWithThreads`): the write lock is
+   * created, this store takes it from then on, and a checkpointer thread starts (see
+   * `checkpointer.ts`; stopped by `close`).
+   */
+  shareWithThreads(): SharedArrayBuffer {
+    if (this.#writeLock && this.#checkpointer) return this.#writeLock.buffer;
+    this.#writeLock ??= new WriteLock();
+    this.#db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES};`);
+    const checkpointer = new Worker(CHECKPOINTER.href, { type: "module" });
+    checkpointer.postMessage(
+      { path: this.#path, writeLock: this.#writeLock.buffer } satisfies CheckpointerStart,
+    );
+    this.#checkpointer = checkpointer;
+    return this.#writeLock.buffer;
+  }
+
   #tx<T>(work: () => T): T {
-    this.#commit(); // a direct transaction never nests in the turn's
-    this.#db.exec("BEGIN IMMEDIATE");
+    this.#flush(); // a direct transaction never nests in the turn's
+    this.#writeLock?.acquire();
     try {
-      const result = work();
-      this.#db.exec("COMMIT");
-      return result;
-    } catch (error) {
-      this.#db.exec("ROLLBACK");
-      throw error;
+      this.#db.exec("BEGIN IMMEDIATE");
+      try {
+        const result = work();
+        this.#db.exec("COMMIT");
+        return result;
+      } catch (error) {
+        this.#db.exec("ROLLBACK");
+        throw error;
+      }
+    } finally {
+      this.#writeLock?.release();
     }
   }
 
   /**
-   * Group commit. `op` runs at once, under its own savepoint, inside this event-loop turn's write
-   * transaction (opened on the first write of the turn); its result is available immediately and
-   * `committed` resolves when the turn's transaction commits. Reads on this connection see the
-   * written rows at once; other processes (the CLI) see them after the commit.
+   * Group commit. `op` is queued; when the event-loop turn ends, the turn's writes run in one
+   * transaction and the promise resolves to the op's result once that is committed (each op is
+   * one statement, or several under a savepoint with `atomic`, so a failing op leaves the others
+   * intact and rejects alone). Reads see the writes after the flush.
    */
-  #write<T>(op: () => T, atomic = true): { result: T; committed: Promise<void> } {
-    if (!this.#turn) {
-      this.#s.begin.run();
-      this.#turn = Promise.withResolvers<void>();
-      this.#turn.promise.catch(() => {}); // observed by whoever awaits it
+  #write<T>(op: () => T, atomic = false): Promise<T> {
+    if (!this.#queued.length) {
       // After this turn's I/O callbacks, not a timer tick later (setTimeout(0) waits ≥ 1 ms).
-      setImmediate(() => this.#commit());
+      setImmediate(() => this.#flush());
     }
-    // A single statement is atomic by itself; several need a savepoint so that a failure leaves
-    // the turn's other writes intact.
-    if (!atomic) return { result: op(), committed: this.#turn.promise };
+    const done = Promise.withResolvers<unknown>();
+    done.promise.catch(() => {}); // observed by whoever awaits it
+    const run = atomic ? () => this.#savepoint(op) : op;
+    this.#queued.push({ run, done });
+    return done.promise as Promise<T>;
+  }
+
+  #savepoint<T>(op: () => T): T {
     this.#s.savepoint.run();
     try {
       const result = op();
       this.#s.release.run();
-      return { result, committed: this.#turn.promise };
+      return result;
     } catch (error) {
       this.#s.rollbackTo.run();
       this.#s.release.run();
@@ -363,19 +436,37 @@ class SqliteStore implements Store {
     }
   }
 
-  #commit(): void {
-    const turn = this.#turn;
-    if (!turn) return;
-    this.#turn = null;
+  /** Writes the queued ops in one transaction (under the write lock) and answers their callers. */
+  #flush(): void {
+    const queued = this.#queued;
+    if (!queued.length) return;
+    this.#queued = [];
+    const outcomes: { ok: boolean; value: unknown }[] = [];
+    this.#writeLock?.acquire();
     try {
+      this.#s.begin.run();
+      for (const { run } of queued) {
+        try {
+          outcomes.push({ ok: true, value: run() });
+        } catch (error) {
+          outcomes.push({ ok: false, value: error });
+        }
+      }
       this.#s.commit.run();
-      turn.resolve();
     } catch (error) {
       try {
         this.#db.exec("ROLLBACK");
-      } catch { /* already rolled back */ }
-      turn.reject(error);
+      } catch { /* not in a transaction */ }
+      for (const { done } of queued) done.reject(error);
+      return;
+    } finally {
+      this.#writeLock?.release();
     }
+    queued.forEach(({ done }, i) => {
+      const { ok, value } = outcomes[i];
+      if (ok) done.resolve(value);
+      else done.reject(value);
+    });
   }
 
   ensureAccount(name: string): Account {
@@ -438,8 +529,8 @@ class SqliteStore implements Store {
     return row ? Number(row.available) : 0;
   }
 
-  reserve(h: NewHold): Reservation {
-    const { result, committed } = this.#write(() => {
+  reserve(h: NewHold): Promise<number | null> {
+    return this.#write(() => {
       const written = this.#s.hold.run(
         h.requestId,
         h.keyId,
@@ -453,14 +544,11 @@ class SqliteStore implements Store {
         this.#owner,
       );
       return Number(written.changes) === 1 ? Number(written.lastInsertRowid) : null;
-    }, false);
-    return { id: result, committed };
+    });
   }
 
-  async settle(id: number, charge: Charge | null): Promise<boolean> {
-    const { result, committed } = this.#write(() => this.#settle(id, charge), false);
-    await committed;
-    return result;
+  settle(id: number, charge: Charge | null): Promise<boolean> {
+    return this.#write(() => this.#settle(id, charge));
   }
 
   /** One statement: the row's triggers move the funds (see migration 8). */
@@ -513,7 +601,7 @@ class SqliteStore implements Store {
         job.heldSeconds,
         job.createdAt,
       )
-    ).committed;
+    ).then(() => {});
   }
 
   videoJob(id: string): VideoJob | undefined {
@@ -525,8 +613,8 @@ class SqliteStore implements Store {
     return (this.#s.pendingVideoJobs.all(limit) as Row[]).map(toVideoJob);
   }
 
-  async finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean> {
-    const { result, committed } = this.#write(() => {
+  finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean> {
+    return this.#write(() => {
       const done = outcome.status === "done";
       const row = this.#s.finishVideoJob.get(
         outcome.status,
@@ -539,16 +627,13 @@ class SqliteStore implements Store {
       if (!row) return false;
       this.#settle(Number(row.ledger_id), done ? outcome.charge! : null);
       return true;
-    });
-    await committed;
-    return result;
+    }, true);
   }
 
-  recordObject(o: UpstreamObject): void {
-    this.#write(
-      () => this.#s.recordObject.run(o.id, o.accountId, o.kind, o.contextTokens, Date.now()),
-      false,
-    );
+  recordObject(o: UpstreamObject): Promise<void> {
+    return this.#write(() => {
+      this.#s.recordObject.run(o.id, o.accountId, o.kind, o.contextTokens, Date.now());
+    });
   }
 
   upstreamObject(id: string): UpstreamObject | undefined {
@@ -565,19 +650,17 @@ class SqliteStore implements Store {
     return Number(this.#tx(() => this.#s.pruneObjects.run(before)).changes);
   }
 
-  saveResponse(r: StoredResponse): void {
-    this.#write(
-      () =>
-        this.#s.saveResponse.run(
-          r.id,
-          r.accountId,
-          r.previousId,
-          r.items,
-          r.contextTokens,
-          r.createdAt,
-        ),
-      false,
-    );
+  saveResponse(r: StoredResponse): Promise<void> {
+    return this.#write(() => {
+      this.#s.saveResponse.run(
+        r.id,
+        r.accountId,
+        r.previousId,
+        r.items,
+        r.contextTokens,
+        r.createdAt,
+      );
+    });
   }
 
   storedResponse(id: string): StoredResponse | undefined {
@@ -615,7 +698,8 @@ class SqliteStore implements Store {
   }
 
   close(): void {
-    this.#commit();
+    this.#flush();
+    this.#checkpointer?.terminate();
     this.#db.close();
     this.#locks?.release();
   }

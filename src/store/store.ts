@@ -62,14 +62,6 @@ export interface NewHold {
   estimate: { units: UnitLine[]; amount: number };
 }
 
-/** The outcome of a reservation. */
-export interface Reservation {
-  /** The held ledger entry, or null when the available balance is short. */
-  id: number | null;
-  /** Resolves when the entry is durable (rejects if the commit failed). */
-  committed: Promise<void>;
-}
-
 /** A ledger entry left in state `held` (found after a crash). */
 export interface PendingHold {
   id: number;
@@ -165,13 +157,14 @@ export interface Store {
   available(accountId: number): number;
   /*
    * The hot-path writes below are group-committed: writes made in the same event-loop turn share
-   * one transaction, committed at the end of the turn.
+   * one transaction, committed when the turn ends; each resolves once committed.
    */
   /**
    * Reserves `hold.reserve` if the available balance (balance − held) covers it, writing the
-   * call's ledger entry as `held`. The answer is immediate; `committed` tells when it is durable.
+   * call's ledger entry as `held`. Resolves, once durable, to the entry's id, or null when the
+   * available balance did not cover the hold.
    */
-  reserve(hold: NewHold): Reservation;
+  reserve(hold: NewHold): Promise<number | null>;
   /**
    * Settles a held entry exactly once: with `charge`, it becomes the call's charge; with null
    * (the call failed), it is removed unbilled. Resolves, once committed, to false when the entry
@@ -198,15 +191,20 @@ export interface Store {
    * Records an upstream object an answer created (group-committed with the call's settlement).
    * The first account to record an id keeps it.
    */
-  recordObject(object: UpstreamObject): void;
+  recordObject(object: UpstreamObject): Promise<void>;
   upstreamObject(id: string): UpstreamObject | undefined;
   /** Forgets objects recorded before `before` (ms since epoch); returns how many. */
   pruneObjects(before: number): number;
   /** Keeps a conversation step (group-committed with the call's settlement). */
-  saveResponse(response: StoredResponse): void;
+  saveResponse(response: StoredResponse): Promise<void>;
   storedResponse(id: string): StoredResponse | undefined;
   /** Forgets conversation steps kept before `before` (ms since epoch); returns how many. */
   pruneResponses(before: number): number;
   usage(accountId: number): UsageSummary;
+  /**
+   * Called once before serving threads open their own connections: returns what they need to
+   * share the store (for SQLite, the process's write lock). Absent when nothing is shared.
+   */
+  shareWithThreads?(): SharedArrayBuffer;
   close(): void;
 }

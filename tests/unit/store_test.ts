@@ -35,7 +35,7 @@ Deno.test("a serving store's own holds are never pending; another store's are on
     const first = openSqliteStore(path, { owner: true });
     const account = first.ensureAccount("a");
     first.credit(account.id, 1_000_000, "test");
-    const hold = first.reserve({
+    const hold = await first.reserve({
       requestId: "r1",
       keyId: "k",
       accountId: account.id,
@@ -45,12 +45,11 @@ Deno.test("a serving store's own holds are never pending; another store's are on
       reserve: 1000,
       estimate: { units: [], amount: 10 },
     });
-    await hold.committed;
     assert.deepEqual(first.pendingHolds(), [], "its own live hold");
     const second = openSqliteStore(path, { owner: true });
     assert.deepEqual(second.pendingHolds(), [], "another live process's hold");
     first.close();
-    assert.deepEqual(second.pendingHolds().map((h) => h.id), [hold.id], "its owner is gone");
+    assert.deepEqual(second.pendingHolds().map((h) => h.id), [hold], "its owner is gone");
     second.close();
   });
 });
@@ -114,20 +113,20 @@ Deno.test("holds, charges and releases move the account's funds with the ledger 
         reserve,
         estimate: { units: [], amount: 0 },
       });
-    const a = hold(6_000);
-    const b = hold(4_000);
-    assert.ok(a.id !== null && b.id !== null);
-    assert.equal(hold(1).id, null, "nothing is left to hold");
-    assert.notEqual(hold(0).id, null, "a zero hold is always taken");
+    // Holds of one turn are written together, in the order asked.
+    const [a, b, none, zero] = await Promise.all([hold(6_000), hold(4_000), hold(1), hold(0)]);
+    assert.ok(a !== null && b !== null);
+    assert.equal(none, null, "nothing is left to hold");
+    assert.notEqual(zero, null, "a zero hold is always taken");
     assert.equal(store.available(account.id), 0);
     const charge = {
       units: [{ unit: "output_tokens", quantity: 7, amount: 2_500 }],
       amount: 2_500,
     };
-    assert.equal(await store.settle(a.id!, { ...charge, estimated: false }), true);
-    assert.equal(await store.settle(a.id!, { ...charge, estimated: false }), false, "once");
-    assert.equal(await store.settle(b.id!, null), true, "released");
-    assert.equal(await store.settle(b.id!, null), false);
+    assert.equal(await store.settle(a, { ...charge, estimated: false }), true);
+    assert.equal(await store.settle(a, { ...charge, estimated: false }), false, "once");
+    assert.equal(await store.settle(b, null), true, "released");
+    assert.equal(await store.settle(b, null), false);
     const after = store.account("funds")!;
     assert.deepEqual([after.balance, after.held, after.spent], [7_500, 0, 2_500]);
     assert.equal(store.available(account.id), 7_500);
