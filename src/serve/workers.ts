@@ -83,7 +83,9 @@ export async function startWorkers(
   if (missing) throw new ThreadsUnavailable(missing);
   if (config.port !== 0) ensurePortFree(config.host, config.port);
   const limiter = new RateLimiter();
-  const shared = services.store.shareWithThreads?.();
+  const shared = services.store.shareWithThreads?.((error) =>
+    log("error", "the store's checkpointer thread failed: commits checkpoint themselves", { error })
+  );
   const threads: { worker: Worker; stopped: PromiseWithResolvers<void> }[] = [];
   const start = (index: number, port: number): Promise<number> => {
     const worker = new Worker(WORKER_MODULE.href, { type: "module" });

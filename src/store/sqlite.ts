@@ -245,6 +245,7 @@ export class SqliteStore implements Store {
   #writeLock: WriteLock | null;
   /** The checkpointer thread this store started (see `shareWithThreads`). */
   #checkpointer: Worker | null = null;
+  #checkpointerFailed?: (message: string) => void;
   readonly #path: string;
 
   /** This process's owner id when it serves calls (its holds are marked with it). */
@@ -375,11 +376,17 @@ export class SqliteStore implements Store {
    * created, this store takes it from then on, and a checkpointer thread starts (see
    * `checkpointer.ts`; stopped by `close`).
    */
-  shareWithThreads(): SharedArrayBuffer {
+  shareWithThreads(onCheckpointerError?: (message: string) => void): SharedArrayBuffer {
+    this.#checkpointerFailed = onCheckpointerError;
     if (this.#writeLock && this.#checkpointer) return this.#writeLock.buffer;
     this.#writeLock ??= new WriteLock();
     this.#db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES};`);
     const checkpointer = new Worker(CHECKPOINTER.href, { type: "module" });
+    checkpointer.onerror = (event) => {
+      // The connections' own checkpoints (past FALLBACK_CHECKPOINT_PAGES) take over.
+      event.preventDefault();
+      this.#checkpointerFailed?.(event.message);
+    };
     checkpointer.postMessage(
       { path: this.#path, writeLock: this.#writeLock.buffer } satisfies CheckpointerStart,
     );

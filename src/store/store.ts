@@ -203,8 +203,9 @@ export interface Store {
   usage(accountId: number): UsageSummary;
   /**
    * Called once before serving threads open their own connections: returns what they need to
-   * share the store (for SQLite, the process's write lock). Absent when nothing is shared.
+   * share the store (for SQLite, the process's write lock). `onError` hears of a failure of the
+   * store's own helper thread (SQLite: the checkpointer). Absent when nothing is shared.
    */
-  shareWithThreads?(): SharedArrayBuffer;
+  shareWithThreads?(onError?: (message: string) => void): SharedArrayBuffer;
   close(): void;
 }

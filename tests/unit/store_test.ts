@@ -179,3 +179,23 @@ Deno.test("a key added or revoked by another connection is seen at the next look
     return Promise.resolve();
   });
 });
+
+Deno.test("shared with threads, the store's log is checkpointed by its own thread, not in commits", async () => {
+  await withDir(async (dir) => {
+    const path = `${dir}/s.db`;
+    const store = openSqliteStore(path);
+    const account = store.ensureAccount("a");
+    const size = () => Deno.statSync(path).size;
+    store.shareWithThreads();
+    const before = size();
+    // About 600 pages of ledger rows: far below the commits' own checkpoint threshold.
+    for (let i = 0; i < 2_000; i++) store.credit(account.id, 1, "x".repeat(1_000));
+    const deadline = Date.now() + 5_000;
+    while (size() < before + 2_000_000 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(size() >= before + 2_000_000, `the database file grew from ${before} to ${size()}`);
+    assert.equal(store.account("a")!.balance, 2_000);
+    store.close();
+  });
+});
