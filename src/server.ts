@@ -219,8 +219,21 @@ export function startBackground(services: Services): Background {
   };
 }
 
+/**
+ * Readies the store for serving, once per process (see `Store.prepareForServing`); returns what
+ * serving threads need to share it.
+ */
+export function prepareStore(services: Services): SharedArrayBuffer | undefined {
+  return services.store.prepareForServing?.((error) =>
+    log("warn", "the store's helper thread failed: commits checkpoint the log themselves", {
+      error,
+    })
+  );
+}
+
 /** The HTTP server and the background work in this one thread (`--workers 1`). */
 export function startServer(services: Services): RunningServer {
+  prepareStore(services);
   const http = startHttp(services);
   const background = startBackground(services);
   return {

@@ -11,7 +11,7 @@ export type ToWorker =
     configFile?: string;
     overrides: Overrides;
     port: number;
-    /** What the main thread's store shares with the threads' (see `Store.shareWithThreads`). */
+    /** What the main thread's store shares with the threads' (see `Store.prepareForServing`). */
     shared?: SharedArrayBuffer;
   }
   /** The process's answer to a rate-limit question. */

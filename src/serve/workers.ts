@@ -10,7 +10,7 @@ import { RateLimiter } from "../auth/ratelimit.ts";
 import type { Config, Overrides } from "../config/load.ts";
 import type { Services } from "../context.ts";
 import { flushLog, log } from "../log.ts";
-import { startBackground } from "../server.ts";
+import { prepareStore, startBackground } from "../server.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 
 /** A running set of serving threads. */
@@ -83,9 +83,7 @@ export async function startWorkers(
   if (missing) throw new ThreadsUnavailable(missing);
   if (config.port !== 0) ensurePortFree(config.host, config.port);
   const limiter = new RateLimiter();
-  const shared = services.store.shareWithThreads?.((error) =>
-    log("error", "the store's checkpointer thread failed: commits checkpoint themselves", { error })
-  );
+  const shared = prepareStore(services);
   const threads: { worker: Worker; stopped: PromiseWithResolvers<void> }[] = [];
   const start = (index: number, port: number): Promise<number> => {
     const worker = new Worker(WORKER_MODULE.href, { type: "module" });

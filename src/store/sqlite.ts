@@ -151,6 +151,12 @@ const MIGRATIONS: string[] = [
    BEGIN UPDATE key_changes SET n = n + 1; END;
    CREATE TRIGGER keys_deleted AFTER DELETE ON keys
    BEGIN UPDATE key_changes SET n = n + 1; END;`,
+  // Held entries (calls in flight) get an index of their own: recovery, which looks for them every
+  // 30 s, no longer reads the whole ledger, and settling a call no longer moves its entry in the
+  // account index.
+  `DROP INDEX ledger_account;
+   CREATE INDEX ledger_account ON ledger (account_id, kind);
+   CREATE INDEX ledger_held ON ledger (account_id) WHERE status = 'held';`,
 ];
 
 type Row = Record<string, unknown>;
@@ -243,7 +249,7 @@ export class SqliteStore implements Store {
   #queued: Queued[] = [];
   /** Held around every write transaction when threads share the file (else null). */
   #writeLock: WriteLock | null;
-  /** The checkpointer thread this store started (see `shareWithThreads`). */
+  /** The checkpointer thread this store started (see `prepareForServing`). */
   #checkpointer: Worker | null = null;
   #checkpointerFailed?: (message: string) => void;
   readonly #path: string;
@@ -293,14 +299,15 @@ export class SqliteStore implements Store {
       ),
       deleteHold: p(`DELETE FROM ledger WHERE id = ? AND status = 'held'`),
       holds: p(
-        `SELECT id, account_id, estimate, owner FROM ledger WHERE kind = 'charge' AND status = 'held'
+        `SELECT id, account_id, estimate, owner FROM ledger INDEXED BY ledger_held
+         WHERE kind = 'charge' AND status = 'held'
            AND id NOT IN (SELECT ledger_id FROM video_jobs WHERE status = 'pending')
          ORDER BY id`,
       ),
       heldByUnit: p(`SELECT json_extract(u.value, '$.unit') AS unit,
                             sum(json_extract(u.value, '$.quantity')) AS quantity,
                             sum(json_extract(u.value, '$.amount')) AS amount
-                     FROM ledger l, json_each(l.estimate, '$.units') u
+                     FROM ledger l INDEXED BY ledger_held, json_each(l.estimate, '$.units') u
                      WHERE l.account_id = ? AND l.kind = 'charge' AND l.status = 'held'
                      GROUP BY 1 ORDER BY 1`),
       insertVideoJob: p(
@@ -372,11 +379,11 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Prepares the file for serving threads (see `Store.shareWithThreads`): the write lock is
-   * created, this store takes it from then on, and a checkpointer thread starts (see
-   * `checkpointer.ts`; stopped by `close`).
+   * Prepares the file for serving (see `Store.prepareForServing`): the write lock is created and
+   * this store takes it from then on, and a checkpointer thread starts (see `checkpointer.ts`;
+   * stopped by `close`), so that no commit on the request path copies the log back.
    */
-  shareWithThreads(onCheckpointerError?: (message: string) => void): SharedArrayBuffer {
+  prepareForServing(onCheckpointerError?: (message: string) => void): SharedArrayBuffer {
     this.#checkpointerFailed = onCheckpointerError;
     if (this.#writeLock && this.#checkpointer) return this.#writeLock.buffer;
     this.#writeLock ??= new WriteLock();

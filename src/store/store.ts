@@ -202,10 +202,11 @@ export interface Store {
   pruneResponses(before: number): number;
   usage(accountId: number): UsageSummary;
   /**
-   * Called once before serving threads open their own connections: returns what they need to
-   * share the store (for SQLite, the process's write lock). `onError` hears of a failure of the
-   * store's own helper thread (SQLite: the checkpointer). Absent when nothing is shared.
+   * Called once by a serving process, before its serving threads open their own connections:
+   * starts the store's own helper thread, if it has one (SQLite: the checkpointer), and returns
+   * what the threads need to share the store (SQLite: the process's write lock). `onError` hears
+   * of a failure of the helper thread.
    */
-  shareWithThreads?(onError?: (message: string) => void): SharedArrayBuffer;
+  prepareForServing?(onError?: (message: string) => void): SharedArrayBuffer;
   close(): void;
 }

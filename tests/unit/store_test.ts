@@ -145,6 +145,8 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
     db.exec(`DROP TRIGGER ledger_hold; DROP TRIGGER ledger_settle; DROP TRIGGER ledger_release;
       DROP TRIGGER keys_inserted; DROP TRIGGER keys_updated; DROP TRIGGER keys_deleted;
       DROP TABLE key_changes;
+      DROP INDEX ledger_held; DROP INDEX ledger_account;
+      CREATE INDEX ledger_account ON ledger (account_id, kind, status);
       PRAGMA user_version = 7;
       INSERT INTO accounts (name, balance, held, created_at) VALUES ('old', 5000, 3000, 0);
       INSERT INTO ledger (kind, status, account_id, reserved, amount, created_at)
@@ -186,7 +188,7 @@ Deno.test("shared with threads, the store's log is checkpointed by its own threa
     const store = openSqliteStore(path);
     const account = store.ensureAccount("a");
     const size = () => Deno.statSync(path).size;
-    store.shareWithThreads();
+    store.prepareForServing();
     const before = size();
     // About 600 pages of ledger rows: far below the commits' own checkpoint threshold.
     for (let i = 0; i < 2_000; i++) store.credit(account.id, 1, "x".repeat(1_000));
