@@ -11,6 +11,7 @@
  *   A cut is settled at once, even while the client is not reading;
  * - `cancel`: the client went away; the upstream request is aborted.
  */
+import { chunkReader } from "./bytes.ts";
 import { deadline } from "./deadlines.ts";
 import { GatewayError } from "./errors.ts";
 import { JsonArrayScanner } from "./json_array.ts";
@@ -66,7 +67,7 @@ export function relayStream(
   upstream: ReadableStream<Uint8Array>,
   options: RelayOptions,
 ): ReadableStream<Uint8Array> {
-  const reader = upstream.getReader();
+  const reader = chunkReader(upstream);
   const { rewrite, live, redact } = options;
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
