@@ -1,6 +1,6 @@
 /**
- * Deadlines for reads on the request path (request bodies, JSON answers): one shared timer,
- * checking every 100 ms, instead of a timer per read.
+ * Deadlines on the request path (request bodies, upstream headers, JSON answers, stream idle and
+ * duration limits): one shared timer, checking every 100 ms, instead of a timer per request.
  */
 
 /** Deadlines in force: one timer checks them all, not one per read. */

@@ -88,8 +88,8 @@ export function relayStream(
   let cutReason: CutReason | null = null;
   /** When the pending upstream read began (null while none is pending: the client is slow). */
   let waitingSince: number | null = null;
-  let idleTimer: ReturnType<typeof setTimeout> | undefined;
-  let maxTimer: ReturnType<typeof setTimeout> | undefined;
+  let stopIdle = () => {};
+  let stopMax = () => {};
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   /** The client's stream is closed (or being closed): nothing more is sent. */
   let closed = false;
@@ -100,8 +100,8 @@ export function relayStream(
   const end = async (how: StreamEnd, why?: CutReason) => {
     if (ended) return;
     ended = true;
-    clearTimeout(idleTimer);
-    clearTimeout(maxTimer);
+    stopIdle();
+    stopMax();
     live?.delete(handle);
     await options.onEnd(how, why);
   };
@@ -145,15 +145,16 @@ export function relayStream(
   };
   const handle: LiveStream = { cut };
   live?.add(handle);
-  if (options.maxMs > 0) maxTimer = setTimeout(() => cut("max_duration"), options.maxMs);
+  // Both limits are checked by the shared deadline sweep (no timer per stream).
+  if (options.maxMs > 0) stopMax = deadline(options.maxMs, () => cut("max_duration"));
   if (options.idleMs > 0) {
-    // One timer per idle period, not one per chunk: it looks at how long the current read waits.
+    // One deadline per idle period, not one per chunk: it looks at how long the current read waits.
     const check = () => {
       const waited = waitingSince === null ? 0 : Date.now() - waitingSince;
       if (waited >= options.idleMs) cut("idle_timeout");
-      else idleTimer = setTimeout(check, options.idleMs - waited);
+      else stopIdle = deadline(options.idleMs - waited, check);
     };
-    idleTimer = setTimeout(check, options.idleMs);
+    stopIdle = deadline(options.idleMs, check);
   }
 
   /** Reads until a whole unit can be passed on, or the stream ends. */

@@ -4,6 +4,7 @@
  */
 import type { ProtocolId } from "../translate/ir.ts";
 import { GatewayError } from "../http/errors.ts";
+import { deadline } from "../http/deadlines.ts";
 
 /** A request already in the upstream's protocol, addressed relative to the provider's base URL. */
 export interface UpstreamCall {
@@ -69,14 +70,14 @@ async function fetchUpstream(
 ): Promise<Response> {
   let expired: string | null = null;
   let settled = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stop = () => {};
   const expire = (why: string, ms: number) => {
     if (settled) return; // the headers came first: no deadline may fire on the answer
-    clearTimeout(timer);
-    timer = setTimeout(() => {
+    stop();
+    stop = deadline(ms, () => {
       expired = why;
       abort.abort();
-    }, ms);
+    });
   };
   let body = init.body;
   if (body instanceof ReadableStream) {
@@ -100,7 +101,7 @@ async function fetchUpstream(
     );
   } finally {
     settled = true;
-    clearTimeout(timer);
+    stop();
   }
 }
 
