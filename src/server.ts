@@ -107,6 +107,8 @@ export function createHandler(
     }
     const headers = response.headers;
     headers.set("x-request-id", requestId);
+    // Anthropic's own header, which its SDK exposes as `_request_id`.
+    if (format === "anthropic") headers.set("request-id", requestId);
     for (const name in extraHeaders) headers.set(name, extraHeaders[name]);
     if (config.accessLog) {
       log("info", "request", {

@@ -27,6 +27,8 @@ Deno.test("messages.create answers through the gateway and bills input and outpu
   assert.equal(message.model, "claude-sonnet-4-5");
   assert.deepEqual(message.content, [{ type: "text", text: "You said: What is 1+1?" }]);
   assert.equal(message.stop_reason, "end_turn");
+  // The SDK reads Anthropic's `request-id` header; the gateway sends it beside `x-request-id`.
+  assert.match((message as { _request_id?: string | null })._request_id ?? "", /^req_/);
   const usage = await usageOf(gateway, key);
   assert.equal(
     usage.spent_nanousd,
@@ -348,6 +350,7 @@ Deno.test("Messages errors are Anthropic-shaped: 401, 404 model, 400 validation,
     assert.equal(json.error.type, type);
     assert.match(json.error.message, message);
     assert.equal(json.request_id, res.headers.get("x-request-id"));
+    assert.equal(res.headers.get("request-id"), res.headers.get("x-request-id"));
   }
   const { key: poor } = await gateway.createKey("msg-poor");
   const res = await post({ authorization: `Bearer ${poor}` }, ok);
