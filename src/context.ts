@@ -3,6 +3,7 @@ import type { Principal } from "./auth/authenticate.ts";
 import type { Config } from "./config/load.ts";
 import type { Store } from "./store/store.ts";
 import type { LiveStream } from "./http/relay.ts";
+import type { Samples } from "./metrics/registry.ts";
 
 /** Long-lived services shared by every request. */
 export interface Services {
@@ -12,6 +13,8 @@ export interface Services {
   live?: Set<LiveStream>;
   /** This serving thread's number when there are several (named in the access log). */
   worker?: number;
+  /** Every thread's metrics (see `metrics/gateway.ts`); absent: this thread's alone. */
+  collectMetrics?: () => Promise<Record<string, Samples>[]>;
 }
 
 export interface RequestContext {

@@ -7,6 +7,7 @@ import type { Handler } from "./context.ts";
 import type { ErrorFormat } from "./http/errors.ts";
 import { getHealth } from "./endpoints/health.ts";
 import { getUsage } from "./endpoints/usage.ts";
+import { getMetrics } from "./endpoints/metrics.ts";
 import { PROTOCOLS } from "./protocols/index.ts";
 import { textCall } from "./pipeline/text_call.ts";
 import { createEmbeddings } from "./endpoints/embeddings.ts";
@@ -27,6 +28,8 @@ export interface Route {
 
 export const routes: Route[] = [
   { method: "GET", path: "/healthz", auth: "none", errors: "openai", handle: getHealth },
+  // The admin token is checked by the handler (not an API key).
+  { method: "GET", path: "/metrics", auth: "none", errors: "openai", handle: getMetrics },
   { method: "GET", path: "/v1/usage", auth: "bearer", errors: "openai", handle: getUsage },
   {
     method: "POST",

@@ -11,6 +11,8 @@ import { type Route, routes as defaultRoutes } from "./routes.ts";
 import { log } from "./log.ts";
 import { startVideoPoller } from "./pipeline/video_jobs.ts";
 import { recoverHolds } from "./billing/ledger.ts";
+import { metrics, RATE_LIMITED, REFUSED, REQUESTS } from "./metrics/gateway.ts";
+import { metricsPortHandler } from "./endpoints/metrics.ts";
 
 /** A client's own request id is used when it is this safe (else one is generated). */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -87,6 +89,7 @@ export function createHandler(
         if (decision instanceof Promise) decision = await decision;
         extraHeaders = rateLimitHeaders(decision);
         if (!decision.allowed) {
+          metrics.add(RATE_LIMITED, [route.path]);
           throw new GatewayError(
             429,
             `Rate limit reached: ${decision.limit} requests per minute for this key. Retry after ${
@@ -103,8 +106,18 @@ export function createHandler(
       const gatewayError = error instanceof GatewayError
         ? error
         : new GatewayError(500, "The gateway had an internal error while handling the request.");
+      if (gatewayError.status < 500) {
+        metrics.add(REFUSED, [match.route?.path ?? "", String(gatewayError.status)]);
+      }
       response = errorResponse(format, gatewayError, requestId);
     }
+    metrics.add(REQUESTS, [
+      match.route?.path ?? "",
+      format,
+      String(ctx.log.model ?? ""),
+      String(ctx.log.provider ?? ""),
+      String(response.status),
+    ]);
     const headers = response.headers;
     headers.set("x-request-id", requestId);
     // Anthropic's own header, which its SDK exposes as `_request_id`.
@@ -192,6 +205,12 @@ export interface Background {
  */
 export function startBackground(services: Services): Background {
   const poller = startVideoPoller(services);
+  const metricsPort = services.config.metricsPort;
+  const metricsServer = metricsPort === null ? null : Deno.serve({
+    hostname: "127.0.0.1",
+    port: metricsPort,
+    onListen: ({ port }) => log("info", "metrics listening", { host: "127.0.0.1", port }),
+  }, (req) => metricsPortHandler(req, services));
   // Upstream objects are kept as long as providers keep stored responses (OpenAI: 30 days).
   const prune = () => {
     try {
@@ -215,6 +234,7 @@ export function startBackground(services: Services): Background {
   return {
     stop: () => {
       poller.stop();
+      void metricsServer?.shutdown();
       clearInterval(pruner);
       clearInterval(recovery);
     },

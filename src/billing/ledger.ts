@@ -10,6 +10,7 @@ import { inputTotal, price, type Usage } from "./price.ts";
 import type { Store } from "../store/store.ts";
 import { log } from "../log.ts";
 import { tokensForBytes } from "./estimate.ts";
+import { recordCharge } from "../metrics/gateway.ts";
 
 export interface OpenBill {
   principal: Principal;
@@ -76,8 +77,10 @@ export class Bill {
    */
   async settle(usage: Usage, estimated = false, prices = this.call.model.prices): Promise<void> {
     if (!this.#finish()) return;
-    const settled = await this.store.settle(this.id, { ...price(usage, prices), estimated });
+    const charge = price(usage, prices);
+    const settled = await this.store.settle(this.id, { ...charge, estimated });
     if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
+    else recordCharge(this.call.model.id, this.call.principal.accountName, usage, charge.amount);
   }
 
   /** Settles on the estimate plus `outputTokens` (an answer whose usage could not be read). */

@@ -48,6 +48,10 @@ export interface Config {
    */
   workersSet: boolean;
   accessLog: boolean;
+  /** The admin bearer token (`/metrics`, admin API); null: those routes are off. */
+  adminToken: string | null;
+  /** The loopback port serving `/metrics` without a token; null: none. */
+  metricsPort: number | null;
   dbPath: string;
   /** Where uploads are spooled while they arrive: `tmp/` beside the store file. */
   spoolDir: string;
@@ -205,9 +209,18 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
   if (accessLogEnv !== undefined && !["0", "1"].includes(accessLogEnv)) {
     throw new ConfigError(`SWITCHYARD_ACCESS_LOG: must be 0 or 1`);
   }
+  let adminToken = env("SWITCHYARD_ADMIN_TOKEN") ?? file.admin?.token ?? null;
+  if (adminToken?.startsWith("env:")) adminToken = env(adminToken.slice(4)) ?? null;
+  if (adminToken !== null && adminToken.length < 16) {
+    throw new ConfigError(
+      "admin.token (or SWITCHYARD_ADMIN_TOKEN): must be at least 16 characters",
+    );
+  }
   return {
     host,
     port,
+    adminToken,
+    metricsPort: file.server?.metricsPort ?? null,
     maxBodyBytes: envInt(env, "SWITCHYARD_MAX_BODY_BYTES", 1024, Number.MAX_SAFE_INTEGER) ??
       file.server?.maxBodyBytes ?? 32 * 1024 * 1024,
     maxUploadBytes: file.server?.maxUploadBytes ?? 256 * 1024 * 1024,

@@ -184,6 +184,8 @@ export const ConfigSchema = v.strictObject({
       drainTimeoutMs: v.optional(count(0)),
       /** Write one JSON access-log line per request to stdout. */
       accessLog: v.optional(v.boolean("must be true or false")),
+      /** A second port, bound to 127.0.0.1 only, serving `GET /metrics` without a token. */
+      metricsPort: v.optional(port),
       /** Serving threads on the one port (default: the number of cores; 1: a single thread). */
       workers: v.optional(
         v.pipe(
@@ -195,6 +197,13 @@ export const ConfigSchema = v.strictObject({
       ),
     }),
   ),
+  admin: v.optional(v.strictObject({
+    /**
+     * The bearer token of `/metrics` and the admin API (`env:NAME` reads it from the environment);
+     * at least 16 characters. Unset: those routes answer 404.
+     */
+    token: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
+  })),
   store: v.optional(v.strictObject({
     /** The SQLite file holding accounts, keys, ledger and jobs. */
     path: v.optional(v.pipe(v.string(), v.minLength(1, "must not be empty"))),

@@ -23,6 +23,7 @@ import { log } from "../log.ts";
 import type { AnswerInfo, Codec } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { collect } from "../translate/collect.ts";
+import { metrics, UPSTREAM_ERRORS, UPSTREAM_SECONDS, UPSTREAM_TTFB } from "../metrics/gateway.ts";
 
 /** The response header that tells a client the output cap the gateway imposed. */
 export const OUTPUT_CAP_HEADER = "x-switchyard-max-output-tokens";
@@ -185,7 +186,10 @@ function answerDeadline(idleMs: number, maxMs: number): number {
 }
 
 /** The upstream's 2xx answer, or the response the client gets for its failure. */
-export type HeldAnswer = { ok: true; upstream: Response } | { ok: false; response: Response };
+export type HeldAnswer =
+  /** `sent`: when the request went (`performance.now()`), for the call's duration. */
+  | { ok: true; upstream: Response; sent: number }
+  | { ok: false; response: Response };
 
 /**
  * Sends a call whose funds `bill` holds (durably: the hold was committed before). A failed call
@@ -202,13 +206,18 @@ export async function sendHeld(
   upstreamFormat: ErrorFormat = format,
 ): Promise<HeldAnswer> {
   let upstream: Response;
+  const labels = [model.provider.name, model.id];
+  const sent = performance.now();
   try {
     upstream = await send(model.provider, call, abort, upstreamDeadlines(ctx.services.config));
   } catch (error) {
+    metrics.add(UPSTREAM_ERRORS, [model.provider.name, "0"]);
     await bill.release();
     throw error;
   }
-  if (upstream.ok) return { ok: true, upstream };
+  metrics.observe(UPSTREAM_TTFB, labels, (performance.now() - sent) / 1000);
+  if (upstream.ok) return { ok: true, upstream, sent };
+  metrics.add(UPSTREAM_ERRORS, [model.provider.name, String(upstream.status)]);
   await bill.release();
   return {
     ok: false,
@@ -246,6 +255,8 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   );
   if (!answer.ok) return answer.response;
   const upstream = answer.upstream;
+  const upstreamLabels = [model.provider.name, model.id];
+  const sent = answer.sent;
   const headers = responseHeaders(upstream);
   if (sentCap !== undefined) headers.set(OUTPUT_CAP_HEADER, String(sentCap));
   const meter = p.stream ? p.meter?.() : undefined;
@@ -271,6 +282,7 @@ export async function passThrough(p: PassThrough): Promise<Response> {
       maxMs: config.streamMaxMs,
       live: ctx.services.live,
       onEnd: async (how, why) => {
+        metrics.observe(UPSTREAM_SECONDS, upstreamLabels, (performance.now() - sent) / 1000);
         if (how === "cut") log("warn", "stream cut", { request_id: ctx.requestId, reason: why });
         const prices = p.pricesFromMeter?.(meter) ?? model.prices;
         const reported = meter.usage();
@@ -292,6 +304,8 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   } catch (error) {
     await bill.settleEstimate(0);
     throw error;
+  } finally {
+    metrics.observe(UPSTREAM_SECONDS, upstreamLabels, (performance.now() - sent) / 1000);
   }
   let usage: Usage | null = null;
   let prices = model.prices;

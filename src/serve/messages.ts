@@ -1,6 +1,7 @@
 /** The messages between the main thread and its serving threads (`serve --workers N`). */
 import type { RateDecision } from "../auth/ratelimit.ts";
 import type { Overrides } from "../config/load.ts";
+import type { Samples } from "../metrics/registry.ts";
 
 /** From the main thread to a serving thread. */
 export type ToWorker =
@@ -17,11 +18,19 @@ export type ToWorker =
   /** The process's answer to a rate-limit question. */
   | { type: "rpm"; id: number; decision: RateDecision }
   /** Drain and stop (the process is shutting down). */
-  | { type: "stop" };
+  | { type: "stop" }
+  /** Send this thread's metrics (see `metrics/gateway.ts`). */
+  | { type: "snapshot"; id: number }
+  /** Every thread's metrics, the answer to this thread's `metrics` question. */
+  | { type: "metrics"; id: number; parts: Record<string, Samples>[] };
 
 /** From a serving thread to the main thread. */
 export type ToMain =
   | { type: "listening"; port: number }
   /** Counts one request of `key` against `limit` per minute, if allowed. */
   | { type: "rpm"; id: number; key: string; limit: number }
-  | { type: "stopped" };
+  | { type: "stopped" }
+  /** Gather every thread's metrics (a scrape of `/metrics` on this thread). */
+  | { type: "metrics"; id: number }
+  /** This thread's metrics, the answer to `snapshot`. */
+  | { type: "snapshot"; id: number; samples: Record<string, Samples> };

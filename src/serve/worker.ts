@@ -11,6 +11,9 @@ import { openSqliteStore } from "../store/sqlite.ts";
 import type { Store } from "../store/store.ts";
 import { drainServer } from "./drain.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
+import type { LiveStream } from "../http/relay.ts";
+import { snapshot } from "../metrics/gateway.ts";
+import type { Samples } from "../metrics/registry.ts";
 
 const scope = self as unknown as {
   postMessage(message: ToMain): void;
@@ -18,6 +21,8 @@ const scope = self as unknown as {
   close(): void;
 };
 
+/** This thread's streams in flight. */
+const live = new Set<LiveStream>();
 const decisions = new Map<number, (decision: RateDecision) => void>();
 let asked = 0;
 
@@ -33,6 +38,18 @@ const limiter: Limiter = {
   },
 };
 
+const gathered = new Map<number, (parts: Record<string, Samples>[]) => void>();
+let gathers = 0;
+
+/** Every thread's metrics, gathered by the main thread. */
+function collectMetrics(): Promise<Record<string, Samples>[]> {
+  return new Promise((resolve) => {
+    const id = ++gathers;
+    gathered.set(id, resolve);
+    scope.postMessage({ type: "metrics", id });
+  });
+}
+
 let server: RunningServer | undefined;
 let store: Store | undefined;
 let config: Config | undefined;
@@ -41,10 +58,15 @@ scope.onmessage = async ({ data }) => {
   if (data.type === "rpm") {
     decisions.get(data.id)?.(data.decision);
     decisions.delete(data.id);
+  } else if (data.type === "snapshot") {
+    scope.postMessage({ type: "snapshot", id: data.id, samples: snapshot(live.size) });
+  } else if (data.type === "metrics") {
+    gathered.get(data.id)?.(data.parts);
+    gathered.delete(data.id);
   } else if (data.type === "start") {
     config = await loadConfig(data.configFile, (name) => Deno.env.get(name), data.overrides);
     store = openSqliteStore(config.dbPath, { owner: true, writeLock: data.shared });
-    server = startHttp({ config, store, worker: data.index }, {
+    server = startHttp({ config, store, worker: data.index, live, collectMetrics }, {
       reusePort: true,
       port: data.port,
       limiter,

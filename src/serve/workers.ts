@@ -12,6 +12,8 @@ import type { Services } from "../context.ts";
 import { flushLog, log } from "../log.ts";
 import { prepareStore, startBackground } from "../server.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
+import { snapshot } from "../metrics/gateway.ts";
+import type { Samples } from "../metrics/registry.ts";
 
 /** A running set of serving threads. */
 export interface WorkerPool {
@@ -26,6 +28,16 @@ export interface WorkerPool {
  * with `--include` (the `compile` task does).
  */
 const WORKER_MODULE = new URL("./worker.ts", import.meta.url);
+
+/** How long a scrape waits for the threads' metrics. */
+const GATHER_MS = 2000;
+
+/** A scrape gathering the threads' metrics. */
+interface Gathering {
+  parts: Record<string, Samples>[];
+  waiting: number;
+  done: (parts: Record<string, Samples>[]) => void;
+}
 
 /** Serving threads cannot run in this process (a permission or a flag is missing). */
 export class ThreadsUnavailable extends Error {
@@ -85,6 +97,28 @@ export async function startWorkers(
   const limiter = new RateLimiter();
   const shared = prepareStore(services);
   const threads: { worker: Worker; stopped: PromiseWithResolvers<void> }[] = [];
+  const gathering = new Map<number, Gathering>();
+  let gathers = 0;
+  /** Every thread's metrics and this one's (the background work's). */
+  const gather = (): Promise<Record<string, Samples>[]> => {
+    const id = ++gathers;
+    const done = Promise.withResolvers<Record<string, Samples>[]>();
+    const entry: Gathering = { parts: [snapshot(0)], waiting: threads.length, done: done.resolve };
+    gathering.set(id, entry);
+    // A thread that does not answer (stuck, stopping) leaves its values out rather than the scrape.
+    const late = setTimeout(() => finishGathering(id), GATHER_MS);
+    done.promise.finally(() => clearTimeout(late));
+    for (const { worker } of threads) worker.postMessage({ type: "snapshot", id } as ToWorker);
+    if (!threads.length) finishGathering(id);
+    return done.promise;
+  };
+  const finishGathering = (id: number) => {
+    const entry = gathering.get(id);
+    if (!entry) return;
+    gathering.delete(id);
+    entry.done(entry.parts);
+  };
+  services.collectMetrics = gather;
   const start = (index: number, port: number): Promise<number> => {
     const worker = new Worker(WORKER_MODULE.href, { type: "module" });
     const listening = Promise.withResolvers<number>();
@@ -93,6 +127,14 @@ export async function startWorkers(
     worker.onmessage = ({ data }: MessageEvent<ToMain>) => {
       if (data.type === "rpm") {
         send({ type: "rpm", id: data.id, decision: limiter.check(data.key, data.limit) });
+      } else if (data.type === "metrics") {
+        gather().then((parts) => send({ type: "metrics", id: data.id, parts }));
+      } else if (data.type === "snapshot") {
+        const entry = gathering.get(data.id);
+        if (entry) {
+          entry.parts.push(data.samples);
+          if (--entry.waiting === 0) finishGathering(data.id);
+        }
       } else if (data.type === "listening") listening.resolve(data.port);
       else if (data.type === "stopped") stopped.resolve();
     };

@@ -9,6 +9,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { OwnerLock } from "./owners.ts";
 import { WriteLock } from "./write_lock.ts";
 import type { CheckpointerStart } from "./checkpointer.ts";
+import { COMMIT_SECONDS_FAMILY, metrics } from "../metrics/gateway.ts";
 import type {
   Account,
   Charge,
@@ -304,6 +305,7 @@ export class SqliteStore implements Store {
            AND id NOT IN (SELECT ledger_id FROM video_jobs WHERE status = 'pending')
          ORDER BY id`,
       ),
+      heldCount: p(`SELECT count(*) AS n FROM ledger INDEXED BY ledger_held WHERE status = 'held'`),
       heldByUnit: p(`SELECT json_extract(u.value, '$.unit') AS unit,
                             sum(json_extract(u.value, '$.quantity')) AS quantity,
                             sum(json_extract(u.value, '$.amount')) AS amount
@@ -457,6 +459,7 @@ export class SqliteStore implements Store {
     this.#queued = [];
     const outcomes: { ok: boolean; value: unknown }[] = [];
     this.#writeLock?.acquire();
+    const began = performance.now();
     try {
       this.#s.begin.run();
       for (const { run } of queued) {
@@ -467,6 +470,7 @@ export class SqliteStore implements Store {
         }
       }
       this.#s.commit.run();
+      metrics.observe(COMMIT_SECONDS_FAMILY, [], (performance.now() - began) / 1000);
     } catch (error) {
       try {
         this.#db.exec("ROLLBACK");
@@ -536,6 +540,10 @@ export class SqliteStore implements Store {
 
   revokeKey(id: string): boolean {
     return Number(this.#s.revokeKey.run(Date.now(), id).changes) === 1;
+  }
+
+  holdsOutstanding(): number {
+    return Number((this.#s.heldCount.get() as Row).n);
   }
 
   available(accountId: number): number {

@@ -153,6 +153,8 @@ export interface Store {
   listKeys(): KeyRecord[];
   /** Marks a key revoked; false when no such active key exists. */
   revokeKey(id: string): boolean;
+  /** Calls holding funds now, every process's (held ledger entries). */
+  holdsOutstanding(): number;
   /** The account's available balance (balance − held), nanoUSD. */
   available(accountId: number): number;
   /*

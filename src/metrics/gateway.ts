@@ -1,0 +1,125 @@
+/**
+ * The gateway's metrics (see the README's Metrics section): what each thread records, and the
+ * families `/metrics` writes. Each thread keeps its own values (`metrics.samples`); a scrape adds
+ * up every thread's (see `collect` in `Services`).
+ */
+import { type Family, merge, Registry, render, type Samples } from "./registry.ts";
+import type { Usage } from "../billing/price.ts";
+
+/** Seconds: from a millisecond up to two minutes (long streams land in +Inf). */
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Seconds for store commits: from 50 µs up. */
+const COMMIT_SECONDS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25];
+
+export const REQUESTS: Family = {
+  name: "switchyard_requests_total",
+  help: "Requests answered, by route, client protocol, model, provider and HTTP status.",
+  type: "counter",
+  labels: ["route", "protocol", "model", "provider", "status"],
+};
+export const UPSTREAM_SECONDS: Family = {
+  name: "switchyard_upstream_duration_seconds",
+  help: "Upstream calls from sending the request to the end of the answer (streams: their end).",
+  type: "histogram",
+  labels: ["provider", "model"],
+  buckets: SECONDS,
+};
+export const UPSTREAM_TTFB: Family = {
+  name: "switchyard_upstream_ttfb_seconds",
+  help: "Upstream calls from sending the request to the answer's headers.",
+  type: "histogram",
+  labels: ["provider", "model"],
+  buckets: SECONDS,
+};
+export const UPSTREAM_ERRORS: Family = {
+  name: "switchyard_upstream_errors_total",
+  help: "Upstream answers that were not 2xx, and calls that got no answer (status 0).",
+  type: "counter",
+  labels: ["provider", "status"],
+};
+export const TOKENS: Family = {
+  name: "switchyard_tokens_total",
+  help: "Tokens charged, by model, account and kind (input, cached_input, cache_write, output).",
+  type: "counter",
+  labels: ["model", "account", "kind"],
+};
+export const SPEND: Family = {
+  name: "switchyard_spend_nanousd_total",
+  help: "Amount charged in nanoUSD (1e-9 USD), by model and account.",
+  type: "counter",
+  labels: ["model", "account"],
+};
+export const RATE_LIMITED: Family = {
+  name: "switchyard_rate_limited_total",
+  help: "Requests refused with 429 by a key's requests-per-minute limit, by route.",
+  type: "counter",
+  labels: ["route"],
+};
+export const REFUSED: Family = {
+  name: "switchyard_refused_total",
+  help:
+    "Requests the gateway itself refused (4xx it raised, not an upstream's), by route and status.",
+  type: "counter",
+  labels: ["route", "status"],
+};
+export const OPEN_STREAMS: Family = {
+  name: "switchyard_open_streams",
+  help: "Streams being relayed now.",
+  type: "gauge",
+  labels: [],
+};
+export const HOLDS: Family = {
+  name: "switchyard_holds_outstanding",
+  help: "Calls holding funds now (held ledger entries in the store, every process's).",
+  type: "gauge",
+  labels: [],
+};
+export const COMMIT_SECONDS_FAMILY: Family = {
+  name: "switchyard_store_commit_seconds",
+  help: "Store write transactions (a turn's group commit), from begin to commit.",
+  type: "histogram",
+  labels: [],
+  buckets: COMMIT_SECONDS,
+};
+
+/** Every family, in the order `/metrics` writes them. */
+export const FAMILIES: readonly Family[] = [
+  REQUESTS,
+  RATE_LIMITED,
+  REFUSED,
+  UPSTREAM_TTFB,
+  UPSTREAM_SECONDS,
+  UPSTREAM_ERRORS,
+  TOKENS,
+  SPEND,
+  OPEN_STREAMS,
+  HOLDS,
+  COMMIT_SECONDS_FAMILY,
+];
+
+/** This thread's values. */
+export const metrics = new Registry(FAMILIES);
+
+/** Counts a settled charge: its tokens by kind and its amount. */
+export function recordCharge(model: string, account: string, usage: Usage, amount: number): void {
+  const kinds: [string, number][] = [
+    ["input", usage.inputTokens],
+    ["cached_input", usage.cachedInputTokens],
+    ["cache_write", usage.cacheWriteTokens + usage.cacheWrite1hTokens],
+    ["output", usage.outputTokens],
+  ];
+  for (const [kind, n] of kinds) if (n > 0) metrics.add(TOKENS, [model, account, kind], n);
+  metrics.add(SPEND, [model, account], amount);
+}
+
+/** This thread's values as plain data, with its gauges as they are now. */
+export function snapshot(openStreams: number): Record<string, Samples> {
+  return { ...metrics.samples, [OPEN_STREAMS.name]: { "": openStreams } };
+}
+
+/** The exposition text of several threads' snapshots, with the store's gauge. */
+export function exposition(parts: readonly Record<string, Samples>[], holds: number): string {
+  const all = merge(parts);
+  all[HOLDS.name] = { "": holds };
+  return render(FAMILIES, all);
+}
