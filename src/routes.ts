@@ -8,6 +8,7 @@ import type { ErrorFormat } from "./http/errors.ts";
 import { getHealth } from "./endpoints/health.ts";
 import { getUsage } from "./endpoints/usage.ts";
 import { getMetrics } from "./endpoints/metrics.ts";
+import * as admin from "./endpoints/admin.ts";
 import { PROTOCOLS } from "./protocols/index.ts";
 import { textCall } from "./pipeline/text_call.ts";
 import { createEmbeddings } from "./endpoints/embeddings.ts";
@@ -16,6 +17,8 @@ import { search } from "./endpoints/search.ts";
 import { createImage, editImage } from "./endpoints/images.ts";
 import { createVideoEdit, createVideoGeneration, getVideo } from "./endpoints/videos.ts";
 import { countCall } from "./pipeline/count_tokens.ts";
+import { getGeminiModel, getModel, listGeminiModels, listModels } from "./endpoints/models.ts";
+import { batchEmbedContents, embedContent } from "./endpoints/gemini_embeddings.ts";
 
 export interface Route {
   method: "GET" | "POST" | "DELETE";
@@ -28,8 +31,24 @@ export interface Route {
 
 export const routes: Route[] = [
   { method: "GET", path: "/healthz", auth: "none", errors: "openai", handle: getHealth },
-  // The admin token is checked by the handler (not an API key).
+  // The admin token is checked by the handlers (it is not an API key).
   { method: "GET", path: "/metrics", auth: "none", errors: "openai", handle: getMetrics },
+  ...([
+    ["GET", "/admin/api/keys", admin.listKeys],
+    ["POST", "/admin/api/keys", admin.createKeyRoute],
+    ["DELETE", "/admin/api/keys/:id", admin.revokeKey],
+    ["GET", "/admin/api/accounts", admin.listAccounts],
+    ["POST", "/admin/api/accounts", admin.createAccount],
+    ["POST", "/admin/api/accounts/:name/credit", admin.creditAccountRoute],
+    ["GET", "/admin/api/accounts/:name/usage", admin.accountUsage],
+    ["GET", "/admin/api/ledger", admin.ledger],
+  ] as const).map(([method, path, handle]): Route => ({
+    method,
+    path,
+    auth: "none",
+    errors: "openai",
+    handle,
+  })),
   { method: "GET", path: "/v1/usage", auth: "bearer", errors: "openai", handle: getUsage },
   {
     method: "POST",
@@ -106,5 +125,32 @@ export const routes: Route[] = [
       errors: "google",
       handle: countCall(PROTOCOLS.generate),
     },
+    {
+      method: "POST",
+      path: `${version}/models/:model\\:embedContent`,
+      auth: "goog",
+      errors: "google",
+      handle: embedContent,
+    },
+    {
+      method: "POST",
+      path: `${version}/models/:model\\:batchEmbedContents`,
+      auth: "goog",
+      errors: "google",
+      handle: batchEmbedContents,
+    },
   ]),
+  // Model listings, after the `…/models/{model}:action` routes (the first matching path wins).
+  // Gemini's under /v1beta; /v1/models is shared by the three protocols, which the handlers tell
+  // apart by the headers their SDKs send (see endpoints/models.ts), so it takes any key.
+  { method: "GET", path: "/v1beta/models", auth: "goog", errors: "google", handle: listGeminiModels },
+  {
+    method: "GET",
+    path: "/v1beta/models/:model",
+    auth: "goog",
+    errors: "google",
+    handle: getGeminiModel,
+  },
+  { method: "GET", path: "/v1/models", auth: "any", errors: "openai", handle: listModels },
+  { method: "GET", path: "/v1/models/:model", auth: "any", errors: "openai", handle: getModel },
 ];

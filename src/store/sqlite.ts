@@ -13,7 +13,9 @@ import { COMMIT_SECONDS_FAMILY, metrics } from "../metrics/gateway.ts";
 import type {
   Account,
   Charge,
+  DayUsage,
   KeyRecord,
+  LedgerEntry,
   NewHold,
   PendingHold,
   Store,
@@ -231,6 +233,9 @@ function migrate(db: DatabaseSync): void {
 const ACCOUNT_COLUMNS = "id, name, balance, spent, held, created_at";
 const KEY_COLUMNS =
   "k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm, k.created_at, k.revoked_at";
+const LEDGER_COLUMNS = `l.id, l.kind, l.status, a.name AS account, l.request_id, l.key_id,
+  l.endpoint, l.model, l.provider, l.amount, l.units, l.estimated, l.note, l.created_at,
+  l.settled_at`;
 const SETTLED_CHARGES = "l.account_id = ? AND l.kind = 'charge' AND l.status = 'settled'";
 
 /** A write waiting for the turn's flush, and who waits for its result. */
@@ -375,6 +380,15 @@ export class SqliteStore implements Store {
                         sum(json_extract(u.value, '$.amount')) AS amount
                  FROM ledger l, json_each(l.units) u WHERE ${SETTLED_CHARGES}
                  GROUP BY 1 ORDER BY 1`),
+      byDay: p(`SELECT date(created_at / 1000, 'unixepoch') AS day, count(*) AS requests,
+                        sum(amount) AS amount
+                 FROM ledger l WHERE ${SETTLED_CHARGES} AND created_at >= ?
+                 GROUP BY day ORDER BY day`),
+      ledgerPage: p(`SELECT ${LEDGER_COLUMNS} FROM ledger l JOIN accounts a ON a.id = l.account_id
+                     WHERE l.id < ? ORDER BY l.id DESC LIMIT ?`),
+      accountLedgerPage: p(`SELECT ${LEDGER_COLUMNS}
+                            FROM ledger l JOIN accounts a ON a.id = l.account_id
+                            WHERE l.account_id = ? AND l.id < ? ORDER BY l.id DESC LIMIT ?`),
       byModel: p(`SELECT model, count(*) AS requests, sum(amount) AS amount FROM ledger l
                   WHERE ${SETTLED_CHARGES} GROUP BY model ORDER BY model`),
     };
@@ -717,6 +731,38 @@ export class SqliteStore implements Store {
     }
     const requests = Number((this.#s.requests.get(accountId) as Row).n);
     return { account, requests, byUnit, byModel, heldByUnit };
+  }
+
+  usageByDay(accountId: number, since: number): DayUsage[] {
+    return (this.#s.byDay.all(accountId, since) as Row[]).map((row) => ({
+      day: String(row.day),
+      requests: Number(row.requests),
+      amount: Number(row.amount),
+    }));
+  }
+
+  ledgerPage(page: { accountId?: number; before?: number; limit: number }): LedgerEntry[] {
+    const before = page.before ?? Number.MAX_SAFE_INTEGER;
+    const rows = page.accountId === undefined
+      ? this.#s.ledgerPage.all(before, page.limit)
+      : this.#s.accountLedgerPage.all(page.accountId, before, page.limit);
+    return (rows as Row[]).map((row) => ({
+      id: Number(row.id),
+      kind: String(row.kind) as LedgerEntry["kind"],
+      status: String(row.status) as LedgerEntry["status"],
+      account: String(row.account),
+      requestId: row.request_id === null ? null : String(row.request_id),
+      keyId: row.key_id === null ? null : String(row.key_id),
+      endpoint: row.endpoint === null ? null : String(row.endpoint),
+      model: row.model === null ? null : String(row.model),
+      provider: row.provider === null ? null : String(row.provider),
+      amount: Number(row.amount),
+      units: JSON.parse(String(row.units)),
+      estimated: Number(row.estimated) === 1,
+      note: row.note === null ? null : String(row.note),
+      createdAt: Number(row.created_at),
+      settledAt: row.settled_at === null ? null : Number(row.settled_at),
+    }));
   }
 
   close(): void {

@@ -79,6 +79,34 @@ export interface UsageSummary {
   heldByUnit: Record<string, { quantity: number; amount: number }>;
 }
 
+/** Settled spend of one UTC day. */
+export interface DayUsage {
+  /** `YYYY-MM-DD` (UTC). */
+  day: string;
+  requests: number;
+  amount: number;
+}
+
+/** One ledger entry as the admin API lists it. */
+export interface LedgerEntry {
+  id: number;
+  kind: "charge" | "credit";
+  status: "held" | "settled";
+  account: string;
+  requestId: string | null;
+  keyId: string | null;
+  endpoint: string | null;
+  model: string | null;
+  provider: string | null;
+  amount: number;
+  /** The charge's lines (`[]` for credits and held entries). */
+  units: UnitLine[];
+  estimated: boolean;
+  note: string | null;
+  createdAt: number;
+  settledAt: number | null;
+}
+
 export type VideoJobStatus = "pending" | "done" | "failed" | "expired";
 
 /** An asynchronous video job: the client's handle on an upstream job and on its held funds. */
@@ -203,6 +231,13 @@ export interface Store {
   /** Forgets conversation steps kept before `before` (ms since epoch); returns how many. */
   pruneResponses(before: number): number;
   usage(accountId: number): UsageSummary;
+  /** Settled spend per UTC day from `since` (ms since epoch) on, oldest first. */
+  usageByDay(accountId: number, since: number): DayUsage[];
+  /**
+   * Ledger entries, newest first: at most `limit`, with ids below `before` when given (the next
+   * page), of one account when given.
+   */
+  ledgerPage(page: { accountId?: number; before?: number; limit: number }): LedgerEntry[];
   /**
    * Called once by a serving process, before its serving threads open their own connections:
    * starts the store's own helper thread, if it has one (SQLite: the checkpointer), and returns

@@ -1,0 +1,232 @@
+/**
+ * The admin API under `/admin/api/` (the admin token, see `auth/admin.ts`): the CLI's key and
+ * account operations through the same code (`cli/commands.ts`), an account's usage by day, unit
+ * and model, and the ledger, newest first, a page at a time. Errors are JSON (OpenAI's shape); the
+ * secret of a new key is in the answer that creates it and nowhere else.
+ */
+import * as v from "valibot";
+import type { Handler, RequestContext } from "../context.ts";
+import { requireAdmin } from "../auth/admin.ts";
+import { readJsonObject } from "../http/body.ts";
+import { GatewayError } from "../http/errors.ts";
+import { jsonResponse } from "../http/json.ts";
+import { validate } from "../http/validate.ts";
+import { nanoToUsd, usdToNano } from "../billing/money.ts";
+import { accountJson, CliError, createKey, creditAccount, keyJson } from "../cli/commands.ts";
+import type { Account, LedgerEntry } from "../store/store.ts";
+
+/** Ledger entries per page at most (and by default). */
+const MAX_PAGE = 500;
+const DEFAULT_PAGE = 100;
+/** Days of usage at most (and by default). */
+const MAX_DAYS = 366;
+const DEFAULT_DAYS = 30;
+
+const ACCOUNT_NAME = v.pipe(
+  v.string("must be a string"),
+  v.regex(/^[\w.@-]{1,64}$/, "must be 1–64 characters of letters, digits, _ . @ -"),
+);
+const USD = v.pipe(
+  v.string('must be a decimal string such as "10" or "2.50"'),
+  v.check((text) => typeof usdToNano(text) === "number", "must be a USD amount such as 2.50"),
+);
+
+const NewKey = v.strictObject({
+  account: ACCOUNT_NAME,
+  rpm: v.optional(
+    v.pipe(
+      v.number("must be an integer"),
+      v.integer("must be an integer"),
+      v.minValue(0, "must be ≥ 0 (0: unlimited)"),
+      v.maxValue(1_000_000, "must be at most 1000000"),
+    ),
+  ),
+  credit_usd: v.optional(USD),
+});
+const NewAccount = v.strictObject({ name: ACCOUNT_NAME });
+const Credit = v.strictObject({ usd: USD });
+
+/** Runs a CLI operation; its usage errors become 400s. */
+function operation<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    if (error instanceof CliError) throw new GatewayError(400, error.message);
+    throw error;
+  }
+}
+
+/** The admin's handler: the token is checked first, for every admin route. */
+function admin(handle: Handler): Handler {
+  return (ctx) => {
+    requireAdmin(ctx.req, ctx.services.config);
+    return handle(ctx);
+  };
+}
+
+function accountNamed(ctx: RequestContext, name: string): Account {
+  const account = ctx.services.store.account(name);
+  if (!account) throw new GatewayError(404, `No account named "${name}".`);
+  return account;
+}
+
+/** An integer query parameter from 1 to `max`, `fallback` when absent. */
+function countParam(url: URL, name: string, fallback: number, max: number): number {
+  const text = url.searchParams.get(name);
+  if (text === null) return fallback;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < 1 || n > max) {
+    throw new GatewayError(400, `Invalid '${name}': must be an integer from 1 to ${max}.`, {
+      param: name,
+    });
+  }
+  return n;
+}
+
+function money(prefix: string, nano: number) {
+  return { [`${prefix}_usd`]: nanoToUsd(nano), [`${prefix}_nanousd`]: nano };
+}
+
+function entryJson(e: LedgerEntry) {
+  return {
+    id: e.id,
+    kind: e.kind,
+    status: e.status,
+    account: e.account,
+    request_id: e.requestId,
+    key_id: e.keyId,
+    endpoint: e.endpoint,
+    model: e.model,
+    provider: e.provider,
+    ...money("amount", e.amount),
+    units: e.units.map((u) => ({
+      unit: u.unit,
+      quantity: u.quantity,
+      ...money("amount", u.amount),
+    })),
+    estimated: e.estimated,
+    note: e.note,
+    created_at: new Date(e.createdAt).toISOString(),
+    settled_at: e.settledAt === null ? null : new Date(e.settledAt).toISOString(),
+  };
+}
+
+/** `GET /admin/api/keys[?account=NAME]`: every key (never a secret or hash). */
+export const listKeys: Handler = admin((ctx) => {
+  const account = ctx.url.searchParams.get("account");
+  const keys = ctx.services.store.listKeys().filter((k) => !account || k.accountName === account);
+  return jsonResponse({ object: "list", data: keys.map(keyJson) });
+});
+
+/** `POST /admin/api/keys` `{account, rpm?, credit_usd?}`: the secret is shown this once. */
+export const createKeyRoute: Handler = admin(async (ctx) => {
+  const body = validate(NewKey, (await readJsonObject(ctx.req, ctx.services.config)).value);
+  const created = operation(() =>
+    createKey(ctx.services.store, {
+      account: body.account,
+      rpm: body.rpm,
+      creditUsd: body.credit_usd,
+    })
+  );
+  return jsonResponse({ object: "key", ...created }, 201, { "cache-control": "no-store" });
+});
+
+/** `DELETE /admin/api/keys/:id`: revokes an active key (404 when none has the id). */
+export const revokeKey: Handler = admin((ctx) => {
+  const id = ctx.params.id;
+  if (!ctx.services.store.revokeKey(id)) {
+    throw new GatewayError(404, `No active key with id "${id}".`);
+  }
+  return jsonResponse({ object: "key", id, revoked: true });
+});
+
+/** `GET /admin/api/accounts`: every account with its balance, spend and held funds. */
+export const listAccounts: Handler = admin((ctx) =>
+  jsonResponse({
+    object: "list",
+    data: ctx.services.store.listAccounts().map((a) => ({
+      ...accountJson(a),
+      ...money("held", a.held),
+    })),
+  })
+);
+
+/** `POST /admin/api/accounts` `{name}`: creates the account (200 with it when it exists). */
+export const createAccount: Handler = admin(async (ctx) => {
+  const { name } = validate(NewAccount, (await readJsonObject(ctx.req, ctx.services.config)).value);
+  const existed = ctx.services.store.account(name) !== undefined;
+  const account = ctx.services.store.ensureAccount(name);
+  return jsonResponse(accountJson(account), existed ? 200 : 201);
+});
+
+/** `POST /admin/api/accounts/:name/credit` `{usd}`: adds (negative: removes) balance. */
+export const creditAccountRoute: Handler = admin(async (ctx) => {
+  accountNamed(ctx, ctx.params.name);
+  const { usd } = validate(Credit, (await readJsonObject(ctx.req, ctx.services.config)).value);
+  const account = operation(() => creditAccount(ctx.services.store, ctx.params.name, usd));
+  return jsonResponse(accountJson(account));
+});
+
+/** `GET /admin/api/accounts/:name/usage[?days=30]`: spend by day, unit and model. */
+export const accountUsage: Handler = admin((ctx) => {
+  const account = accountNamed(ctx, ctx.params.name);
+  const days = countParam(ctx.url, "days", DEFAULT_DAYS, MAX_DAYS);
+  const { store } = ctx.services;
+  const summary = store.usage(account.id);
+  const since = Date.UTC(
+    new Date().getUTCFullYear(),
+    new Date().getUTCMonth(),
+    new Date().getUTCDate() - (days - 1),
+  );
+  return jsonResponse({
+    object: "usage",
+    account: account.name,
+    ...money("balance", account.balance),
+    ...money("spent", account.spent),
+    ...money("held", account.held),
+    requests: summary.requests,
+    by_day: store.usageByDay(account.id, since).map((d) => ({
+      day: d.day,
+      requests: d.requests,
+      ...money("spent", d.amount),
+    })),
+    by_unit: Object.fromEntries(
+      Object.entries(summary.byUnit).map(([unit, x]) => [
+        unit,
+        { quantity: x.quantity, ...money("spent", x.amount) },
+      ]),
+    ),
+    by_model: Object.fromEntries(
+      Object.entries(summary.byModel).map(([model, x]) => [
+        model,
+        { requests: x.requests, ...money("spent", x.amount) },
+      ]),
+    ),
+  });
+});
+
+/**
+ * `GET /admin/api/ledger[?account=NAME][&limit=N][&before=ID]`: entries newest first; `next`
+ * is the `before` of the next page (null on the last).
+ */
+export const ledger: Handler = admin((ctx) => {
+  const name = ctx.url.searchParams.get("account");
+  const account = name === null ? undefined : accountNamed(ctx, name);
+  const limit = countParam(ctx.url, "limit", DEFAULT_PAGE, MAX_PAGE);
+  const beforeText = ctx.url.searchParams.get("before");
+  const before = beforeText === null
+    ? undefined
+    : countParam(ctx.url, "before", 0, Number.MAX_SAFE_INTEGER);
+  // One more than asked tells whether there is a next page.
+  const entries = ctx.services.store.ledgerPage({
+    accountId: account?.id,
+    before,
+    limit: limit + 1,
+  });
+  const page = entries.slice(0, limit);
+  return jsonResponse({
+    object: "list",
+    data: page.map(entryJson),
+    next: entries.length > limit ? page[page.length - 1].id : null,
+  });
+});
