@@ -4,6 +4,7 @@ import type { Config } from "./config/load.ts";
 import type { Store } from "./store/store.ts";
 import type { LiveStream } from "./http/relay.ts";
 import type { Samples } from "./metrics/registry.ts";
+import type { CallSpan } from "./metrics/trace.ts";
 
 /** Long-lived services shared by every request. */
 export interface Services {
@@ -27,6 +28,8 @@ export interface RequestContext {
   services: Services;
   /** Extra fields for this request's access-log line (model, provider…). */
   log: Record<string, unknown>;
+  /** The model call's trace span when tracing is on (see `metrics/trace.ts`). */
+  trace?: CallSpan | null;
 }
 
 /** A route's handler. Throws `GatewayError` for anything the client should see as an error. */

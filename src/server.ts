@@ -13,6 +13,7 @@ import { startVideoPoller } from "./pipeline/video_jobs.ts";
 import { recoverHolds } from "./billing/ledger.ts";
 import { metrics, RATE_LIMITED, REFUSED, REQUESTS } from "./metrics/gateway.ts";
 import { metricsPortHandler } from "./endpoints/metrics.ts";
+import { redactServerSpan, startCallSpan } from "./metrics/trace.ts";
 
 /** A client's own request id is used when it is this safe (else one is generated). */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -43,6 +44,7 @@ export function createHandler(
   return async (req) => {
     const started = performance.now();
     const url = new URL(req.url);
+    redactServerSpan(url);
     const given = req.headers.get("x-request-id");
     const requestId = given && REQUEST_ID.test(given) ? given : `req_${crypto.randomUUID()}`;
     const match = router.match(req.method, url.pathname);
@@ -98,7 +100,10 @@ export function createHandler(
           );
         }
       }
-      response = await route.handle(ctx);
+      response = await startCallSpan(route.path, (span) => {
+        ctx.trace = span;
+        return route.handle(ctx);
+      });
     } catch (error) {
       if (!(error instanceof GatewayError)) {
         log("error", "unhandled error", { request_id: requestId, error: String(error) });
@@ -123,6 +128,11 @@ export function createHandler(
     // Anthropic's own header, which its SDK exposes as `_request_id`.
     if (format === "anthropic") headers.set("request-id", requestId);
     for (const name in extraHeaders) headers.set(name, extraHeaders[name]);
+    if (ctx.trace) {
+      ctx.trace.set({ "http.response.status_code": response.status });
+      if (response.status >= 400) ctx.trace.set({ "error.type": String(response.status) });
+      if (!ctx.trace.deferred || response.status >= 400) ctx.trace.end();
+    }
     if (config.accessLog) {
       log("info", "request", {
         request_id: requestId,

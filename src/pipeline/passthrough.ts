@@ -24,6 +24,7 @@ import type { AnswerInfo, Codec } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { collect } from "../translate/collect.ts";
 import { metrics, UPSTREAM_ERRORS, UPSTREAM_SECONDS, UPSTREAM_TTFB } from "../metrics/gateway.ts";
+import { type CallSpan, providerName } from "../metrics/trace.ts";
 
 /** The response header that tells a client the output cap the gateway imposed. */
 export const OUTPUT_CAP_HEADER = "x-switchyard-max-output-tokens";
@@ -70,6 +71,8 @@ export interface PassThrough {
   upstreamFormat?: ErrorFormat;
   /** A translated call: how its answer is turned into the client's protocol. */
   translate?: Translation;
+  /** The upstream's protocol codec on pass-through, read only for traces (finish reasons). */
+  codec?: Codec;
 }
 
 /** A translated call's answer: decoded by the upstream's codec, encoded by the client's. */
@@ -116,6 +119,35 @@ function transcoder(t: Translation) {
       return text ? new TextEncoder().encode(text) : undefined;
     },
   };
+}
+
+/** A trace's view of a stream: the finish reasons its upstream events state. */
+function finishReasons(codec: Codec, provider: string) {
+  const reasons: string[] = [];
+  const decoder = codec.streamDecoder((event) => {
+    if (event.type === "finish") reasons.push(event.raw ?? event.reason);
+  }, provider);
+  let failed = false;
+  return {
+    push(event: SseEvent) {
+      if (failed) return;
+      try {
+        decoder.push(event);
+      } catch {
+        failed = true; // a trace attribute is not worth an error
+      }
+    },
+    result: () => reasons,
+  };
+}
+
+/** The usage and finish reasons of a settled call, on its trace span. */
+function traceUsage(trace: CallSpan, usage: Usage, finish: string[]): void {
+  trace.set({
+    "gen_ai.usage.input_tokens": inputTotal(usage),
+    "gen_ai.usage.output_tokens": usage.outputTokens,
+    "gen_ai.response.finish_reasons": finish.length ? finish : undefined,
+  });
 }
 
 /** Records what the answer created, with the conversation's size for later holds. */
@@ -259,6 +291,15 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   const sent = answer.sent;
   const headers = responseHeaders(upstream);
   if (sentCap !== undefined) headers.set(OUTPUT_CAP_HEADER, String(sentCap));
+  const trace = ctx.trace;
+  trace?.named(model.id);
+  trace?.set({
+    "gen_ai.provider.name": providerName(model.provider.type),
+    "gen_ai.request.model": model.id,
+    "gen_ai.response.model": model.upstreamId,
+  });
+  /** The codec that reads the upstream's answer, for a trace's finish reasons. */
+  const reader = trace ? p.translate?.upstream ?? p.codec : undefined;
   const meter = p.stream ? p.meter?.() : undefined;
   const translated = p.translate && meter ? transcoder(p.translate) : undefined;
   if (translated) {
@@ -269,9 +310,16 @@ export async function passThrough(p: PassThrough): Promise<Response> {
     headers.set("cache-control", "no-cache");
   }
   if (meter && upstream.body) {
+    const finishes = reader ? finishReasons(reader, model.provider.name) : undefined;
+    trace?.defer();
     const body = relayStream(upstream.body, {
       framing: p.framing ?? "sse",
-      onEvent: meter.onEvent,
+      onEvent: finishes
+        ? (event) => {
+          meter.onEvent(event);
+          finishes.push(event);
+        }
+        : meter.onEvent,
       finished: meter.finished,
       errorTail: translated ? translated.errorTail : p.errorTail,
       rewrite: translated ? translated.rewrite : p.rewrite,
@@ -291,6 +339,10 @@ export async function passThrough(p: PassThrough): Promise<Response> {
         // Recorded in the same commit as the charge.
         remember(p, meter.objects(), bill.contextTokens(reported, complete, charge.usage));
         await bill.settle(charge.usage, charge.estimated, prices);
+        if (trace) {
+          traceUsage(trace, charge.usage, finishes?.result() ?? []);
+          trace.end();
+        }
       },
     });
     return new Response(body, { status: upstream.status, headers });
@@ -321,8 +373,19 @@ export async function passThrough(p: PassThrough): Promise<Response> {
   await (usage
     ? bill.settle(usage, false, prices)
     : bill.settleEstimate(Math.ceil(text.length / 4)));
+  const isObject = !!json && typeof json === "object" && !Array.isArray(json);
+  if (trace) {
+    let finish: string[] = [];
+    if (reader && isObject) {
+      try {
+        const decoded = reader.decodeResponse(json as Record<string, unknown>, model.provider.name);
+        finish = [decoded.finish.raw ?? decoded.finish.reason];
+      } catch { /* no finish reason to report */ }
+    }
+    if (usage) traceUsage(trace, usage, finish);
+  }
   if (!p.translate) return new Response(text, { status: upstream.status, headers });
-  if (!json || typeof json !== "object" || Array.isArray(json)) {
+  if (!isObject) {
     throw new GatewayError(502, "The upstream provider answered with a body that is not JSON.");
   }
   const t = p.translate;

@@ -52,6 +52,7 @@ export function textCall(client: WireProtocol): Handler {
         rewrite: prepared.rewrite,
         objectsFromJson: prepared.objectsFromJson,
         keepResponses: prepared.keepResponses,
+        codec: client,
       });
     }
     const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];

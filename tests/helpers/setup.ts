@@ -44,7 +44,8 @@ export async function startStack(
     [key: string]: unknown;
   } = {},
 ): Promise<Stack> {
-  const { providers: extraProviders, models: extraModels, workers, ...extraConfig } = overrides;
+  const { providers: extraProviders, models: extraModels, workers, env: extraEnv, ...extraConfig } =
+    overrides;
   const emulator = startEmulator({ requiredKey: UPSTREAM_KEY, record: true });
   const emulatorUrl = `http://127.0.0.1:${emulator.addr.port}`;
   const provider = (type: string, prefix: string, chatPrefix?: string) => ({
@@ -163,7 +164,7 @@ export async function startStack(
       },
       ...extraConfig,
     },
-    env: { EMULATED_UPSTREAM_KEY: UPSTREAM_KEY },
+    env: { EMULATED_UPSTREAM_KEY: UPSTREAM_KEY, ...extraEnv as Record<string, string> | undefined },
     workers: typeof workers === "number" ? workers : undefined,
   };
   let gateway = await startGateway(gatewayOptions);
