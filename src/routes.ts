@@ -143,7 +143,13 @@ export const routes: Route[] = [
   // Model listings, after the `…/models/{model}:action` routes (the first matching path wins).
   // Gemini's under /v1beta; /v1/models is shared by the three protocols, which the handlers tell
   // apart by the headers their SDKs send (see endpoints/models.ts), so it takes any key.
-  { method: "GET", path: "/v1beta/models", auth: "goog", errors: "google", handle: listGeminiModels },
+  {
+    method: "GET",
+    path: "/v1beta/models",
+    auth: "goog",
+    errors: "google",
+    handle: listGeminiModels,
+  },
   {
     method: "GET",
     path: "/v1beta/models/:model",

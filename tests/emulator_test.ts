@@ -2,8 +2,8 @@
  * The provider emulator on its own, over HTTP: the keyless openai-compatible route, structured
  * output, the tool-call directives (`tool=`, `parallel=`, `arg.K=V`) in all four text families as
  * JSON and as streams, reasoning artefacts it can verify (Anthropic thinking and redacted
- * thinking, Responses `encrypted_content`, Gemini 3 thought signatures), and the history checks
- * of the real APIs, each in its family's error envelope.
+ * thinking, Responses `encrypted_content`, Gemini 3 thought signatures), the history checks
+ * of the real APIs, each in its family's error envelope, and Gemini's embedding shapes.
  */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
@@ -892,4 +892,61 @@ Deno.test("Gemini: roles, response counts and schema keywords, in Google's envel
   });
   assert.equal(raw.status, 200, raw.text);
   assert.deepEqual(raw.json.candidates[0].content.parts[0].functionCall.args, CONFORMING);
+});
+
+Deno.test("Gemini embeddings: embedContent and batchEmbedContents shapes, usage, and refusals", async () => {
+  const at = (model: string, action: string) => `/gemini/v1beta/models/${model}:${action}`;
+  const one = await post(at("gemini-embedding-001", "embedContent"), {
+    content: { parts: [{ text: "Hello there" }] },
+  }, goog);
+  assert.equal(one.status, 200, one.text);
+  assert.deepEqual(Object.keys(one.json), ["embedding", "usageMetadata"]);
+  assert.equal(one.json.embedding.values.length, 3072);
+  const norm = one.json.embedding.values.reduce((n: number, x: number) => n + x * x, 0);
+  assert.ok(Math.abs(norm - 1) < 1e-4, "a unit vector");
+  assert.deepEqual(one.json.usageMetadata, {
+    promptTokenCount: 2,
+    promptTokenDetails: [{ modality: "TEXT", tokenCount: 2 }],
+  });
+  const request = (text: string, extra: Record<string, unknown> = {}) => ({
+    model: "models/text-embedding-004",
+    content: { parts: [{ text }] },
+    ...extra,
+  });
+  const batch = await post(at("text-embedding-004", "batchEmbedContents"), {
+    requests: [request("Hello there"), request("General Kenobi", { outputDimensionality: 4 })],
+  }, goog);
+  assert.equal(batch.status, 200, batch.text);
+  assert.deepEqual(batch.json.embeddings.map((e: any) => e.values.length), [768, 4]);
+  assert.equal(batch.json.usageMetadata.promptTokenCount, 4);
+  const bare = await post(at("text-embedding-004", "batchEmbedContents"), {
+    requests: [request("no usage [[emulate no_usage=1]]")],
+  }, goog);
+  assert.deepEqual(Object.keys(bare.json), ["embeddings"]);
+
+  const refusals: [string, unknown, number, RegExp][] = [
+    ["gemini-2.5-flash", { content: { parts: [{ text: "x" }] } }, 404, /not supported for/],
+    ["text-embedding-004", { requests: [] }, 400, /requests is not specified/],
+    ["text-embedding-004", { requests: Array(101).fill(request("x")) }, 400, /at most 100/],
+    [
+      "text-embedding-004",
+      { requests: [{ content: { parts: [{ text: "x" }] } }] },
+      400,
+      /requests\[0\]\.model/,
+    ],
+    ["text-embedding-004", { requests: [request("x", { taskType: "NOPE" })] }, 400, /task_type/],
+    [
+      "text-embedding-004",
+      { requests: [request("x", { outputDimensionality: 769 })] },
+      400,
+      /output_dimensionality/,
+    ],
+  ];
+  for (const [model, body, status, message] of refusals) {
+    const action = "requests" in (body as object) ? "batchEmbedContents" : "embedContent";
+    const res = await post(at(model, action), body, goog);
+    assert.equal(res.status, status, res.text);
+    assert.equal(res.json.error.code, status);
+    assert.match(res.json.error.message, message);
+  }
 });

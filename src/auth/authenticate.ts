@@ -8,9 +8,11 @@ import { hashKey, keyIdOf, timingSafeEqual } from "./keys.ts";
 
 /**
  * `bearer`: `Authorization: Bearer` (the `/v1` family); `anthropic`: `x-api-key` or Bearer
- * (`/v1/messages`); `goog`: `x-goog-api-key` only (`/v1beta`); `none`: public.
+ * (`/v1/messages`); `goog`: `x-goog-api-key` only (`/v1beta`); `any`: whichever of the three a
+ * client sends — `x-goog-api-key`, then `x-api-key`, then Bearer — on the paths several
+ * protocols share (`GET /v1/models`); `none`: public.
  */
-export type AuthScheme = "bearer" | "anthropic" | "goog" | "none";
+export type AuthScheme = "bearer" | "anthropic" | "goog" | "any" | "none";
 
 /** Who is calling: the key and its account, with the key's effective RPM (0 = unlimited). */
 export interface Principal {
@@ -25,27 +27,28 @@ const MISSING: Record<Exclude<AuthScheme, "none">, string> = {
   anthropic:
     "Missing API key: send it in the x-api-key header (or as `Authorization: Bearer <key>`).",
   goog: "Missing API key: send it in the x-goog-api-key header.",
+  any:
+    "Missing API key: send it as `Authorization: Bearer <key>` (or in the x-api-key or x-goog-api-key header).",
 };
+
+const QUERY_KEY =
+  "API keys in the `key` query parameter are not accepted here: send the key in the x-goog-api-key header instead.";
 
 /** The key text presented in the way `scheme` allows; throws 401 when there is none. */
 export function presentedKey(req: Request, url: URL, scheme: Exclude<AuthScheme, "none">): string {
   const headers = req.headers;
   let key: string | undefined;
-  if (scheme === "goog") {
-    key = headers.get("x-goog-api-key")?.trim();
-    if (!key && url.searchParams.has("key")) {
-      throw new GatewayError(
-        401,
-        "API keys in the `key` query parameter are not accepted here: send the key in the x-goog-api-key header instead.",
-      );
-    }
-  } else {
-    if (scheme === "anthropic") key = headers.get("x-api-key")?.trim();
-    if (!key) {
-      const auth = headers.get("authorization");
-      const match = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
-      key = match?.[1];
-    }
+  if (scheme === "goog" || scheme === "any") key = headers.get("x-goog-api-key")?.trim();
+  if (!key && (scheme === "anthropic" || scheme === "any")) {
+    key = headers.get("x-api-key")?.trim();
+  }
+  if (!key && scheme !== "goog") {
+    const auth = headers.get("authorization");
+    const match = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
+    key = match?.[1];
+  }
+  if (!key && (scheme === "goog" || scheme === "any") && url.searchParams.has("key")) {
+    throw new GatewayError(401, QUERY_KEY);
   }
   if (!key) throw new GatewayError(401, MISSING[scheme]);
   return key;

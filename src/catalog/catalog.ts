@@ -115,6 +115,13 @@ export interface ResolvedModel {
   image?: ImageRules;
 }
 
+/** A concrete model id the catalog lists, with the entry and provider that serve it. */
+export interface ListedModel {
+  id: string;
+  entry: ModelEntry;
+  provider: ProviderEntry;
+}
+
 export type Resolution =
   | { ok: true; model: ResolvedModel }
   | { ok: false; reason: "unknown" | "disabled"; provider?: string };
@@ -129,9 +136,13 @@ export class Catalog {
   readonly #patterns: { entry: ModelEntry; regex: RegExp; literal: number }[] = [];
   readonly #providers: Map<string, ProviderEntry>;
   readonly #cache = new Map<string, Resolution>();
+  /** Every entry in the order the catalog was given (for listings). */
+  readonly #order: ModelEntry[];
+  #listed?: ListedModel[];
 
   constructor(models: ModelEntry[], providers: ProviderEntry[]) {
     this.#providers = new Map(providers.map((p) => [p.name, p]));
+    this.#order = models;
     for (const entry of models) {
       if (!entry.pattern.includes("*")) {
         this.#exact.set(entry.pattern, entry);
@@ -147,7 +158,7 @@ export class Catalog {
     this.#patterns.sort((a, b) => b.literal - a.literal);
   }
 
-  /** Every catalog entry, exact ids first (for model listings). */
+  /** Every catalog entry, exact ids first. */
   entries(): ModelEntry[] {
     return [...this.#exact.values(), ...this.#patterns.map((p) => p.entry)];
   }
@@ -155,6 +166,40 @@ export class Catalog {
   /** Whether any model of `kind` is served free (so an account without balance may call it). */
   hasFree(kind: ModelKind): boolean {
     return this.entries().some((entry) => entry.kind === kind && entry.prices === null);
+  }
+
+  /**
+   * The concrete ids of the models whose provider is enabled, in catalog order. Exact ids are
+   * listed as they are; a pattern by its stem — the text before its one, trailing `*`
+   * (`claude-opus-4-1*` → `claude-opus-4-1`) — when that stem is a whole id (it ends in a letter
+   * or digit and resolves to the pattern itself) and the pattern does not only add dated snapshots
+   * to an exact id (`gpt-5.4-20*` beside `gpt-5.4`). Other patterns (`local-*`) name no id the
+   * catalog knows and are not listed; their ids still resolve.
+   */
+  listed(): ListedModel[] {
+    this.#listed ??= this.#order.flatMap((entry): ListedModel[] => {
+      const provider = this.#providers.get(entry.provider)!;
+      if (!provider.enabled) return [];
+      const id = entry.pattern.includes("*") ? this.#stem(entry) : entry.pattern;
+      return id === undefined ? [] : [{ id, entry, provider }];
+    });
+    return this.#listed;
+  }
+
+  /** The id a pattern entry is listed by, if any (see `listed`). */
+  #stem(entry: ModelEntry): string | undefined {
+    const stem = entry.pattern.slice(0, -1);
+    if (!entry.pattern.endsWith("*") || stem.includes("*") || !/[A-Za-z0-9]$/.test(stem)) {
+      return undefined;
+    }
+    const snapshotOf = /^(.+)-20\d{0,2}$/.exec(stem)?.[1];
+    if (snapshotOf !== undefined && this.#exact.has(snapshotOf)) return undefined;
+    return this.#lookup(stem) === entry ? stem : undefined;
+  }
+
+  /** The entry `id` resolves to: its exact entry, else the most specific matching pattern. */
+  #lookup(id: string): ModelEntry | undefined {
+    return this.#exact.get(id) ?? this.#patterns.find((p) => p.regex.test(id))?.entry;
   }
 
   provider(name: string): ProviderEntry | undefined {
@@ -169,7 +214,7 @@ export class Catalog {
     const cached = this.#cache.get(id);
     if (cached) return cached;
     if (id.length > MAX_MODEL_ID) return { ok: false, reason: "unknown" };
-    const entry = this.#exact.get(id) ?? this.#patterns.find((p) => p.regex.test(id))?.entry;
+    const entry = this.#lookup(id);
     let result: Resolution;
     if (!entry) {
       result = { ok: false, reason: "unknown" };

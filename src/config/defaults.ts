@@ -325,7 +325,7 @@ export const DEFAULT_MODELS: Record<string, ModelInput> = {
   "glm-5.1": text("zhipu", [1.4, 0.26, 4.4], 131_100),
   "glm-5.2": text("zhipu", [1.4, 0.26, 4.4], 131_100),
   "glm-5.3": text("zhipu", [1.4, 0.26, 4.4], 131_100),
-  // Google — generateContent, including the image models.
+  // Google — generateContent, including the image models, and embeddings.
   "gemini-2.5-pro*": gemini([1.25, 0.125, 10], {
     ...GROUNDED_2,
     longContext: { above: 200_000, input: 2.5, cachedInput: 0.25, output: 15 },
@@ -348,4 +348,5 @@ export const DEFAULT_MODELS: Record<string, ModelInput> = {
   "gemini-3-pro-image*": geminiImage([2, 0.2, 12], 120, ["1K", "2K", "4K"]),
   "gemini-3.1-flash-image*": geminiImage([0.5, 0.05, 3], 60, ["0.5K", "1K", "2K", "4K"]),
   "gemini-3.1-flash-lite-image*": geminiImage([0.25, 0.025, 1.5], 30, ["1K"]),
+  "gemini-embedding-001": { provider: "gemini", kind: "embedding", price: { input: 0.15 } },
 };

@@ -11,7 +11,7 @@ type Json = Record<string, unknown>;
 const DIMENSIONS: Record<string, number> = { "text-embedding-3-large": 3072 };
 
 /** A deterministic unit vector for `text`. */
-function vector(text: string, dimensions: number): Float32Array {
+export function vector(text: string, dimensions: number): Float32Array {
   let seed = 2166136261;
   for (let i = 0; i < text.length; i++) seed = Math.imul(seed ^ text.charCodeAt(i), 16777619);
   const out = new Float32Array(dimensions);

@@ -11,6 +11,7 @@
  *   /anthropic|deepseek|moonshot|zhipu/v1/messages[/count_tokens]  (x-api-key; deepseek, moonshot
  *                                                                  and zhipu have no count_tokens)
  *   /gemini/v1beta/models/{model}:generateContent|streamGenerateContent|countTokens (x-goog-api-key)
+ *   /gemini/v1beta/models/{model}:embedContent|batchEmbedContents                  (x-goog-api-key)
  * Requests must carry an upstream key (as the real services require); with `requiredKey` set, only
  * that key is accepted. Faults and tool calls are asked for in the prompt text (see `text.ts`).
  * The text families answer structured-output requests with JSON following the schema, issue
@@ -25,6 +26,7 @@ import { images } from "./images.ts";
 import { chatCompletions } from "./chat.ts";
 import { anthropicError, countTokensHandler as anthropicCount, messages } from "./anthropic.ts";
 import { countTokensHandler as geminiCount, generate, googleError } from "./gemini.ts";
+import { embedContents } from "./gemini_embeddings.ts";
 import { stats } from "./text.ts";
 
 export interface EmulatorOptions {
@@ -124,6 +126,13 @@ const ROUTES: { pattern: URLPattern; family: Family; handle: Handle; method?: "G
     pattern: new URLPattern({ pathname: "/gemini/v1beta/models/:model\\:countTokens" }),
     family: GOOGLE,
     handle: geminiCount,
+  },
+  {
+    pattern: new URLPattern({
+      pathname: "/gemini/v1beta/models/:model\\::action(embedContent|batchEmbedContents)",
+    }),
+    family: GOOGLE,
+    handle: (req, g) => embedContents(req, g.model!, g.action === "batchEmbedContents"),
   },
 ];
 

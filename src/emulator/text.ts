@@ -6,7 +6,8 @@
  * and for video jobs `[[emulate ready=800 seconds=5]]`, `[[emulate fail=1]]`, `[[emulate expire=1]]`,
  * `[[emulate gone=1]]`; tool calls are steered with `[[emulate tool=NAME]]` (`tool=none`: no call),
  * `[[emulate parallel=2]]` and `[[emulate arg.KEY=VALUE]]` (a string argument over the
- * schema's example), and Messages thinking comes back redacted with `[[emulate redacted=1]]`.
+ * schema's example), Messages thinking comes back redacted with `[[emulate redacted=1]]`, and
+ * Gemini embeddings come without usage with `[[emulate no_usage=1]]`.
  * Reasoning artefacts (thinking signatures, `encrypted_content`, thought signatures, redacted
  * thinking) are HMACs of the content they cover under a fixed emulator secret (`sign`, `seal`),
  * so forged or foreign ones are told apart without state.
@@ -56,6 +57,8 @@ export interface Directives {
   gone?: number;
   /** Messages streams: the final `message_delta` gives its input counts as null. */
   nullUsage?: number;
+  /** Gemini embeddings: the answer carries no `usageMetadata` (as the API's older surfaces). */
+  noUsage?: number;
   /** Images: `quality: auto` comes back `high` (1) instead of `medium`. */
   detail?: number;
   /** Responses and chat streams: after this many events, the provider's error event (a rate limit). */
@@ -108,6 +111,7 @@ export function directives(texts: string[]): Directives {
         }
         if (key === "cache_write" && Number.isFinite(n)) found.cacheWrite = n;
         if (key === "null_usage" && Number.isFinite(n)) found.nullUsage = n;
+        if (key === "no_usage" && Number.isFinite(n)) found.noUsage = n;
         if (key === "stream_error" && Number.isFinite(n)) found.streamError = n;
         if (key === "tool" && value) found.tool = value;
         if (key.startsWith("arg.") && value !== undefined) {

@@ -23,6 +23,11 @@ const ENDPOINTS: Record<Endpoint, { path: string; kind: ModelKind; serves: Serve
   // another protocol).
   text: { path: "/v1/responses", kind: "text", serves: () => true },
   embeddings: { path: "/v1/embeddings", kind: "embedding", serves: byType("openai") },
+  embedContent: {
+    path: "/v1beta/models/{model}:embedContent",
+    kind: "embedding",
+    serves: byType("gemini"),
+  },
   images: { path: "/v1/images/generations", kind: "image", serves: byType("openai", "xai") },
   videos: { path: "/v1/videos/generations", kind: "video", serves: byType("xai") },
   compact: { path: "/v1/responses/compact", kind: "text", serves: byType("openai") },
@@ -31,8 +36,21 @@ const ENDPOINTS: Record<Endpoint, { path: string; kind: ModelKind; serves: Serve
 
 type Serves = (provider: ProviderEntry) => boolean;
 
-/** The gateway endpoints that call a model. */
-export type Endpoint = "text" | "embeddings" | "images" | "videos" | "compact" | "search";
+/** The gateway endpoints that call a model (`embedContent`: Gemini's embedding routes). */
+export type Endpoint =
+  | "text"
+  | "embeddings"
+  | "embedContent"
+  | "images"
+  | "videos"
+  | "compact"
+  | "search";
+
+/** Whether `endpoint` serves a model of `kind` whose provider is `provider` (for listings). */
+export function serves(endpoint: Endpoint, kind: ModelKind, provider: ProviderEntry): boolean {
+  const served = ENDPOINTS[endpoint];
+  return served.kind === kind && served.serves(provider);
+}
 
 /** Resolves `id` for a call to `endpoint`, or throws the error the client should see. */
 export function resolveModel(
@@ -65,7 +83,7 @@ export function resolveModel(
   const model = resolution.model;
   ctx.log.provider = model.provider.name;
   const served = ENDPOINTS[endpoint];
-  if (served.kind !== model.kind || !served.serves(model.provider)) {
+  if (!serves(endpoint, model.kind, model.provider)) {
     const home = Object.values(ENDPOINTS).find((e) =>
       e.kind === model.kind && e.serves(model.provider)
     );

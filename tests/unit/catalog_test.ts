@@ -141,3 +141,25 @@ Deno.test("a model must be priced in the unit of its kind", () => {
   assert.ok(img.ok);
   assert.deepEqual(img.model.prices?.imageBy, new Map([["1024x1024/high", 167_000_000]]));
 });
+
+Deno.test("listed: enabled providers' exact ids, and patterns by their stems when those are ids", () => {
+  const config = buildConfig({
+    models: {
+      "local-*": { provider: "gemini", upstream: "gemini-2.5-flash", price: { input: 1 } },
+      "fam*ily": { provider: "gemini", price: { input: 1 } },
+    },
+  }, env({ GEMINI_API_KEY: "g", OPENAI_API_KEY: "o" }));
+  const listed = config.catalog.listed().map((m) => m.id);
+  const has = (id: string) => listed.includes(id);
+  assert.ok(has("gpt-5.4") && has("gemini-2.5-flash") && has("gemini-embedding-001"));
+  // A family pattern by its stem; snapshot patterns of an exact id, open and inner ones not at all.
+  assert.ok(has("gemini-2.5-pro") && has("gemini-3-pro-image"));
+  for (const id of ["gpt-5.4-20", "gpt-5-20", "local-", "fam", "family"]) {
+    assert.ok(!has(id), id);
+  }
+  // Providers without a key are left out.
+  assert.ok(!listed.some((id) => id.startsWith("claude") || id.startsWith("grok")));
+  assert.equal(new Set(listed).size, listed.length, "each id once");
+  const entry = config.catalog.listed().find((m) => m.id === "gemini-2.5-pro")!;
+  assert.deepEqual([entry.entry.pattern, entry.provider.name], ["gemini-2.5-pro*", "gemini"]);
+});

@@ -128,6 +128,18 @@ Deno.test("tiers, long context and hosted tools are priced where the provider li
   assert.equal(prices("grok-4.3").prices.tools.get("x_search"), nano(0.005));
 });
 
+Deno.test("embedding models are priced per input token", () => {
+  const embedding: [string, number][] = [
+    ["text-embedding-3-small", 0.02],
+    ["text-embedding-3-large", 0.13],
+    ["gemini-embedding-001", 0.15],
+  ];
+  for (const [id, input] of embedding) {
+    const { model, prices: p } = prices(id);
+    assert.deepEqual([model.kind, p.input, p.output], ["embedding", nano(input), 0], id);
+  }
+});
+
 Deno.test("images per image by size and quality, video per second by resolution", () => {
   const image: [string, string, number][] = [
     ["gpt-image-1", "1024x1024/low", 0.011],

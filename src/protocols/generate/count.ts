@@ -6,7 +6,7 @@ import { validate } from "../../http/validate.ts";
 import { forwardedBody } from "../../pipeline/passthrough.ts";
 import type { CountClient, CountUpstream } from "../../pipeline/count_tokens.ts";
 import type { Json } from "../../translate/ir.ts";
-import { pathModel } from "./path.ts";
+import { pathModel } from "../../http/path_model.ts";
 import { CountTokensRequest } from "./schema.ts";
 
 const isObject = (value: unknown): value is Json =>

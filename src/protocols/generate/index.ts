@@ -13,7 +13,7 @@ import { notFound } from "../../pipeline/upstream_objects.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { generateCountClient, generateCountUpstream } from "./count.ts";
-import { pathModel } from "./path.ts";
+import { pathModel } from "../../http/path_model.ts";
 import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
 import { checkImageRules } from "./image_rules.ts";
 import { generateShape, generateToolUses, withMaxOutputTokens } from "./metering.ts";

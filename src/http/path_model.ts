@@ -1,6 +1,6 @@
-/** The model named in a generateContent route's path. */
-import type { RequestContext } from "../../context.ts";
-import { GatewayError } from "../../http/errors.ts";
+/** The model named in a route's path (`/v1beta/models/{model}…`, `/v1/models/{model}`). */
+import type { RequestContext } from "../context.ts";
+import { GatewayError } from "./errors.ts";
 
 /** The model id in the route's path (`models/` prefix allowed), or a 400. */
 export function pathModel(ctx: RequestContext): string {
