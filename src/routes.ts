@@ -17,15 +17,24 @@ import { search } from "./endpoints/search.ts";
 import { createImage, editImage } from "./endpoints/images.ts";
 import { createVideoEdit, createVideoGeneration, getVideo } from "./endpoints/videos.ts";
 import { countCall } from "./pipeline/count_tokens.ts";
-import { getGeminiModel, getModel, listGeminiModels, listModels } from "./endpoints/models.ts";
+import {
+  dialectOf,
+  getGeminiModel,
+  getModel,
+  listGeminiModels,
+  listModels,
+} from "./endpoints/models.ts";
 import { batchEmbedContents, embedContent } from "./endpoints/gemini_embeddings.ts";
 
 export interface Route {
   method: "GET" | "POST" | "DELETE";
   path: string;
   auth: AuthScheme;
-  /** The protocol whose error envelope this route answers with. */
-  errors: ErrorFormat;
+  /**
+   * The protocol whose error envelope this route answers with; a function for the paths several
+   * protocols share, decided by what the request carries.
+   */
+  errors: ErrorFormat | ((req: Request) => ErrorFormat);
   handle: Handler;
 }
 
@@ -157,6 +166,6 @@ export const routes: Route[] = [
     errors: "google",
     handle: getGeminiModel,
   },
-  { method: "GET", path: "/v1/models", auth: "any", errors: "openai", handle: listModels },
-  { method: "GET", path: "/v1/models/:model", auth: "any", errors: "openai", handle: getModel },
+  { method: "GET", path: "/v1/models", auth: "any", errors: dialectOf, handle: listModels },
+  { method: "GET", path: "/v1/models/:model", auth: "any", errors: dialectOf, handle: getModel },
 ];

@@ -48,7 +48,10 @@ export function createHandler(
     const given = req.headers.get("x-request-id");
     const requestId = given && REQUEST_ID.test(given) ? given : `req_${crypto.randomUUID()}`;
     const match = router.match(req.method, url.pathname);
-    const format: ErrorFormat = match.route?.errors ?? formatForPath(url.pathname);
+    const errors = match.route?.errors;
+    const format: ErrorFormat = typeof errors === "function"
+      ? errors(req)
+      : errors ?? formatForPath(url.pathname);
     const ctx: RequestContext = {
       req,
       url,

@@ -232,6 +232,19 @@ Deno.test("listings are free and counted toward RPM; every dialect needs a key",
   const query = await fetch(`${gateway.url}/v1/models?key=${key}`);
   assert.equal(query.status, 401);
   assert.match((await query.json()).error.message, /x-goog-api-key/);
+  // A refused key on the shared path is answered in the envelope of the protocol its headers name.
+  const anthropicStyle = await fetch(`${gateway.url}/v1/models`, {
+    headers: { "x-api-key": "sy-nope-nope", "anthropic-version": "2023-06-01" },
+  });
+  assert.equal(anthropicStyle.status, 401);
+  const anthropicBody = await anthropicStyle.json();
+  assert.equal(anthropicBody.type, "error");
+  assert.equal(anthropicBody.error.type, "authentication_error");
+  const googleStyle = await fetch(`${gateway.url}/v1/models`, {
+    headers: { "x-goog-api-key": "sy-nope-nope" },
+  });
+  assert.equal(googleStyle.status, 401);
+  assert.equal((await googleStyle.json()).error.status, "UNAUTHENTICATED");
   const bad = "sy-nope-nope";
   await assert.rejects(
     new OpenAI({ apiKey: bad, baseURL: `${gateway.url}/v1`, maxRetries: 0 }).models.list(),
