@@ -3,7 +3,7 @@
  *   serve [--config FILE] [--host H] [--port N] [--workers N]
  *   keys create --account NAME [--rpm N] [--credit USD] [--json] · keys list [--json] · keys revoke ID
  *   accounts list [--json] · accounts credit NAME USD
- *   config check [--config FILE]
+ *   config check [--config FILE] · reload [--config FILE]
  *   emulate [--host H] [--port N] [--key K]
  */
 import { parseArgs } from "node:util";
@@ -15,6 +15,7 @@ import { flushLog, log } from "./src/log.ts";
 import { recoverHolds } from "./src/billing/ledger.ts";
 import { drainServer } from "./src/serve/drain.ts";
 import { type ConfigSource, startWorkers, ThreadsUnavailable } from "./src/serve/workers.ts";
+import { reloadConfig, requestReload, watchReloads } from "./src/serve/reload.ts";
 import type { Services } from "./src/context.ts";
 import { startEmulator } from "./src/emulator/server.ts";
 import { clearSpool } from "./src/http/multipart.ts";
@@ -38,6 +39,8 @@ const USAGE = `usage: switchyard <command> [options]
   accounts list [--json]
   accounts credit NAME USD                         add (or, negative, remove) balance
   config check [--config FILE]                     validate the configuration and exit
+  reload [--config FILE]                           make the running server re-read its config
+                                                   (as SIGHUP does)
   emulate [--host H] [--port N] [--key K]          run the offline provider emulator
 
 Every command takes --config FILE (or SWITCHYARD_CONFIG); the store is store.path
@@ -94,6 +97,11 @@ async function main(argv: string[]): Promise<number> {
   const print = (json: unknown, text: string) =>
     console.log(values.json ? JSON.stringify(json) : text);
 
+  if (command === "reload") {
+    const file = requestReload(config.dbPath);
+    console.log(`asked the server on ${config.dbPath} to reload its config (${file})`);
+    return 0;
+  }
   if (command === "config" && sub === "check") {
     for (const notice of config.notices) console.log(notice);
     console.log(`config ok: ${config.catalog.entries().length} models, store ${config.dbPath}`);
@@ -195,6 +203,13 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   };
   Deno.addSignalListener("SIGTERM", onSignal);
   Deno.addSignalListener("SIGINT", onSignal);
+  const stopReloads = watchReloads(config.dbPath, async () => {
+    const next = await reloadConfig(services.config, source);
+    if (!next) return;
+    services.config = next;
+    pool?.reload();
+    log("info", "config reloaded", { models: next.catalog.entries().length });
+  });
   // Only once the signals are ours: whoever waits for this line may send SIGTERM right away.
   log("info", "listening", {
     host: config.host,
@@ -204,6 +219,7 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   });
   flushLog();
   await stopped.promise;
+  stopReloads();
   store.close();
   flushLog();
   return 0;

@@ -39,10 +39,12 @@ export function createHandler(
   limiter: Limiter = new RateLimiter(),
 ): (req: Request) => Promise<Response> {
   const router = new Router(routes);
-  const { config, store } = services;
+  const { store } = services;
 
   return async (req) => {
     const started = performance.now();
+    // The config of this request (a reload replaces `services.config` for the next ones).
+    const config = services.config;
     const url = new URL(req.url);
     redactServerSpan(url);
     const given = req.headers.get("x-request-id");

@@ -19,6 +19,8 @@ export type ToWorker =
   | { type: "rpm"; id: number; decision: RateDecision }
   /** Drain and stop (the process is shutting down). */
   | { type: "stop" }
+  /** Read the config again (the main thread found it valid; see `reload.ts`). */
+  | { type: "reload" }
   /** Send this thread's metrics (see `metrics/gateway.ts`). */
   | { type: "snapshot"; id: number }
   /** Every thread's metrics, the answer to this thread's `metrics` question. */

@@ -13,6 +13,9 @@ import { drainServer } from "./drain.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 import type { LiveStream } from "../http/relay.ts";
 import { snapshot } from "../metrics/gateway.ts";
+import type { Services } from "../context.ts";
+import { reloadConfig } from "./reload.ts";
+import type { ConfigSource } from "./workers.ts";
 import type { Samples } from "../metrics/registry.ts";
 
 const scope = self as unknown as {
@@ -51,6 +54,8 @@ function collectMetrics(): Promise<Record<string, Samples>[]> {
 }
 
 let server: RunningServer | undefined;
+let services: Services | undefined;
+let source: ConfigSource | undefined;
 let store: Store | undefined;
 let config: Config | undefined;
 
@@ -58,6 +63,10 @@ scope.onmessage = async ({ data }) => {
   if (data.type === "rpm") {
     decisions.get(data.id)?.(data.decision);
     decisions.delete(data.id);
+  } else if (data.type === "reload") {
+    if (!config || !source || !services) return;
+    const next = await reloadConfig(config, source);
+    if (next) config = services.config = next;
   } else if (data.type === "snapshot") {
     scope.postMessage({ type: "snapshot", id: data.id, samples: snapshot(live.size) });
   } else if (data.type === "metrics") {
@@ -66,7 +75,9 @@ scope.onmessage = async ({ data }) => {
   } else if (data.type === "start") {
     config = await loadConfig(data.configFile, (name) => Deno.env.get(name), data.overrides);
     store = openSqliteStore(config.dbPath, { owner: true, writeLock: data.shared });
-    server = startHttp({ config, store, worker: data.index, live, collectMetrics }, {
+    source = { configFile: data.configFile, overrides: data.overrides };
+    services = { config, store, worker: data.index, live, collectMetrics };
+    server = startHttp(services, {
       reusePort: true,
       port: data.port,
       limiter,

@@ -21,6 +21,8 @@ export interface WorkerPool {
   port: number;
   /** Drains every thread and stops the background work; resolves once all have stopped. */
   stop(): Promise<void>;
+  /** Tells every thread to read the config again (after the main thread found it valid). */
+  reload(): void;
 }
 
 /**
@@ -167,6 +169,9 @@ export async function startWorkers(
   const background = startBackground(services);
   return {
     port,
+    reload: () => {
+      for (const { worker } of threads) worker.postMessage({ type: "reload" } satisfies ToWorker);
+    },
     stop: async () => {
       background.stop();
       for (const { worker } of threads) worker.postMessage({ type: "stop" } satisfies ToWorker);

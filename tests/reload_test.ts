@@ -1,0 +1,156 @@
+/**
+ * Reloading the config while serving (SIGHUP, `switchyard reload`): a valid file's prices and
+ * models apply to the next calls on every thread while a stream already running finishes on the
+ * old ones; an invalid file is refused with one log line naming the field, and the old config
+ * keeps serving.
+ */
+import assert from "node:assert/strict";
+import { startStack, TEST_PRICE, usageOf } from "./helpers/setup.ts";
+
+const stack = await startStack({ workers: 2 });
+const { gateway } = stack;
+Deno.test.afterAll(() => stack.stop());
+
+const configPath = `${gateway.dir}/switchyard.json`;
+const original = JSON.parse(await Deno.readTextFile(configPath));
+
+function respond(key: string, model: string, input: string, stream = false) {
+  return fetch(`${gateway.url}/v1/responses`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model, input, max_output_tokens: 64, stream }),
+  });
+}
+
+async function eventuallyLogged(msg: string, after: number, ms = 5000) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const line = gateway.logs.slice(after).concat(gateway.errors.slice(0))
+      .map((l) => {
+        try {
+          return JSON.parse(l);
+        } catch {
+          return null;
+        }
+      }).find((l) => l?.msg === msg);
+    if (line) return line;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no "${msg}" line`);
+}
+
+/** Charges of an account's calls, newest last, from its usage by model. */
+async function spentOn(key: string, model: string): Promise<number> {
+  return (await usageOf(gateway, key)).by_model[model]?.spent_nanousd ?? 0;
+}
+
+Deno.test("SIGHUP with a valid file: new prices and models for the next calls, the running stream on the old", async () => {
+  const { key } = await gateway.createKey("reload-a", "--credit", "5");
+  // A slow stream started before the reload.
+  const slow = await respond(key, "gpt-test", "[[emulate delay=150 words=8]] slow one", true);
+  assert.equal(slow.status, 200);
+  const reader = slow.body!.getReader();
+  await reader.read();
+
+  const next = structuredClone(original);
+  next.models["gpt-test"].price = { ...TEST_PRICE, output: TEST_PRICE.output * 10 };
+  next.models["gpt-new"] = { provider: "openai", upstream: "gpt-5.4", price: TEST_PRICE };
+  await Deno.writeTextFile(configPath, JSON.stringify(next));
+  const mark = gateway.logs.length;
+  Deno.kill(gateway.pid, "SIGHUP");
+  await eventuallyLogged("config reloaded", mark);
+
+  // The stream finishes, billed at the price it started with.
+  let text = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  assert.match(text, /response\.completed/);
+  const completed = JSON.parse(
+    text.split("\n").find((l) => l.startsWith("data:") && l.includes('"response.completed"'))!
+      .slice(5),
+  );
+  const u = completed.response.usage;
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(
+    await spentOn(key, "gpt-test"),
+    u.input_tokens * TEST_PRICE.input * 1000 + u.output_tokens * TEST_PRICE.output * 1000,
+    "the old price",
+  );
+
+  // Both threads answer the new model and charge the new price: calls on fresh connections (the
+  // kernel spreads those over the threads) until each thread has served the new model.
+  const { key: fresh } = await gateway.createKey("reload-b", "--credit", "5");
+  const client = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
+  const served = new Set<number>();
+  let calls = 0;
+  while (served.size < 2 && calls < 40) {
+    const mark = gateway.logs.length;
+    const res = await fetch(`${gateway.url}/v1/responses`, {
+      client,
+      method: "POST",
+      headers: { authorization: `Bearer ${fresh}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-new", input: `after ${calls}`, max_output_tokens: 64 }),
+    });
+    assert.equal(res.status, 200, `call ${calls}`);
+    await res.text();
+    calls++;
+    await new Promise((r) => setTimeout(r, 20));
+    for (const line of gateway.logs.slice(mark)) {
+      const entry = JSON.parse(line);
+      if (entry.msg === "request" && entry.model === "gpt-new") served.add(entry.worker);
+    }
+  }
+  client.close();
+  assert.equal(served.size, 2, "both threads served the new model");
+  const priced = await respond(fresh, "gpt-test", "the new price");
+  const answer = await priced.json();
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(
+    await spentOn(fresh, "gpt-test"),
+    answer.usage.input_tokens * TEST_PRICE.input * 1000 +
+      answer.usage.output_tokens * TEST_PRICE.output * 10 * 1000,
+    "the new price",
+  );
+});
+
+Deno.test("an invalid file is refused with one line naming the field; `switchyard reload` checks it first", async () => {
+  const { key } = await gateway.createKey("reload-c", "--credit", "1");
+  const bad = structuredClone(original);
+  bad.models["gpt-test"].price = { input: "cheap" };
+  await Deno.writeTextFile(configPath, JSON.stringify(bad));
+  // The CLI checks the file before asking: it names the field and asks nothing.
+  const refusedByCli = await gateway.cli("reload");
+  assert.equal(refusedByCli.code, 78);
+  assert.match(refusedByCli.stderr, /models\["gpt-test"\]\.price\.input/);
+  const errorsBefore = gateway.errors.length;
+  const logsBefore = gateway.logs.length;
+  Deno.kill(gateway.pid, "SIGHUP");
+  const until = Date.now() + 5000;
+  let refused: { error: string } | undefined;
+  while (!refused && Date.now() < until) {
+    refused = [...gateway.logs.slice(logsBefore), ...gateway.errors.slice(errorsBefore)]
+      .map((l) => {
+        try {
+          return JSON.parse(l);
+        } catch {
+          return null;
+        }
+      }).find((l) => l?.msg === "config reload refused: the running config stays");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(refused, "the refusal is logged");
+  assert.match(refused.error, /models\["gpt-test"\]\.price\.input/);
+  // The running config still serves.
+  const res = await respond(key, "gpt-test", "still here");
+  assert.equal(res.status, 200);
+  await res.text();
+  // Fixed, and asked for through the CLI: reloaded.
+  await Deno.writeTextFile(configPath, JSON.stringify(original));
+  const mark = gateway.logs.length;
+  const asked = await gateway.cli("reload");
+  assert.equal(asked.code, 0, asked.stderr);
+  await eventuallyLogged("config reloaded", mark);
+});
