@@ -5,10 +5,11 @@
 import type { AuthScheme } from "./auth/authenticate.ts";
 import type { Handler } from "./context.ts";
 import type { ErrorFormat } from "./http/errors.ts";
-import { getHealth } from "./endpoints/health.ts";
+import { getHealth, getReady } from "./endpoints/health.ts";
 import { getUsage } from "./endpoints/usage.ts";
 import { getMetrics } from "./endpoints/metrics.ts";
 import * as admin from "./endpoints/admin.ts";
+import { getDashboard } from "./endpoints/dashboard.ts";
 import { PROTOCOLS } from "./protocols/index.ts";
 import { textCall } from "./pipeline/text_call.ts";
 import { createEmbeddings } from "./endpoints/embeddings.ts";
@@ -40,6 +41,9 @@ export interface Route {
 
 export const routes: Route[] = [
   { method: "GET", path: "/healthz", auth: "none", errors: "openai", handle: getHealth },
+  { method: "GET", path: "/readyz", auth: "none", errors: "openai", handle: getReady },
+  // The page holds no data: it loads without a token and asks the admin API with one.
+  { method: "GET", path: "/admin", auth: "none", errors: "openai", handle: getDashboard },
   // The admin token is checked by the handlers (it is not an API key).
   { method: "GET", path: "/metrics", auth: "none", errors: "openai", handle: getMetrics },
   ...([
@@ -51,6 +55,7 @@ export const routes: Route[] = [
     ["POST", "/admin/api/accounts/:name/credit", admin.creditAccountRoute],
     ["GET", "/admin/api/accounts/:name/usage", admin.accountUsage],
     ["GET", "/admin/api/ledger", admin.ledger],
+    ["GET", "/admin/api/usage", admin.totalUsage],
   ] as const).map(([method, path, handle]): Route => ({
     method,
     path,

@@ -43,6 +43,7 @@ Deno.test("every admin route is 401 without the admin token or with a wrong one 
     ["POST", "/accounts/admin-outsider/credit", { usd: "5" }],
     ["GET", "/accounts/admin-outsider/usage"],
     ["GET", "/ledger"],
+    ["GET", "/usage"],
   ];
   for (const [method, path, body] of routes) {
     for (const token of [null, "wrong-token-wrong-token-wrong", key]) {
@@ -122,6 +123,24 @@ Deno.test("usage by day, unit and model, and the ledger a page at a time, newest
   assert.ok(all[0].units.some((u: { unit: string }) => u.unit === "output_tokens"));
   assert.equal(all[0].model, "gpt-test");
   assert.equal(all[3].amount_nanousd, 1_000_000_000);
+});
+
+Deno.test("every account's spend by UTC day: today's is the sum of every account's spend", async () => {
+  const made = await api("POST", "/keys", { account: "admin-total", credit_usd: "1" });
+  for (let i = 0; i < 2; i++) assert.equal((await respond(made.json.key)).status, 200);
+  const usage = await api("GET", "/usage?days=3");
+  assert.equal(usage.status, 200);
+  const accounts = (await api("GET", "/accounts")).json.data as { spent_nanousd: number }[];
+  const spent = accounts.reduce((n, a) => n + a.spent_nanousd, 0);
+  const today = new Date().toISOString().slice(0, 10);
+  assert.equal(usage.json.days, 3);
+  assert.equal(usage.json.since, new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10));
+  assert.deepEqual(usage.json.by_day.map((d: { day: string }) => d.day), [today]);
+  assert.equal(usage.json.by_day[0].spent_nanousd, spent);
+  assert.equal(usage.json.spent_nanousd, spent);
+  assert.equal(usage.json.requests, usage.json.by_day[0].requests);
+  assert.ok(usage.json.requests >= 2);
+  assert.equal((await api("GET", "/usage?days=0")).status, 400);
 });
 
 Deno.test("bad input is a JSON 400 naming the field; unknown accounts and keys are 404", async () => {

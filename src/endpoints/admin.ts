@@ -167,17 +167,19 @@ export const creditAccountRoute: Handler = admin(async (ctx) => {
   return jsonResponse(accountJson(account));
 });
 
+/** The start (ms since epoch) of the UTC day `days - 1` days before today: `days` days in all. */
+function daysSince(days: number): number {
+  const now = new Date();
+  return Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (days - 1));
+}
+
 /** `GET /admin/api/accounts/:name/usage[?days=30]`: spend by day, unit and model. */
 export const accountUsage: Handler = admin((ctx) => {
   const account = accountNamed(ctx, ctx.params.name);
   const days = countParam(ctx.url, "days", DEFAULT_DAYS, MAX_DAYS);
   const { store } = ctx.services;
   const summary = store.usage(account.id);
-  const since = Date.UTC(
-    new Date().getUTCFullYear(),
-    new Date().getUTCMonth(),
-    new Date().getUTCDate() - (days - 1),
-  );
+  const since = daysSince(days);
   return jsonResponse({
     object: "usage",
     account: account.name,
@@ -202,6 +204,24 @@ export const accountUsage: Handler = admin((ctx) => {
         { requests: x.requests, ...money("spent", x.amount) },
       ]),
     ),
+  });
+});
+
+/**
+ * `GET /admin/api/usage[?days=30]`: every account's settled spend by UTC day (days without spend
+ * are absent), from `since` (the first day's date) on, with the window's totals.
+ */
+export const totalUsage: Handler = admin((ctx) => {
+  const days = countParam(ctx.url, "days", DEFAULT_DAYS, MAX_DAYS);
+  const since = daysSince(days);
+  const byDay = ctx.services.store.totalUsageByDay(since);
+  return jsonResponse({
+    object: "usage",
+    days,
+    since: new Date(since).toISOString().slice(0, 10),
+    requests: byDay.reduce((n, d) => n + d.requests, 0),
+    ...money("spent", byDay.reduce((n, d) => n + d.amount, 0)),
+    by_day: byDay.map((d) => ({ day: d.day, requests: d.requests, ...money("spent", d.amount) })),
   });
 });
 

@@ -1,5 +1,68 @@
-/** `GET /healthz`: liveness, without authentication. */
-import type { Handler } from "../context.ts";
+/**
+ * `GET /healthz` (liveness) and `GET /readyz` (readiness), without authentication. Readiness reads
+ * the store and reports each enabled provider's upstream calls and failures of the last minutes,
+ * every serving thread's added up; it names providers and counts only (no URL, key or error text).
+ */
+import type { Handler, Services } from "../context.ts";
 import { jsonResponse } from "../http/json.ts";
+import { log } from "../log.ts";
+import { everyThread } from "../metrics/gateway.ts";
+import { recentOutcomes, WINDOW_MINUTES } from "../metrics/recent.ts";
 
+/** `GET /healthz`: the process answers. */
 export const getHealth: Handler = () => jsonResponse({ status: "ok" });
+
+/** One provider's line in `/readyz`. */
+export interface ProviderHealth {
+  calls: number;
+  errors: number;
+  /** `errors / calls`, to four decimals; null without a call in the window. */
+  error_rate: number | null;
+}
+
+/** Whether a cheap read through the store succeeds (the count of held calls: one index lookup). */
+function storeAnswers(services: Services): boolean {
+  try {
+    services.store.holdsOutstanding();
+    return true;
+  } catch (error) {
+    log("error", "readiness: the store did not answer", { error: String(error) });
+    return false;
+  }
+}
+
+/** The enabled providers that serve a model of the catalog, by name. */
+function enabledProviders(services: Services): string[] {
+  const { catalog } = services.config;
+  const names = new Set(catalog.entries().map((entry) => entry.provider));
+  return [...names].filter((name) => catalog.provider(name)?.enabled).sort();
+}
+
+/**
+ * `GET /readyz`: 200 when the store answers, else 503; with each enabled provider's calls, failures
+ * (see `isProviderFailure`) and error rate over the window.
+ */
+export const getReady: Handler = async (ctx) => {
+  const { services } = ctx;
+  const store = storeAnswers(services);
+  const outcomes = recentOutcomes(await everyThread(services));
+  const providers: Record<string, ProviderHealth> = {};
+  for (const name of enabledProviders(services)) {
+    const { calls, errors } = outcomes.get(name) ?? { calls: 0, errors: 0 };
+    providers[name] = {
+      calls,
+      errors,
+      error_rate: calls ? Math.round((errors / calls) * 10_000) / 10_000 : null,
+    };
+  }
+  return jsonResponse(
+    {
+      status: store ? "ready" : "unavailable",
+      store: store ? "ok" : "error",
+      window_seconds: WINDOW_MINUTES * 60,
+      providers,
+    },
+    store ? 200 : 503,
+    { "cache-control": "no-store" },
+  );
+};

@@ -5,17 +5,14 @@
 import type { Services } from "../context.ts";
 import type { Handler } from "../context.ts";
 import { requireAdmin } from "../auth/admin.ts";
-import { exposition, snapshot } from "../metrics/gateway.ts";
+import { everyThread, exposition } from "../metrics/gateway.ts";
 
 /** The exposition format's media type. */
 const TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8";
 
 /** The metrics of the whole process (every thread's), as exposition text. */
 export async function metricsText(services: Services): Promise<string> {
-  const parts = services.collectMetrics
-    ? await services.collectMetrics()
-    : [snapshot(services.live?.size ?? 0)];
-  return exposition(parts, services.store.holdsOutstanding());
+  return exposition(await everyThread(services), services.store.holdsOutstanding());
 }
 
 /** The admin-token route. */

@@ -5,6 +5,8 @@
  */
 import { type Family, merge, Registry, render, type Samples } from "./registry.ts";
 import type { Usage } from "../billing/price.ts";
+import type { Services } from "../context.ts";
+import { RECENT_FAMILIES, RecentCalls } from "./recent.ts";
 
 /** Seconds: from a millisecond up to two minutes (long streams land in +Inf). */
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -97,8 +99,11 @@ export const FAMILIES: readonly Family[] = [
   COMMIT_SECONDS_FAMILY,
 ];
 
-/** This thread's values. */
-export const metrics = new Registry(FAMILIES);
+/** This thread's values (with the recent window `/readyz` reads, which `/metrics` leaves out). */
+export const metrics = new Registry([...FAMILIES, ...RECENT_FAMILIES]);
+
+/** This thread's upstream outcomes of the last minutes, by provider (see `recent.ts`). */
+export const recentCalls = new RecentCalls(metrics);
 
 /** Counts a settled charge: its tokens by kind and its amount. */
 export function recordCharge(model: string, account: string, usage: Usage, amount: number): void {
@@ -115,6 +120,18 @@ export function recordCharge(model: string, account: string, usage: Usage, amoun
 /** This thread's values as plain data, with its gauges as they are now. */
 export function snapshot(openStreams: number): Record<string, Samples> {
   return { ...metrics.samples, [OPEN_STREAMS.name]: { "": openStreams } };
+}
+
+/**
+ * Every serving thread's snapshot (gathered by the main thread, see `serve/workers.ts`), or this
+ * thread's alone when it serves by itself.
+ */
+export async function everyThread(
+  services: Pick<Services, "collectMetrics" | "live">,
+): Promise<Record<string, Samples>[]> {
+  return services.collectMetrics
+    ? await services.collectMetrics()
+    : [snapshot(services.live?.size ?? 0)];
 }
 
 /** The exposition text of several threads' snapshots, with the store's gauge. */

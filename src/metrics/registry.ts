@@ -54,6 +54,13 @@ export class Registry {
     samples[key] = ((samples[key] as number | undefined) ?? 0) + by;
   }
 
+  /** Drops a family's label sets that `keep` refuses (their series no longer count to the cap). */
+  retain(family: Family, keep: (values: string[]) => boolean): void {
+    const samples = this.samples[family.name];
+    for (const key in samples) if (!keep(labelsOf(key))) delete samples[key];
+    this.#series.set(family.name, Object.keys(samples).length);
+  }
+
   /** Records one observation in a histogram. */
   observe(family: Family, values: readonly string[], value: number): void {
     const samples = this.samples[family.name];
@@ -68,6 +75,11 @@ export class Registry {
     sample.sum += value;
     sample.count++;
   }
+}
+
+/** The label values a sample's key stands for. */
+export function labelsOf(key: string): string[] {
+  return key.split(SEPARATOR);
 }
 
 /** Adds up the samples of several threads (family by family, label set by label set). */

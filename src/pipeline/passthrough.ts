@@ -23,7 +23,13 @@ import { log } from "../log.ts";
 import type { AnswerInfo, Codec } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { collect } from "../translate/collect.ts";
-import { metrics, UPSTREAM_ERRORS, UPSTREAM_SECONDS, UPSTREAM_TTFB } from "../metrics/gateway.ts";
+import {
+  metrics,
+  recentCalls,
+  UPSTREAM_ERRORS,
+  UPSTREAM_SECONDS,
+  UPSTREAM_TTFB,
+} from "../metrics/gateway.ts";
 import { type CallSpan, providerName } from "../metrics/trace.ts";
 
 /** The response header that tells a client the output cap the gateway imposed. */
@@ -244,10 +250,12 @@ export async function sendHeld(
     upstream = await send(model.provider, call, abort, upstreamDeadlines(ctx.services.config));
   } catch (error) {
     metrics.add(UPSTREAM_ERRORS, [model.provider.name, "0"]);
+    recentCalls.record(model.provider.name, 0);
     await bill.release();
     throw error;
   }
   metrics.observe(UPSTREAM_TTFB, labels, (performance.now() - sent) / 1000);
+  recentCalls.record(model.provider.name, upstream.status);
   if (upstream.ok) return { ok: true, upstream, sent };
   metrics.add(UPSTREAM_ERRORS, [model.provider.name, String(upstream.status)]);
   await bill.release();

@@ -237,6 +237,12 @@ const LEDGER_COLUMNS = `l.id, l.kind, l.status, a.name AS account, l.request_id,
   l.endpoint, l.model, l.provider, l.amount, l.units, l.estimated, l.note, l.created_at,
   l.settled_at`;
 const SETTLED_CHARGES = "l.account_id = ? AND l.kind = 'charge' AND l.status = 'settled'";
+/**
+ * How far out of time order ledger ids may run (an entry is timed as it is written, under the write
+ * lock, but the clock can be stepped back): time bounds found by id are moved back this much, and
+ * the rows are then filtered by time exactly.
+ */
+const LEDGER_SKEW_MS = 3600_000;
 
 /** A write waiting for the turn's flush, and who waits for its result. */
 interface Queued {
@@ -384,6 +390,14 @@ export class SqliteStore implements Store {
                         sum(amount) AS amount
                  FROM ledger l WHERE ${SETTLED_CHARGES} AND created_at >= ?
                  GROUP BY day ORDER BY day`),
+      // Every account's: from a lower bound on the id (see `#firstEntryFrom`), not a scan.
+      allByDay: p(`SELECT date(created_at / 1000, 'unixepoch') AS day, count(*) AS requests,
+                          sum(amount) AS amount
+                   FROM ledger l WHERE l.id >= ?2 AND l.kind = 'charge' AND l.status = 'settled'
+                     AND l.created_at >= ?1
+                   GROUP BY day ORDER BY day`),
+      ledgerIds: p(`SELECT min(id) AS lo, max(id) AS hi FROM ledger`),
+      entryFrom: p(`SELECT id, created_at FROM ledger WHERE id >= ? ORDER BY id LIMIT 1`),
       ledgerPage: p(`SELECT ${LEDGER_COLUMNS} FROM ledger l JOIN accounts a ON a.id = l.account_id
                      WHERE l.id < ? ORDER BY l.id DESC LIMIT ?`),
       accountLedgerPage: p(`SELECT ${LEDGER_COLUMNS}
@@ -739,6 +753,35 @@ export class SqliteStore implements Store {
       requests: Number(row.requests),
       amount: Number(row.amount),
     }));
+  }
+
+  totalUsageByDay(since: number): DayUsage[] {
+    const first = this.#firstEntryFrom(since - LEDGER_SKEW_MS);
+    return (this.#s.allByDay.all(since, first) as Row[]).map((row) => ({
+      day: String(row.day),
+      requests: Number(row.requests),
+      amount: Number(row.amount),
+    }));
+  }
+
+  /**
+   * The smallest ledger id from which every entry was created at `time` or later (one past the
+   * last id when none was): a binary search over ids, which follow creation order (give or take
+   * `LEDGER_SKEW_MS`) — a few index lookups where a filter on `created_at` would read the whole
+   * ledger, which has no index on it.
+   */
+  #firstEntryFrom(time: number): number {
+    const ids = this.#s.ledgerIds.get() as Row;
+    let lo = ids.lo === null ? 1 : Number(ids.lo);
+    let hi = ids.hi === null ? lo : Number(ids.hi) + 1;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const row = this.#s.entryFrom.get(mid) as Row | undefined;
+      // None: the last entries were removed meanwhile (a released hold) — none is newer.
+      if (!row || Number(row.created_at) >= time) hi = mid;
+      else lo = Number(row.id) + 1;
+    }
+    return lo;
   }
 
   ledgerPage(page: { accountId?: number; before?: number; limit: number }): LedgerEntry[] {

@@ -233,6 +233,8 @@ export interface Store {
   usage(accountId: number): UsageSummary;
   /** Settled spend per UTC day from `since` (ms since epoch) on, oldest first. */
   usageByDay(accountId: number, since: number): DayUsage[];
+  /** Settled spend of every account per UTC day from `since` (ms since epoch) on, oldest first. */
+  totalUsageByDay(since: number): DayUsage[];
   /**
    * Ledger entries, newest first: at most `limit`, with ids below `before` when given (the next
    * page), of one account when given.

@@ -1,0 +1,132 @@
+/**
+ * The admin dashboard: one self-contained HTML page (no framework, CDN or web font: it works on an
+ * air-gapped host and from inside the compiled binary) with its stylesheet and script inline. The
+ * page holds no data — the script fetches it with the admin token — so it loads without one.
+ *
+ * Content-Security-Policy: nothing may load or run but this page's own stylesheet and script,
+ * allowed by their SHA-256 hashes. Hashes rather than nonces: both are static text, so a hash pins
+ * exactly them, needs no per-response randomness, and lets the page be the same bytes every time;
+ * an injected `<script>` or inline handler (say, through a model name that escaped escaping) would
+ * not match and not run. `connect-src 'self'` limits where the script can send the token,
+ * `form-action 'none'` keeps the sign-in form from ever being submitted (so the token cannot end
+ * up in a URL even without the script), and `frame-ancestors 'none'` (with `x-frame-options: DENY`)
+ * forbids framing.
+ */
+import { createHash } from "node:crypto";
+import { DASHBOARD_SCRIPT } from "./script.ts";
+import { DASHBOARD_STYLE } from "./style.ts";
+
+function sha256(text: string): string {
+  return `'sha256-${createHash("sha256").update(text, "utf8").digest("base64")}'`;
+}
+
+/** The `content-security-policy` the page is served with. */
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  `script-src ${sha256(DASHBOARD_SCRIPT)}`,
+  `style-src ${sha256(DASHBOARD_STYLE)}`,
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+/** The page's headers: its CSP, no framing, no referrer, no sniffing, not stored in caches. */
+export const DASHBOARD_HEADERS: Readonly<Record<string, string>> = {
+  "content-type": "text/html; charset=utf-8",
+  "content-security-policy": DASHBOARD_CSP,
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+  "x-content-type-options": "nosniff",
+  "cross-origin-opener-policy": "same-origin",
+  "cache-control": "no-store",
+};
+
+/** The page. */
+export const DASHBOARD_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Switchyard admin</title>
+<style>${DASHBOARD_STYLE}</style>
+</head>
+<body>
+<header>
+  <h1>Switchyard</h1>
+  <span id="status" role="status"></span>
+  <nav id="nav" hidden>
+    <button id="refresh" type="button">Refresh</button>
+    <button id="signout" type="button">Sign out</button>
+  </nav>
+</header>
+<main>
+<div id="signin-view">
+  <form id="signin" method="post" autocomplete="off">
+    <h2>Sign in</h2>
+    <label>Admin token (admin.token or SWITCHYARD_ADMIN_TOKEN)
+      <input id="token" type="password" required autocomplete="off" spellcheck="false">
+    </label>
+    <button type="submit">Sign in</button>
+    <p class="note">The token stays in this tab (sessionStorage) and is sent only to the admin API.</p>
+    <p id="signin-error" class="error" role="alert"></p>
+  </form>
+</div>
+<div id="app" hidden>
+  <section id="health">
+    <h2>Provider health</h2>
+    <p id="store-status"></p>
+    <table>
+      <thead><tr><th>provider</th><th class="num">calls</th><th class="num">errors</th><th class="num">error rate</th></tr></thead>
+      <tbody id="provider-rows"></tbody>
+    </table>
+  </section>
+  <section id="spend">
+    <h2>Spend, last 30 days (UTC)</h2>
+    <p id="spend-total" class="note"></p>
+    <div id="chart"></div>
+  </section>
+  <section id="accounts">
+    <h2>Accounts</h2>
+    <table>
+      <thead><tr><th>account</th><th class="num">balance</th><th class="num">spent</th><th class="num">held</th><th>created (UTC)</th></tr></thead>
+      <tbody id="account-rows"></tbody>
+    </table>
+    <p id="account-note" class="note"></p>
+  </section>
+  <section id="keys">
+    <h2>Keys</h2>
+    <form id="new-key" class="inline" method="post" autocomplete="off">
+      <label>Account <input id="key-account" required list="account-names" size="18"></label>
+      <label>RPM (blank: default, 0: unlimited) <input id="key-rpm" type="number" min="0" max="1000000" step="1" size="8"></label>
+      <label>Credit, USD (optional) <input id="key-credit" inputmode="decimal" size="8"></label>
+      <button type="submit">Create key</button>
+      <datalist id="account-names"></datalist>
+    </form>
+    <p id="new-key-error" class="error" role="alert"></p>
+    <div id="new-secret" hidden>
+      New key for <strong id="new-secret-account"></strong> — copy it now, it is not shown again:
+      <code id="new-secret-value"></code>
+      <button id="new-secret-dismiss" type="button">Done</button>
+    </div>
+    <table>
+      <thead><tr><th>id</th><th>account</th><th>prefix</th><th class="num">RPM</th><th>created (UTC)</th><th></th></tr></thead>
+      <tbody id="key-rows"></tbody>
+    </table>
+    <p id="key-note" class="note"></p>
+  </section>
+  <section id="requests">
+    <h2>Recent requests</h2>
+    <table>
+      <thead><tr><th>time (UTC)</th><th>account</th><th>endpoint</th><th>model</th><th>provider</th><th>status</th><th class="num">amount</th></tr></thead>
+      <tbody id="ledger-rows"></tbody>
+    </table>
+    <button id="older" type="button" hidden>Older</button>
+  </section>
+</div>
+</main>
+<script>${DASHBOARD_SCRIPT}</script>
+</body>
+</html>
+`;

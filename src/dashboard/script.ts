@@ -1,0 +1,345 @@
+/**
+ * The dashboard's script: plain JavaScript, as text (the page embeds it; its CSP allows it by its
+ * hash, see `page.ts`). It signs in with the admin token — kept in `sessionStorage`, sent only as
+ * `Authorization: Bearer` to the admin API (not even to `/readyz`), never in a URL — and draws the
+ * admin API's data with `textContent` and DOM nodes (never `innerHTML`), so nothing an account or
+ * model name holds can become markup. URLs are relative to the page (`/admin`), so the gateway may
+ * sit under a prefix.
+ *
+ * Written without template literals (this is one) and with `String.raw` (backslashes stay as
+ * written).
+ */
+export const DASHBOARD_SCRIPT = String.raw`"use strict";
+(() => {
+  const TOKEN = "switchyard-admin-token";
+  const DAYS = 30;
+  const DAY_MS = 86400000;
+  const SVG = "http://www.w3.org/2000/svg";
+  /** Rows shown at most in the accounts and keys tables. */
+  const MAX_ROWS = 200;
+  const LEDGER_PAGE = 50;
+  const $ = (id) => document.getElementById(id);
+  let olderLedger = null;
+
+  /** An element with attributes and children (strings become text nodes). */
+  function el(tag, attrs, children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value !== null && value !== undefined) node.setAttribute(name, String(value));
+    }
+    for (const child of children || []) {
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  function svg(tag, attrs, text) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, String(value));
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function cell(text, className) {
+    return el("td", { class: className }, [text === null || text === undefined ? "" : String(text)]);
+  }
+
+  function usd(text) {
+    return "$" + text;
+  }
+
+  /** An axis label: a round figure of nanoUSD, three significant digits for small amounts. */
+  function axisUsd(nano) {
+    const value = nano / 1e9;
+    return "$" + (value >= 100 ? value.toFixed(0) : String(Number(value.toPrecision(3))));
+  }
+
+  function when(iso) {
+    return iso ? iso.replace("T", " ").slice(0, 19) : "";
+  }
+
+  function say(text, isError) {
+    const status = $("status");
+    status.textContent = text;
+    status.className = isError ? "error" : "";
+  }
+
+  class Unauthorized extends Error {}
+
+  /** The answer's JSON, or null when it has none. */
+  async function jsonOf(res) {
+    try {
+      return await res.json();
+    } catch {
+      return null;
+    }
+  }
+
+  /** Calls the admin API with the token; rejects with the API's error message. */
+  async function api(method, path, body) {
+    const headers = { authorization: "Bearer " + sessionStorage.getItem(TOKEN) };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+      credentials: "omit",
+      referrerPolicy: "no-referrer",
+    });
+    const json = await jsonOf(res);
+    if (res.status === 401) throw new Unauthorized("The admin token was refused.");
+    if (!res.ok) {
+      const message = json && json.error && json.error.message;
+      throw new Error(message || "HTTP " + res.status);
+    }
+    return json;
+  }
+
+  /** The readiness answer, asked without the token (it needs none); a 503 has providers too. */
+  async function readiness() {
+    const res = await fetch("readyz", { cache: "no-store", credentials: "omit" });
+    const json = await jsonOf(res);
+    if (!json || !json.providers) throw new Error("readyz: HTTP " + res.status);
+    return json;
+  }
+
+  function showSignIn(message) {
+    sessionStorage.removeItem(TOKEN);
+    $("app").hidden = true;
+    $("nav").hidden = true;
+    $("signin-view").hidden = false;
+    $("signin-error").textContent = message || "";
+    $("token").value = "";
+    $("token").focus();
+    say("");
+  }
+
+  function fail(error) {
+    if (error instanceof Unauthorized) showSignIn(error.message);
+    else say(String(error.message || error), true);
+  }
+
+  function renderHealth(ready) {
+    $("store-status").textContent = "Store: " + (ready.store === "ok" ? "answering" : "NOT answering") +
+      " · window: last " + Math.round(ready.window_seconds / 60) + " minutes";
+    $("store-status").className = ready.store === "ok" ? "ok" : "error";
+    const rows = Object.entries(ready.providers).map(([name, p]) => {
+      const rate = p.error_rate === null ? "—" : (p.error_rate * 100).toFixed(1) + " %";
+      const className = p.error_rate === null ? "" : p.error_rate >= 0.5 ? "error" : p.error_rate > 0 ? "warn" : "ok";
+      return el("tr", { "data-provider": name }, [
+        cell(name),
+        cell(p.calls, "num"),
+        cell(p.errors, "num"),
+        cell(rate, "num " + className),
+      ]);
+    });
+    $("provider-rows").replaceChildren(...rows);
+  }
+
+  function renderAccounts(list) {
+    const rows = list.data.slice(0, MAX_ROWS).map((a) =>
+      el("tr", { "data-account": a.name }, [
+        cell(a.name),
+        cell(usd(a.balance_usd), "num"),
+        cell(usd(a.spent_usd), "num"),
+        cell(usd(a.held_usd), "num"),
+        cell(when(a.created_at)),
+      ])
+    );
+    $("account-rows").replaceChildren(...rows);
+    $("account-note").textContent = list.data.length > MAX_ROWS
+      ? "Showing " + MAX_ROWS + " of " + list.data.length + " accounts."
+      : "";
+    $("account-names").replaceChildren(...list.data.map((a) => el("option", { value: a.name })));
+  }
+
+  /** Spend per UTC day as bars, one per day with spend, on a 30-day axis. */
+  function renderChart(usage) {
+    const width = 720, height = 220, left = 64, right = 8, top = 12, bottom = 28;
+    const plotW = width - left - right, plotH = height - top - bottom;
+    const start = Date.parse(usage.since + "T00:00:00Z");
+    const slot = plotW / usage.days;
+    const max = Math.max(0, ...usage.by_day.map((d) => d.spent_nanousd));
+    const chart = svg("svg", {
+      viewBox: "0 0 " + width + " " + height,
+      role: "img",
+      "aria-label": "Spend per day over the last " + usage.days + " days",
+      class: "chart",
+    });
+    chart.append(
+      svg("line", { x1: left, y1: top, x2: left, y2: top + plotH, class: "axis" }),
+      svg("line", { x1: left, y1: top + plotH, x2: left + plotW, y2: top + plotH, class: "axis" }),
+      svg("text", { x: left - 6, y: top + 10, "text-anchor": "end", class: "label" }, max ? axisUsd(max) : "$0"),
+      svg("text", { x: left - 6, y: top + plotH, "text-anchor": "end", class: "label" }, "$0"),
+      svg("text", { x: left, y: height - 8, class: "label" }, usage.since),
+      svg("text", { x: left + plotW, y: height - 8, "text-anchor": "end", class: "label" }, new Date(start + (usage.days - 1) * DAY_MS).toISOString().slice(0, 10)),
+    );
+    for (const d of usage.by_day) {
+      const index = Math.round((Date.parse(d.day + "T00:00:00Z") - start) / DAY_MS);
+      if (index < 0 || index >= usage.days) continue;
+      const h = Math.max(1, (d.spent_nanousd / (max || 1)) * plotH);
+      const bar = svg("rect", {
+        class: "bar",
+        "data-day": d.day,
+        x: (left + index * slot + slot * 0.15).toFixed(2),
+        y: (top + plotH - h).toFixed(2),
+        width: (slot * 0.7).toFixed(2),
+        height: h.toFixed(2),
+      });
+      bar.append(svg("title", {}, d.day + ": " + usd(d.spent_usd) + " (" + d.requests + " requests)"));
+      chart.append(bar);
+    }
+    $("chart").replaceChildren(chart);
+    $("spend-total").textContent = usd(usage.spent_usd) + " in " + usage.requests +
+      " requests since " + usage.since + " (UTC days with spend: " + usage.by_day.length + ")";
+  }
+
+  function revokeButton(key) {
+    const button = el("button", { type: "button", class: "revoke", "data-key": key.id }, ["Revoke"]);
+    let armed = null;
+    button.addEventListener("click", async () => {
+      if (!armed) {
+        button.textContent = "Confirm revoke";
+        button.classList.add("danger");
+        armed = setTimeout(() => {
+          armed = null;
+          button.textContent = "Revoke";
+          button.classList.remove("danger");
+        }, 5000);
+        return;
+      }
+      clearTimeout(armed);
+      button.disabled = true;
+      try {
+        await api("DELETE", "admin/api/keys/" + encodeURIComponent(key.id));
+        say("Key " + key.id + " revoked.");
+        await loadKeys();
+      } catch (error) {
+        button.disabled = false;
+        fail(error);
+      }
+    });
+    return button;
+  }
+
+  function renderKeys(list) {
+    const keys = list.data.slice().reverse();
+    const rows = keys.slice(0, MAX_ROWS).map((k) =>
+      el("tr", { "data-key": k.id, class: k.revoked_at ? "revoked" : "" }, [
+        cell(k.id, "mono"),
+        cell(k.account),
+        cell(k.prefix + "…", "mono"),
+        cell(k.rpm === null ? "default" : k.rpm === 0 ? "unlimited" : k.rpm, "num"),
+        cell(when(k.created_at)),
+        k.revoked_at ? cell("revoked " + when(k.revoked_at)) : el("td", {}, [revokeButton(k)]),
+      ])
+    );
+    $("key-rows").replaceChildren(...rows);
+    $("key-note").textContent = keys.length > MAX_ROWS
+      ? "Showing the newest " + MAX_ROWS + " of " + keys.length + " keys."
+      : "";
+  }
+
+  function ledgerRow(e) {
+    const what = e.kind === "credit" ? "credit" + (e.note ? " (" + e.note + ")" : "") : e.endpoint;
+    return el("tr", { "data-entry": e.id }, [
+      cell(when(e.created_at)),
+      cell(e.account),
+      cell(what),
+      cell(e.model),
+      cell(e.provider),
+      cell(e.status + (e.estimated ? ", estimated" : "")),
+      cell(usd(e.amount_usd), "num"),
+    ]);
+  }
+
+  async function loadLedger(more) {
+    const query = "admin/api/ledger?limit=" + LEDGER_PAGE + (more ? "&before=" + olderLedger : "");
+    const page = await api("GET", query);
+    const rows = page.data.map(ledgerRow);
+    if (more) $("ledger-rows").append(...rows);
+    else $("ledger-rows").replaceChildren(...rows);
+    olderLedger = page.next;
+    $("older").hidden = page.next === null;
+  }
+
+  async function loadKeys() {
+    renderKeys(await api("GET", "admin/api/keys"));
+  }
+
+  async function loadAll() {
+    say("Loading…");
+    const [accounts, usage, ready] = await Promise.all([
+      api("GET", "admin/api/accounts"),
+      api("GET", "admin/api/usage?days=" + DAYS),
+      readiness(),
+      loadKeys(),
+      loadLedger(false),
+    ]);
+    renderAccounts(accounts);
+    renderChart(usage);
+    renderHealth(ready);
+    say("Updated " + new Date().toISOString().replace("T", " ").slice(0, 19) + " UTC");
+    document.body.dataset.loaded = String(Date.now());
+  }
+
+  async function signIn() {
+    $("signin-view").hidden = true;
+    $("app").hidden = false;
+    $("nav").hidden = false;
+    try {
+      await loadAll();
+    } catch (error) {
+      fail(error);
+    }
+  }
+
+  $("signin").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const token = $("token").value.trim();
+    if (!token) return;
+    sessionStorage.setItem(TOKEN, token);
+    $("token").value = "";
+    signIn();
+  });
+
+  $("signout").addEventListener("click", () => showSignIn("Signed out."));
+
+  $("refresh").addEventListener("click", () => loadAll().catch(fail));
+
+  $("older").addEventListener("click", () => loadLedger(true).catch(fail));
+
+  $("new-key").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const form = event.target;
+    const body = { account: $("key-account").value.trim() };
+    const rpm = $("key-rpm").value.trim();
+    const credit = $("key-credit").value.trim();
+    if (rpm) body.rpm = Number(rpm);
+    if (credit) body.credit_usd = credit;
+    $("new-key-error").textContent = "";
+    try {
+      const made = await api("POST", "admin/api/keys", body);
+      form.reset();
+      $("new-secret-value").textContent = made.key;
+      $("new-secret-account").textContent = made.account;
+      $("new-secret").hidden = false;
+      say("Key " + made.id + " created.");
+      await loadAll();
+    } catch (error) {
+      if (error instanceof Unauthorized) fail(error);
+      else $("new-key-error").textContent = String(error.message || error);
+    }
+  });
+
+  $("new-secret-dismiss").addEventListener("click", () => {
+    $("new-secret-value").textContent = "";
+    $("new-secret").hidden = true;
+  });
+
+  document.body.dataset.ready = "1";
+  if (sessionStorage.getItem(TOKEN)) signIn();
+  else showSignIn("");
+})();
+`;

@@ -1,0 +1,279 @@
+/**
+ * The admin dashboard (`GET /admin`) in a real browser — headless Chromium driven over the
+ * DevTools Protocol (see `helpers/chromium.ts`): the page loads without a token under a strict
+ * CSP, signs in with the admin token (refusing a wrong one), shows accounts, provider health and
+ * the 30-day spend chart (one bar per day with spend), creates a key whose secret works at once,
+ * and revokes it; the token travels only in the `Authorization` header, never in a URL, and the
+ * page reports no script error or CSP violation. The browser test is skipped when Chromium is not
+ * installed; the page's CSP hashes and headers are checked without it.
+ */
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { type Stack, startStack } from "./helpers/setup.ts";
+import {
+  type Browser,
+  CHROMIUM,
+  hasChromium,
+  launchChromium,
+  type Page,
+} from "./helpers/chromium.ts";
+import { createHash } from "node:crypto";
+import { DASHBOARD_SCRIPT } from "../src/dashboard/script.ts";
+import { getDashboard } from "../src/endpoints/dashboard.ts";
+import { GatewayError } from "../src/http/errors.ts";
+import type { RequestContext } from "../src/context.ts";
+
+const ADMIN = "dashboard-admin-token-0123456789abcdef";
+const DAY_MS = 86_400_000;
+const skip = !hasChromium();
+if (skip) {
+  console.log(
+    `dashboard_test: SKIPPED — ${CHROMIUM} not found; install Debian's chromium package ` +
+      "(apt-get install -y chromium) to run the dashboard in a real browser",
+  );
+}
+
+let stack: Stack | undefined;
+let browser: Browser | undefined;
+Deno.test.afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+/** The admin API, as the test's own client. */
+async function api(method: string, path: string) {
+  const res = await fetch(`${stack!.gateway.url}/admin/api${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}` },
+  });
+  return await res.json();
+}
+
+function respond(key: string) {
+  return fetch(`${stack!.gateway.url}/v1/responses`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "gpt-test", input: "dashboard test", max_output_tokens: 32 }),
+  });
+}
+
+/** A UTC date `days` days before today, `YYYY-MM-DD`. */
+function daysAgo(days: number): string {
+  return new Date(Date.now() - days * DAY_MS).toISOString().slice(0, 10);
+}
+
+/**
+ * Spreads the account's history over past days, as a ledger that has been running that long: its
+ * credit 41 days ago, its charges (oldest first) `ages` days ago.
+ */
+function backdate(account: string, ages: number[]): void {
+  const db = new DatabaseSync(`${stack!.gateway.dir}/data/switchyard.db`);
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    const entries = db.prepare(
+      `SELECT l.id, l.kind FROM ledger l JOIN accounts a ON a.id = l.account_id
+       WHERE a.name = ? ORDER BY l.id`,
+    ).all(account) as { id: number; kind: string }[];
+    const charges = entries.filter((e) => e.kind === "charge");
+    assert.equal(charges.length, ages.length);
+    const move = db.prepare(`UPDATE ledger SET created_at = created_at - ? WHERE id = ?`);
+    for (const e of entries.filter((e) => e.kind === "credit")) move.run(41 * DAY_MS, e.id);
+    charges.forEach((e, i) => move.run(ages[i] * DAY_MS, e.id));
+  } finally {
+    db.close();
+  }
+}
+
+Deno.test("the page's CSP allows exactly its inline script and stylesheet; 404 with no admin token", async () => {
+  const page = (adminToken: string | null) =>
+    getDashboard({ services: { config: { adminToken } } } as unknown as RequestContext);
+  assert.throws(() => page(null), (e) => e instanceof GatewayError && e.status === 404);
+  const res = await page(ADMIN);
+  const html = await res.text();
+  const csp = res.headers.get("content-security-policy")!;
+  const hash = (text: string) => `'sha256-${createHash("sha256").update(text).digest("base64")}'`;
+  const script = /<script>([\s\S]*?)<\/script>/.exec(html)![1];
+  const style = /<style>([\s\S]*?)<\/style>/.exec(html)![1];
+  assert.ok(csp.includes(`script-src ${hash(script)};`));
+  assert.ok(csp.includes(`style-src ${hash(style)};`));
+  assert.equal(html.match(/<script/g)!.length, 1, "one script, inline");
+  assert.ok(
+    !/ on[a-z]+=|javascript:|\b(src|href|action)=|@import|url\(/i.test(html),
+    "no handler attribute, nothing loaded from elsewhere",
+  );
+  assert.equal(res.headers.get("x-frame-options"), "DENY");
+  assert.equal(res.headers.get("referrer-policy"), "no-referrer");
+  assert.match(res.headers.get("content-type")!, /^text\/html; charset=utf-8$/);
+});
+
+Deno.test({
+  name: "the dashboard in headless Chromium: sign in, health, chart, create and revoke a key",
+  ignore: skip,
+  async fn(t) {
+    stack = await startStack({ admin: { token: ADMIN } });
+    const { gateway } = stack;
+    // Four charges: 40 days ago (outside the chart), 10 and 3 days ago, and today.
+    const { key } = await gateway.createKey("dash-acme", "--credit", "5");
+    for (let i = 0; i < 4; i++) {
+      const res = await respond(key);
+      assert.equal(res.status, 200);
+      await res.text();
+    }
+    backdate("dash-acme", [40, 10, 3, 0]);
+    const usage = await api("GET", "/usage?days=30");
+    assert.deepEqual(usage.by_day.map((d: { day: string }) => d.day), [
+      daysAgo(10),
+      daysAgo(3),
+      daysAgo(0),
+    ]);
+
+    browser = await launchChromium();
+    const page: Page = await browser.newPage();
+    /** Every request the page made: its URL and Authorization header. */
+    const requests: { url: string; authorization?: string }[] = [];
+    page.connection.on((method, params, sessionId) => {
+      if (sessionId !== page.sessionId || method !== "Network.requestWillBeSent") return;
+      const request = params.request as { url: string; headers: Record<string, string> };
+      const authorization = Object.entries(request.headers).find(([name]) =>
+        name.toLowerCase() === "authorization"
+      )?.[1];
+      requests.push({ url: request.url, authorization });
+    });
+    const url = `${gateway.url}/admin`;
+
+    await t.step("the page loads without a token, with a strict CSP and no data", async () => {
+      const { status, headers } = await page.goto(url);
+      assert.equal(status, 200);
+      const csp = headers["content-security-policy"];
+      assert.match(csp, /default-src 'none'/);
+      assert.match(csp, /script-src 'sha256-[A-Za-z0-9+/]+=*'(;|$)/);
+      assert.match(csp, /frame-ancestors 'none'/);
+      assert.ok(!csp.includes("unsafe-inline") && !csp.includes("unsafe-eval"));
+      assert.equal(headers["x-frame-options"], "DENY");
+      assert.equal(headers["referrer-policy"], "no-referrer");
+      await page.waitFor("document.body.dataset.ready", "the page's script to run (its CSP hash)");
+      assert.deepEqual(page.problems, [], "no script error or CSP violation");
+      assert.equal(await page.evaluate("document.getElementById('app').hidden"), true);
+      assert.equal(await page.evaluate("document.getElementById('signin-view').hidden"), false);
+      assert.ok(!DASHBOARD_SCRIPT.includes("innerHTML"), "data goes in as text, never as markup");
+    });
+
+    await t.step("a wrong token is refused and forgotten", async () => {
+      await page.type("#token", "not-the-admin-token-at-all");
+      await page.pressEnter();
+      const message = await page.waitFor<string>(
+        "document.getElementById('signin-error').textContent",
+        "the sign-in error",
+      );
+      assert.match(message, /refused/);
+      assert.equal(await page.evaluate("sessionStorage.length"), 0);
+    });
+
+    await t.step("signed in: accounts, provider health and the 30-day chart", async () => {
+      await page.type("#token", ADMIN);
+      await page.click("#signin button[type=submit]");
+      await page.waitFor("document.body.dataset.loaded", "the dashboard's data");
+      assert.equal(await page.evaluate("location.href"), url, "the token is not in the URL");
+      assert.equal(await page.evaluate("sessionStorage.getItem('switchyard-admin-token')"), ADMIN);
+
+      const acme = (await api("GET", "/accounts")).data.find((a: { name: string }) =>
+        a.name === "dash-acme"
+      );
+      const cells = await page.evaluate<string[]>(
+        `[...document.querySelectorAll('tr[data-account="dash-acme"] td')].map((c) => c.textContent)`,
+      );
+      assert.deepEqual(cells.slice(0, 4), [
+        "dash-acme",
+        `$${acme.balance_usd}`,
+        `$${acme.spent_usd}`,
+        `$${acme.held_usd}`,
+      ]);
+
+      const openai = await page.evaluate<string[]>(
+        `[...document.querySelectorAll('tr[data-provider="openai"] td')].map((c) => c.textContent)`,
+      );
+      assert.deepEqual(openai.slice(0, 3), ["openai", "4", "0"]);
+      assert.equal(openai[3], "0.0 %");
+
+      const bars = await page.evaluate<{ day: string; height: number }[]>(
+        `[...document.querySelectorAll('#chart svg rect.bar')].map((r) => ({
+          day: r.dataset.day, height: r.getBBox().height }))`,
+      );
+      assert.deepEqual(bars.map((b) => b.day), usage.by_day.map((d: { day: string }) => d.day));
+      assert.ok(bars.every((b) => b.height > 0), "every bar is drawn");
+      assert.equal(
+        await page.evaluate("document.querySelector('#chart svg').namespaceURI"),
+        "http://www.w3.org/2000/svg",
+      );
+    });
+
+    let made = { secret: "", id: "" };
+    await t.step("a key created through the page works at once and is listed", async () => {
+      await page.type("#key-account", "dash-new");
+      await page.type("#key-credit", "1");
+      await page.click("#new-key button[type=submit]");
+      const secret = await page.waitFor<string>(
+        "!document.getElementById('new-secret').hidden && " +
+          "document.getElementById('new-secret-value').textContent",
+        "the new key's secret",
+      );
+      assert.match(secret, /^sy-[a-z2-9]{12}-/);
+      const id = `key_${secret.split("-")[1]}`;
+      made = { secret, id };
+      const res = await respond(secret);
+      assert.equal(res.status, 200, "the new key works for a real call");
+      await res.text();
+      const listed = await api("GET", "/keys?account=dash-new");
+      assert.deepEqual(listed.data.map((k: { id: string }) => k.id), [id]);
+      assert.equal(listed.data[0].revoked_at, null);
+      await page.waitFor(`document.querySelector('tr[data-key="${id}"] button.revoke')`, "its row");
+      // Shown once: dismissed, it is gone from the page.
+      await page.click("#new-secret-dismiss");
+      assert.equal(
+        await page.evaluate("document.body.textContent.includes(" + JSON.stringify(secret) + ")"),
+        false,
+      );
+    });
+
+    await t.step("revoked through the page, the key is refused", async () => {
+      const button = `tr[data-key="${made.id}"] button.revoke`;
+      await page.click(button);
+      assert.equal(
+        await page.evaluate(`document.querySelector('${button}').textContent`),
+        "Confirm revoke",
+      );
+      await page.click(button);
+      await page.waitFor(
+        `document.querySelector('tr[data-key="${made.id}"]').classList.contains('revoked')`,
+        "the key shown revoked",
+      );
+      const res = await respond(made.secret);
+      assert.equal(res.status, 401, "a revoked key is refused");
+      await res.text();
+      const listed = await api("GET", "/keys?account=dash-new");
+      assert.notEqual(listed.data[0].revoked_at, null);
+    });
+
+    await t.step(
+      "the token went only in the Authorization header; no script or CSP error",
+      () => {
+        const apiCalls = requests.filter((r) => r.url.includes("/admin/api/"));
+        assert.ok(apiCalls.length >= 5);
+        assert.ok(requests.every((r) => !r.url.includes(ADMIN)), "never in a URL");
+        assert.ok(
+          apiCalls.every((r) => r.authorization?.startsWith("Bearer ")),
+          "every admin API call carries the token",
+        );
+        // Network entries are the wrong token's 401 (and a favicon's 404): expected.
+        const problems = page.problems.filter((p) => !p.text.startsWith("network:"));
+        assert.deepEqual(problems, []);
+      },
+    );
+
+    await t.step("signing out forgets the token", async () => {
+      await page.click("#signout");
+      assert.equal(await page.evaluate("sessionStorage.length"), 0);
+      assert.equal(await page.evaluate("document.getElementById('app').hidden"), true);
+    });
+  },
+});
