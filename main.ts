@@ -1,6 +1,6 @@
 /**
  * Switchyard command line:
- *   serve [--config FILE] [--host H] [--port N] [--workers N]
+ *   serve [--config FILE] [--host H] [--port N] [--workers N] [--emulate]
  *   keys create --account NAME [--rpm N] [--credit USD] [--json] · keys list [--json] · keys revoke ID
  *   accounts list [--json] · accounts credit NAME USD
  *   config check [--config FILE] · reload [--config FILE]
@@ -16,6 +16,7 @@ import { recoverHolds } from "./src/billing/ledger.ts";
 import { drainServer } from "./src/serve/drain.ts";
 import { type ConfigSource, startWorkers, ThreadsUnavailable } from "./src/serve/workers.ts";
 import { reloadConfig, requestReload, watchReloads } from "./src/serve/reload.ts";
+import { startDemo } from "./src/serve/demo.ts";
 import type { Services } from "./src/context.ts";
 import { startEmulator } from "./src/emulator/server.ts";
 import { clearSpool } from "./src/http/multipart.ts";
@@ -30,9 +31,10 @@ import {
 
 const USAGE = `usage: switchyard <command> [options]
 
-  serve [--config FILE] [--host H] [--port N] [--workers N]
+  serve [--config FILE] [--host H] [--port N] [--workers N] [--emulate]
                                                    run the gateway (N serving threads;
-                                                   default: one per core)
+                                                   default: one per core; --emulate: every
+                                                   built-in provider is the built-in emulator)
   keys create --account NAME [--rpm N] [--credit USD] [--json]
   keys list [--json]
   keys revoke ID
@@ -56,6 +58,7 @@ const OPTIONS = {
   credit: { type: "string" },
   json: { type: "boolean" },
   key: { type: "string" },
+  emulate: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -92,7 +95,18 @@ async function main(argv: string[]): Promise<number> {
   ) {
     throw new CliError(`--workers must be an integer from 1 to ${MAX_WORKERS}`);
   }
-  const overrides = { host: values.host, port, workers };
+  // Demo mode: the emulator in this process stands in for every built-in provider.
+  const demo = command === "serve" && values.emulate ? startDemo() : null;
+  const overrides = { host: values.host, port, workers, providers: demo?.providers };
+  if (demo) {
+    log(
+      "warn",
+      "demo mode: every built-in provider is the built-in emulator; nothing real is called",
+      {
+        emulator: demo.url,
+      },
+    );
+  }
   const config = await loadConfig(values.config, (name) => Deno.env.get(name), overrides);
   const print = (json: unknown, text: string) =>
     console.log(values.json ? JSON.stringify(json) : text);
@@ -180,6 +194,15 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   const leftovers = await clearSpool(config.spoolDir);
   if (leftovers) log("warn", "removed uploads left by an earlier crash", { files: leftovers });
   const services: Services & { config: Config } = { config, store };
+  if (!store.listKeys().length) {
+    log(
+      "info",
+      "no keys yet: create one with `switchyard keys create --account NAME --credit USD`",
+      {
+        from_source: "deno run -A main.ts keys create --account demo --credit 10",
+      },
+    );
+  }
   const stopped = Promise.withResolvers<void>();
   let stop: () => Promise<void>;
   let port: number;

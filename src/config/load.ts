@@ -81,6 +81,11 @@ export interface Overrides {
   host?: string;
   port?: number;
   workers?: number;
+  /**
+   * Where providers are reached, by name, over the file's and the built-in catalog's (demo mode
+   * points every built-in provider at the emulator, see `serve/demo.ts`).
+   */
+  providers?: Record<string, { baseUrl: string; chatBaseUrl?: string; apiKey: string }>;
 }
 
 export type Env = (name: string) => string | undefined;
@@ -132,6 +137,9 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
 
   const useDefaults = file.defaultCatalog ?? true;
   const providerInputs = { ...(useDefaults ? DEFAULT_PROVIDERS : {}), ...file.providers };
+  for (const [name, at] of Object.entries(overrides.providers ?? {})) {
+    if (providerInputs[name]) providerInputs[name] = { ...providerInputs[name], ...at };
+  }
   const modelInputs = { ...(useDefaults ? DEFAULT_MODELS : {}), ...file.models };
 
   const notices: string[] = [];

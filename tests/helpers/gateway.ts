@@ -58,6 +58,8 @@ export interface GatewayOptions {
   dir?: string;
   /** Serving threads (`--workers`); 1 unless given. */
   workers?: number;
+  /** More `serve` arguments (e.g. `--emulate`). */
+  args?: string[];
 }
 
 async function denoRun(
@@ -103,6 +105,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
   // One serving thread unless a test asks for more, whatever the machine's cores.
   const args = ["serve", "--host", "127.0.0.1", "--port", "0"];
   if (!options.env?.SWITCHYARD_WORKERS) args.push("--workers", String(options.workers ?? 1));
+  args.push(...options.args ?? []);
   if (options.config !== undefined) {
     await Deno.writeTextFile(`${dir}/switchyard.json`, JSON.stringify(options.config));
     args.push("--config", "./switchyard.json");
