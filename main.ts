@@ -63,6 +63,8 @@ const OPTIONS = {
 } as const;
 
 async function main(argv: string[]): Promise<number> {
+  // `deno task start -- --emulate` passes the `--` on: options after it are still options.
+  if (argv[1] === "--") argv = [argv[0], ...argv.slice(2)];
   const { values, positionals } = parseArgs({
     args: argv,
     options: OPTIONS,
@@ -121,7 +123,10 @@ async function main(argv: string[]): Promise<number> {
     console.log(`config ok: ${config.catalog.entries().length} models, store ${config.dbPath}`);
     return 0;
   }
-  if (command === "serve") return serve(config, { configFile: values.config, overrides });
+  if (command === "serve") {
+    if (sub !== undefined) throw new CliError(`serve takes no argument "${sub}"\n\n${USAGE}`);
+    return serve(config, { configFile: values.config, overrides });
+  }
 
   const store = openSqliteStore(config.dbPath);
   try {

@@ -121,11 +121,14 @@ export function createHandler(
       }
       response = errorResponse(format, gatewayError, requestId);
     }
+    // The model only once it resolved to a provider: ids the catalog does not know are the
+    // client's choice, and would make series of their own.
+    const resolved = ctx.log.provider !== undefined;
     metrics.add(REQUESTS, [
       match.route?.path ?? "",
       format,
-      String(ctx.log.model ?? ""),
-      String(ctx.log.provider ?? ""),
+      resolved ? String(ctx.log.model ?? "") : "",
+      resolved ? String(ctx.log.provider) : "",
       String(response.status),
     ]);
     const headers = response.headers;

@@ -153,3 +153,17 @@ function includes(haystack: Uint8Array, needle: Uint8Array): boolean {
   }
   return false;
 }
+
+Deno.test("options after a `--` (as `deno task start -- --emulate` passes them) are still options", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "switchyard-cli-" });
+  try {
+    const listed = await runCli(dir, ["keys", "--", "list", "--json"]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(JSON.parse(listed.stdout), []);
+    const extra = await runCli(dir, ["serve", "extra"]);
+    assert.equal(extra.code, 2);
+    assert.match(extra.stderr, /serve takes no argument "extra"/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

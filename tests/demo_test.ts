@@ -6,9 +6,11 @@
 import assert from "node:assert/strict";
 import { startGateway } from "./helpers/gateway.ts";
 import { eventually, usageOf } from "./helpers/setup.ts";
+import { OpenAI } from "./deps.ts";
 
 // No config file, no provider keys in the environment (the harness passes a clean one).
-const gateway = await startGateway({ args: ["--emulate"] });
+const ADMIN = "demo-admin-token-0123456789";
+const gateway = await startGateway({ args: ["--emulate"], env: { SWITCHYARD_ADMIN_TOKEN: ADMIN } });
 Deno.test.afterAll(() => gateway.stop());
 
 Deno.test("demo mode says so, and an empty store's first start says how to create a key", () => {
@@ -80,4 +82,37 @@ Deno.test("every route family answers with no upstream key, and is billed", asyn
   const usage = await usageOf(gateway, key);
   assert.ok(usage.spent_nanousd > 0);
   assert.equal(usage.held_nanousd, 0);
+});
+
+Deno.test("the walk-through: a key, models listed and a call made with the OpenAI SDK, seen in the admin API and /metrics", async () => {
+  const { key } = await gateway.createKey("walkthrough", "--credit", "5");
+  const client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+  const ids: string[] = [];
+  for await (const model of client.models.list()) ids.push(model.id);
+  assert.ok(ids.includes("gpt-5.4") && ids.includes("claude-sonnet-4-5"), ids.join(", "));
+  const answer = await client.responses.create({ model: "gpt-5.4", input: "Hello" });
+  assert.ok(answer.output_text.length > 0);
+
+  const admin = { authorization: `Bearer ${ADMIN}` };
+  const page = await fetch(`${gateway.url}/admin`);
+  assert.equal(page.status, 200);
+  assert.match(await page.text(), /<html/i);
+  const ledger = await (await fetch(`${gateway.url}/admin/api/ledger?account=walkthrough`, {
+    headers: admin,
+  })).json();
+  const charge = ledger.data.find((e: { kind: string }) => e.kind === "charge");
+  assert.equal(charge.model, "gpt-5.4");
+  const usage = await usageOf(gateway, key);
+  assert.equal(charge.amount_nanousd, usage.spent_nanousd);
+  const metrics = await (await fetch(`${gateway.url}/metrics`, { headers: admin })).text();
+  assert.match(
+    metrics,
+    /^switchyard_spend_nanousd_total\{model="gpt-5\.4",account="walkthrough"\} (\d+)$/m,
+  );
+  const spent = Number(
+    /switchyard_spend_nanousd_total\{model="gpt-5\.4",account="walkthrough"\} (\d+)/.exec(
+      metrics,
+    )![1],
+  );
+  assert.equal(spent, usage.spent_nanousd);
 });

@@ -118,6 +118,9 @@ Deno.test("SIGHUP with a valid file: new prices and models for the next calls, t
 
 Deno.test("an invalid file is refused with one line naming the field; `switchyard reload` checks it first", async () => {
   const { key } = await gateway.createKey("reload-c", "--credit", "1");
+  // A stream in flight across the refused reload.
+  const slow = await respond(key, "gpt-test", "[[emulate delay=100 words=8]] across", true);
+  const slowText = slow.text();
   const bad = structuredClone(original);
   bad.models["gpt-test"].price = { input: "cheap" };
   await Deno.writeTextFile(configPath, JSON.stringify(bad));
@@ -143,7 +146,8 @@ Deno.test("an invalid file is refused with one line naming the field; `switchyar
   }
   assert.ok(refused, "the refusal is logged");
   assert.match(refused.error, /models\["gpt-test"\]\.price\.input/);
-  // The running config still serves.
+  // The stream finished, and the running config still serves.
+  assert.match(await slowText, /response\.completed/);
   const res = await respond(key, "gpt-test", "still here");
   assert.equal(res.status, 200);
   await res.text();

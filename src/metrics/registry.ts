@@ -39,7 +39,7 @@ export class Registry {
 
   #key(family: Family, values: readonly string[]): string {
     const samples = this.samples[family.name];
-    const key = values.map((v) => v.length > MAX_LABEL ? v.slice(0, MAX_LABEL) : v).join(SEPARATOR);
+    const key = values.map(label).join(SEPARATOR);
     if (key in samples) return key;
     const series = this.#series.get(family.name) ?? 0;
     if (series >= MAX_SERIES) return family.labels.map(() => OTHER).join(SEPARATOR);
@@ -104,6 +104,14 @@ export function merge(parts: readonly Record<string, Samples>[]): Record<string,
     }
   }
   return out;
+}
+
+/**
+ * A label value of at most `MAX_LABEL` characters, copied: a slice of a long string can keep the
+ * whole string alive (a client's 1 MB model id, say) for as long as the series exists.
+ */
+function label(value: string): string {
+  return value.length > MAX_LABEL ? Array.from(value.slice(0, MAX_LABEL)).join("") : value;
 }
 
 function escape(value: string): string {

@@ -122,6 +122,15 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
       } catch { /* not JSON */ }
     }).then(() => reject(new Error(`gateway exited before listening:\n${stderr.join("\n")}`)));
   });
+  // A gateway that dies on its own is a failure whatever the test checks: say so, with its stderr.
+  let stopping = false;
+  child.status.then((status) => {
+    if (stopping) return;
+    console.error(
+      `gateway (pid ${child.pid}) exited on its own with code ${status.code}` +
+        `${status.signal ? ` (${status.signal})` : ""}; its stderr:\n${stderr.join("\n")}`,
+    );
+  });
   const gateway: Gateway = {
     url: `http://127.0.0.1:${port}`,
     pid: child.pid,
@@ -139,14 +148,17 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
       return JSON.parse(result.stdout);
     },
     async crash() {
+      stopping = true;
       child.kill("SIGKILL");
       await child.status;
     },
     terminate() {
+      stopping = true;
       child.kill("SIGTERM");
       return child.status;
     },
     async stop() {
+      stopping = true;
       try {
         child.kill("SIGTERM");
       } catch { /* already gone */ }
