@@ -19,7 +19,10 @@ import {
 
 const stack = await startStack({ workers: 2 });
 const { gateway } = stack;
-Deno.test.afterAll(() => stack.stop());
+Deno.test.afterAll(async () => {
+  client.close();
+  await stack.stop();
+});
 
 /** The test catalog's providers (all enabled: the emulator's key is set). */
 const PROVIDERS = [
@@ -40,8 +43,12 @@ async function ready() {
 }
 
 /** A call whose answer the test does not need; returns its status and request id. */
+/** A connection per call (no pooling): the kernel spreads connections over the threads. */
+const client = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
+
 async function call(model: string, input: string) {
   const res = await fetch(`${gateway.url}/v1/responses`, {
+    client,
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
     body: JSON.stringify({ model, input, max_output_tokens: 32 }),
