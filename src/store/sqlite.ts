@@ -494,6 +494,9 @@ export class SqliteStore implements Store {
         try {
           outcomes.push({ ok: true, value: run() });
         } catch (error) {
+          // Some errors (disk full, I/O) roll the whole transaction back: then none of the
+          // turn's writes happened, and the rest must not run outside a transaction.
+          if (!this.#db.isTransaction) throw error;
           outcomes.push({ ok: false, value: error });
         }
       }
