@@ -28,6 +28,7 @@ import {
   keyJson,
   table,
 } from "./src/cli/commands.ts";
+import { firstKeyCommand } from "./src/cli/first_key.ts";
 
 const USAGE = `usage: switchyard <command> [options]
 
@@ -200,13 +201,12 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   if (leftovers) log("warn", "removed uploads left by an earlier crash", { files: leftovers });
   const services: Services & { config: Config } = { config, store };
   if (!store.listKeys().length) {
-    log(
-      "info",
-      "no keys yet: create one with `switchyard keys create --account NAME --credit USD`",
-      {
-        from_source: "deno run -A main.ts keys create --account demo --credit 10",
-      },
-    );
+    const command = firstKeyCommand({
+      execPath: Deno.execPath(),
+      configFile: source.configFile ?? Deno.env.get("SWITCHYARD_CONFIG"),
+      demo: source.overrides.providers !== undefined,
+    });
+    log("info", `no keys yet: create one with \`${command}\``, { command });
   }
   const stopped = Promise.withResolvers<void>();
   let stop: () => Promise<void>;

@@ -5,21 +5,25 @@
  */
 import assert from "node:assert/strict";
 import { runCli } from "./helpers/gateway.ts";
+import { loadConfig } from "../src/config/load.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const UNIT = `${ROOT}deploy/switchyard.service`;
+const EXAMPLE = `${ROOT}deploy/switchyard.json`;
 const BINARY = "/usr/local/bin/switchyard";
 
-function hasSystemdAnalyze(): boolean {
-  try {
-    return Deno.statSync("/usr/bin/systemd-analyze").isFile;
-  } catch {
-    return false;
+/** `systemd-analyze` on the PATH (as `which` finds it), or null. */
+function findSystemdAnalyze(): string | null {
+  for (const dir of (Deno.env.get("PATH") ?? "/usr/bin:/bin").split(":")) {
+    try {
+      if (Deno.statSync(`${dir}/systemd-analyze`).isFile) return `${dir}/systemd-analyze`;
+    } catch { /* not there */ }
   }
+  return null;
 }
 
-const systemd = hasSystemdAnalyze();
-if (!systemd) {
+const systemdAnalyze = findSystemdAnalyze();
+if (!systemdAnalyze) {
   console.log(
     "deploy_test: systemd-analyze not found (Debian package systemd): unit check skipped",
   );
@@ -40,15 +44,19 @@ function service(text: string): Map<string, string> {
 
 Deno.test({
   name: "the systemd unit passes systemd-analyze verify with no warning",
-  ignore: !systemd,
+  ignore: !systemdAnalyze,
   async fn() {
     const text = await Deno.readTextFile(UNIT);
     assert.ok(
       text.includes(`ExecStart=${BINARY} serve `),
       "the binary where the README installs it",
     );
-    // verify checks that ExecStart's program exists: a copy names a stand-in executable, and
-    // differs from the real file in that path only.
+    // verify checks that ExecStart's program exists, and /usr/local/bin/switchyard is not
+    // installed here (building it takes `deno compile`, which downloads its runtime). Filtering
+    // that one complaint out of verify's output would depend on its wording and hide a real
+    // problem with the path; instead a copy of the unit names a stand-in executable in a temp
+    // directory and differs from the real file in that path only (checked both ways), so every
+    // other line is verified as it is installed.
     const dir = await Deno.makeTempDir({ prefix: "switchyard-unit-" });
     try {
       const standIn = `${dir}/switchyard`;
@@ -56,14 +64,20 @@ Deno.test({
       const copy = text.replaceAll(BINARY, standIn);
       assert.equal(copy.replaceAll(standIn, BINARY), text);
       await Deno.writeTextFile(`${dir}/switchyard.service`, copy);
-      const out = await new Deno.Command("/usr/bin/systemd-analyze", {
+      const out = await new Deno.Command(systemdAnalyze!, {
         args: ["verify", `${dir}/switchyard.service`],
         stdout: "piped",
         stderr: "piped",
       }).output();
       const said = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
       assert.equal(out.code, 0, said);
-      assert.equal(said.trim(), "", "no warning");
+      // A warning about the unit names it (`…/switchyard.service:28: Unknown key…`,
+      // `switchyard.service: Command … is not executable`); other lines are about this machine's
+      // own units, shown but not failed on.
+      const lines = said.split("\n").filter((line) => line.trim() !== "");
+      const ours = lines.filter((line) => line.includes("switchyard"));
+      assert.deepEqual(ours, [], "no warning about the unit");
+      if (lines.length) console.log(`systemd-analyze, about other units:\n${lines.join("\n")}`);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
@@ -80,20 +94,26 @@ Deno.test("the unit keeps its user, state directory, hardening and limits", asyn
     ProtectSystem: "strict",
     ProtectHome: "yes",
     PrivateTmp: "yes",
+    Restart: "on-failure",
+    RestartPreventExitStatus: "2 78",
     KillSignal: "SIGTERM",
     ExecReload: "/bin/kill -HUP $MAINPID",
   };
   for (const [key, value] of Object.entries(expect)) assert.equal(unit.get(key), value, key);
   assert.ok(Number(unit.get("LimitNOFILE")) >= 65536, "room for many open streams");
-  // The stop timeout outlasts the default drain (server.drainTimeoutMs, 30 s).
-  assert.ok(Number(unit.get("TimeoutStopSec")) > 30);
+  // The stop timeout outlasts the longest drain of the example config (src/serve/drain.ts):
+  // streams for drainTimeoutMs, calls waiting for their upstream upstreamTimeoutMs more, then a
+  // second to flush the last answers.
+  const config = await loadConfig(EXAMPLE, () => undefined);
+  const drainSeconds = (config.drainTimeoutMs + config.upstreamTimeoutMs + 1000) / 1000;
+  assert.ok(Number(unit.get("TimeoutStopSec")) > drainSeconds, `more than ${drainSeconds} s`);
   assert.match(unit.get("ExecStart")!, /--config \/etc\/switchyard\/switchyard\.json$/);
 });
 
 Deno.test("the example config loads with the binary's permissions", async () => {
   const dir = await Deno.makeTempDir({ prefix: "switchyard-deploy-" });
   try {
-    await Deno.copyFile(`${ROOT}deploy/switchyard.json`, `${dir}/switchyard.json`);
+    await Deno.copyFile(EXAMPLE, `${dir}/switchyard.json`);
     const result = await runCli(dir, ["config", "check", "--config", "./switchyard.json"], {
       SWITCHYARD_ADMIN_TOKEN: "an-admin-token-of-some-length",
     });
