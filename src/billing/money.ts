@@ -49,3 +49,8 @@ export function nanoToUsd(nano: number): string {
   if (fraction.length < 2) fraction = fraction.padEnd(2, "0");
   return `${negative ? "-" : ""}${whole}.${fraction}`;
 }
+
+/** An amount as the APIs show it: exact decimal USD beside integer nanoUSD. */
+export function amountFields(prefix: string, nano: number): Record<string, string | number> {
+  return { [`${prefix}_usd`]: nanoToUsd(nano), [`${prefix}_nanousd`]: nano };
+}

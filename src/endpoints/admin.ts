@@ -11,7 +11,8 @@ import { readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
-import { nanoToUsd, usdToNano } from "../billing/money.ts";
+import { amountFields, usdToNano } from "../billing/money.ts";
+import { byModelFields, byUnitFields } from "../billing/spend_report.ts";
 import { accountJson, CliError, createKey, creditAccount, keyJson } from "../cli/commands.ts";
 import type { Account, LedgerEntry } from "../store/store.ts";
 
@@ -83,10 +84,6 @@ function countParam(url: URL, name: string, fallback: number, max: number): numb
   return n;
 }
 
-function money(prefix: string, nano: number) {
-  return { [`${prefix}_usd`]: nanoToUsd(nano), [`${prefix}_nanousd`]: nano };
-}
-
 function entryJson(e: LedgerEntry) {
   return {
     id: e.id,
@@ -98,11 +95,11 @@ function entryJson(e: LedgerEntry) {
     endpoint: e.endpoint,
     model: e.model,
     provider: e.provider,
-    ...money("amount", e.amount),
+    ...amountFields("amount", e.amount),
     units: e.units.map((u) => ({
       unit: u.unit,
       quantity: u.quantity,
-      ...money("amount", u.amount),
+      ...amountFields("amount", u.amount),
     })),
     estimated: e.estimated,
     note: e.note,
@@ -146,7 +143,7 @@ export const listAccounts: Handler = admin((ctx) =>
     object: "list",
     data: ctx.services.store.listAccounts().map((a) => ({
       ...accountJson(a),
-      ...money("held", a.held),
+      ...amountFields("held", a.held),
     })),
   })
 );
@@ -183,27 +180,17 @@ export const accountUsage: Handler = admin((ctx) => {
   return jsonResponse({
     object: "usage",
     account: account.name,
-    ...money("balance", account.balance),
-    ...money("spent", account.spent),
-    ...money("held", account.held),
+    ...amountFields("balance", account.balance),
+    ...amountFields("spent", account.spent),
+    ...amountFields("held", account.held),
     requests: summary.requests,
     by_day: store.usageByDay(account.id, since).map((d) => ({
       day: d.day,
       requests: d.requests,
-      ...money("spent", d.amount),
+      ...amountFields("spent", d.amount),
     })),
-    by_unit: Object.fromEntries(
-      Object.entries(summary.byUnit).map(([unit, x]) => [
-        unit,
-        { quantity: x.quantity, ...money("spent", x.amount) },
-      ]),
-    ),
-    by_model: Object.fromEntries(
-      Object.entries(summary.byModel).map(([model, x]) => [
-        model,
-        { requests: x.requests, ...money("spent", x.amount) },
-      ]),
-    ),
+    by_unit: byUnitFields(summary.byUnit),
+    by_model: byModelFields(summary.byModel),
   });
 });
 
@@ -220,8 +207,12 @@ export const totalUsage: Handler = admin((ctx) => {
     days,
     since: new Date(since).toISOString().slice(0, 10),
     requests: byDay.reduce((n, d) => n + d.requests, 0),
-    ...money("spent", byDay.reduce((n, d) => n + d.amount, 0)),
-    by_day: byDay.map((d) => ({ day: d.day, requests: d.requests, ...money("spent", d.amount) })),
+    ...amountFields("spent", byDay.reduce((n, d) => n + d.amount, 0)),
+    by_day: byDay.map((d) => ({
+      day: d.day,
+      requests: d.requests,
+      ...amountFields("spent", d.amount),
+    })),
   });
 });
 

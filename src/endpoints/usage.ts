@@ -5,42 +5,24 @@
  * `held_by_unit` shows what is reserved by calls in flight and unfinished video jobs.
  */
 import type { Handler } from "../context.ts";
-import { nanoToUsd } from "../billing/money.ts";
+import { amountFields } from "../billing/money.ts";
+import { byModelFields, byUnitFields } from "../billing/spend_report.ts";
 import { jsonResponse } from "../http/json.ts";
 import type { UsageSummary } from "../store/store.ts";
 
 /** The wire body of `GET /v1/usage`. */
 function usageBody(u: UsageSummary): Record<string, unknown> {
-  const money = (prefix: string, nano: number) => ({
-    [`${prefix}_usd`]: nanoToUsd(nano),
-    [`${prefix}_nanousd`]: nano,
-  });
   return {
     object: "usage",
     account: u.account.name,
     currency: "USD",
-    ...money("balance", u.account.balance),
-    ...money("spent", u.account.spent),
-    ...money("held", u.account.held),
+    ...amountFields("balance", u.account.balance),
+    ...amountFields("spent", u.account.spent),
+    ...amountFields("held", u.account.held),
     requests: u.requests,
-    by_unit: Object.fromEntries(
-      Object.entries(u.byUnit).map(([unit, x]) => [
-        unit,
-        { quantity: x.quantity, ...money("spent", x.amount) },
-      ]),
-    ),
-    held_by_unit: Object.fromEntries(
-      Object.entries(u.heldByUnit).map(([unit, x]) => [
-        unit,
-        { quantity: x.quantity, ...money("held", x.amount) },
-      ]),
-    ),
-    by_model: Object.fromEntries(
-      Object.entries(u.byModel).map(([model, x]) => [
-        model,
-        { requests: x.requests, ...money("spent", x.amount) },
-      ]),
-    ),
+    by_unit: byUnitFields(u.byUnit),
+    held_by_unit: byUnitFields(u.heldByUnit, "held"),
+    by_model: byModelFields(u.byModel),
   };
 }
 

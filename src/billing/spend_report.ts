@@ -1,0 +1,28 @@
+/**
+ * Spend broken down as `GET /v1/usage` and the admin API show it: quantities and amounts by unit,
+ * requests and amounts by model (amounts as `amountFields`).
+ */
+import { amountFields } from "./money.ts";
+
+/** `{unit: {quantity, <prefix>_usd, <prefix>_nanousd}}` (prefix `spent`, or `held`). */
+export function byUnitFields(
+  byUnit: Record<string, { quantity: number; amount: number }>,
+  prefix = "spent",
+): Record<string, Record<string, string | number>> {
+  return Object.fromEntries(
+    Object.entries(byUnit).map((
+      [unit, x],
+    ) => [unit, { quantity: x.quantity, ...amountFields(prefix, x.amount) }]),
+  );
+}
+
+/** `{model: {requests, spent_usd, spent_nanousd}}`. */
+export function byModelFields(
+  byModel: Record<string, { requests: number; amount: number }>,
+): Record<string, Record<string, string | number>> {
+  return Object.fromEntries(
+    Object.entries(byModel).map((
+      [model, x],
+    ) => [model, { requests: x.requests, ...amountFields("spent", x.amount) }]),
+  );
+}
