@@ -104,8 +104,9 @@ export function redactServerSpan(url: URL): void {
  * not a model call.
  */
 export function startCallSpan<T>(path: string, work: (span: CallSpan | null) => T): T {
+  if (!otel || !tracer) return work(null);
   const operation = operationOf(path);
-  if (!otel || !tracer || !operation) return work(null);
+  if (!operation) return work(null);
   const parent = otel.contextManager.active();
   const raw = tracer.startSpan(operation, { kind: CLIENT }, parent);
   raw.setAttribute("gen_ai.operation.name", operation);
