@@ -4,7 +4,7 @@
  *   keys create --account NAME [--rpm N] [--credit USD] [--json] · keys list [--json] · keys revoke ID
  *   accounts list [--json] · accounts credit NAME USD
  *   config check [--config FILE] · reload [--config FILE]
- *   emulate [--host H] [--port N] [--key K]
+ *   emulate [--host H] [--port N] [--key K[:fault]]...
  */
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "./src/config/load.ts";
@@ -17,8 +17,10 @@ import { drainServer } from "./src/serve/drain.ts";
 import { type ConfigSource, startWorkers, ThreadsUnavailable } from "./src/serve/workers.ts";
 import { reloadConfig, requestReload, watchReloads } from "./src/serve/reload.ts";
 import { startDemo } from "./src/serve/demo.ts";
-import type { Services } from "./src/context.ts";
+import { boardOf, type Services } from "./src/context.ts";
 import { startEmulator } from "./src/emulator/server.ts";
+import { parseKeySpec } from "./src/emulator/keys.ts";
+import { restoreKeys } from "./src/routing/keys.ts";
 import { clearSpool } from "./src/http/multipart.ts";
 import {
   accountJson,
@@ -44,7 +46,8 @@ const USAGE = `usage: switchyard <command> [options]
   config check [--config FILE]                     validate the configuration and exit
   reload [--config FILE]                           make the running server re-read its config
                                                    (as SIGHUP does)
-  emulate [--host H] [--port N] [--key K]          run the offline provider emulator
+  emulate [--host H] [--port N] [--key K[:fault]]... run the offline provider emulator
+                                                   (faults: exhausted[=S], invalid, failing, overloaded)
 
 Every command takes --config FILE (or SWITCHYARD_CONFIG); the store is store.path
 (default ./data/switchyard.db, or SWITCHYARD_DB).`;
@@ -58,7 +61,7 @@ const OPTIONS = {
   rpm: { type: "string" },
   credit: { type: "string" },
   json: { type: "boolean" },
-  key: { type: "string" },
+  key: { type: "string", multiple: true },
   emulate: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -82,10 +85,16 @@ async function main(argv: string[]): Promise<number> {
     throw new CliError("--port must be an integer between 0 and 65535");
   }
   if (command === "emulate") {
+    let keys;
+    try {
+      keys = values.key?.map(parseKeySpec);
+    } catch (error) {
+      throw new CliError((error as Error).message);
+    }
     const server = startEmulator({
       hostname: values.host ?? "127.0.0.1",
       port: port ?? 8090,
-      requiredKey: values.key,
+      keys,
     });
     log("info", "emulator listening", { host: server.addr.hostname, port: server.addr.port });
     flushLog();
@@ -235,6 +244,7 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
     const next = await reloadConfig(services.config, source);
     if (!next) return;
     services.config = next;
+    restoreKeys(boardOf(services));
     pool?.reload();
     log("info", "config reloaded", { models: next.catalog.entries().length });
   });

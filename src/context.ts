@@ -5,6 +5,8 @@ import type { Store } from "./store/store.ts";
 import type { LiveStream } from "./http/relay.ts";
 import type { Samples } from "./metrics/registry.ts";
 import type { CallSpan } from "./metrics/trace.ts";
+import { Board } from "./routing/board.ts";
+import { CallRoute } from "./routing/attempts.ts";
 
 /** Long-lived services shared by every request. */
 export interface Services {
@@ -16,6 +18,18 @@ export interface Services {
   worker?: number;
   /** Every thread's metrics (see `metrics/gateway.ts`); absent: this thread's alone. */
   collectMetrics?: () => Promise<Record<string, Samples>[]>;
+  /** The routing state the process's threads share (see `routing/board.ts`). */
+  board?: Board;
+}
+
+/** The services' routing board, made on first use when none was given. */
+export function boardOf(services: Services): Board {
+  return services.board ??= new Board();
+}
+
+/** The routing of a request's model call (attempts, what served it), made on first use. */
+export function callRoute(ctx: RequestContext): CallRoute {
+  return ctx.route ??= new CallRoute(ctx.services.config.routing, boardOf(ctx.services));
 }
 
 export interface RequestContext {
@@ -30,6 +44,8 @@ export interface RequestContext {
   log: Record<string, unknown>;
   /** The model call's trace span when tracing is on (see `metrics/trace.ts`). */
   trace?: CallSpan | null;
+  /** The model call's attempts at its upstreams (see `callRoute`). */
+  route?: CallRoute;
 }
 
 /** A route's handler. Throws `GatewayError` for anything the client should see as an error. */

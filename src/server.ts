@@ -136,6 +136,15 @@ export function createHandler(
     // Anthropic's own header, which its SDK exposes as `_request_id`.
     if (format === "anthropic") headers.set("request-id", requestId);
     for (const name in extraHeaders) headers.set(name, extraHeaders[name]);
+    const route = ctx.route;
+    if (route && route.count > 0) {
+      headers.set("x-switchyard-attempts", String(route.count));
+      if (route.served) {
+        headers.set("x-switchyard-provider", route.served.provider);
+        headers.set("x-switchyard-model", route.served.model);
+      }
+      if (route.count > 1) ctx.log.attempts = route.count;
+    }
     if (ctx.trace) {
       ctx.trace.set({ "http.response.status_code": response.status });
       if (response.status >= 400) ctx.trace.set({ "error.type": String(response.status) });

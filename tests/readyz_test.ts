@@ -69,9 +69,14 @@ Deno.test("/healthz is liveness; /readyz answers without a token and names no UR
   assert.equal(json.store, "ok");
   assert.equal(json.window_seconds, 300);
   assert.deepEqual(Object.keys(json.providers), PROVIDERS);
-  for (const p of Object.values(json.providers) as Record<string, unknown>[]) {
-    assert.deepEqual(Object.keys(p), ["calls", "errors", "error_rate"]);
+  for (const [name, p] of Object.entries(json.providers) as [string, Record<string, unknown>][]) {
+    // A provider without a key (a local server) has no key counts.
+    const keys = name === "local" ? [] : ["keys", "refused"];
+    assert.deepEqual(Object.keys(p), ["calls", "errors", "error_rate", ...keys]);
+    if (keys.length) assert.deepEqual([p.keys, p.refused], [1, 0]);
   }
+  // Each deployment the catalog names, by provider and upstream model, with its circuit.
+  assert.deepEqual(json.deployments["openai/gpt-5.4"], { circuit: "closed", in_flight: 0 });
   assert.ok(!text.includes(stack.emulatorUrl) && !text.includes("127.0.0.1"), "no base URL");
   assert.ok(!text.includes(UPSTREAM_KEY), "no upstream key");
 });

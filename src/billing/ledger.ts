@@ -151,6 +151,7 @@ export async function openBill(store: Store, call: OpenBill): Promise<Bill> {
     endpoint: call.endpoint,
     model: call.model.id,
     provider: call.model.provider.name,
+    upstreamModel: call.model.upstreamId,
     reserve: call.reserve,
     estimate: price(call.estimate, call.model.prices),
   });

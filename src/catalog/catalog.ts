@@ -52,14 +52,25 @@ export interface Surface {
   headers?: Record<string, string>;
 }
 
+/** One upstream key of a provider. */
+export interface ProviderKey {
+  secret: string;
+  /** Its share of the provider's calls, relative to the other keys' (1–100). */
+  weight: number;
+  /** A prefix of the secret's SHA-256: names it in shared state; never the key itself. */
+  id: string;
+  /** What names it in logs: its position (1-based) and `id`. */
+  label: string;
+}
+
 /** An upstream as the request path sees it. */
 export interface ProviderEntry {
   name: string;
   type: ProviderType;
   /** The base URL of its first surface (and of its other REST endpoints). */
   baseUrl: string;
-  /** The resolved secret; empty when the provider has none. */
-  apiKey: string;
+  /** Its resolved keys, calls spread over them by weight; empty when the provider has none. */
+  keys: ProviderKey[];
   enabled: boolean;
   /** The protocols it speaks natively, the first preferred when a call must be translated. */
   surfaces: Surface[];
@@ -87,20 +98,70 @@ export const ASPECT_RATIOS = [
   "21:9",
 ];
 
+/** One provider (and upstream id) serving a model, as configured. */
+export interface Deployment {
+  provider: string;
+  /** The id sent upstream; default the requested id. */
+  upstream?: string;
+  /** `null` when the operator marked it free. */
+  prices: Prices | null;
+  /** Its share of the model's calls (1–100). */
+  weight: number;
+  /** The most calls it serves at once. */
+  maxConcurrent?: number;
+  /** The most calls per minute sent to it. */
+  rpm?: number;
+}
+
 export interface ModelEntry {
   /** The id or pattern as written in the catalog. */
   pattern: string;
+  /** The first deployment's provider. */
   provider: string;
   upstream?: string;
   kind: ModelKind;
-  /** `null` when the operator marked the model free. */
+  /** The first deployment's prices; `null` when the operator marked the model free. */
   prices: Prices | null;
+  /** Every deployment serving the model, the first the one `provider` names. */
+  deployments: Deployment[];
+  /** Public model ids tried in order when every deployment failed. */
+  fallbacks: string[];
+  /** The model tried when the upstream says the input exceeds the context window. */
+  contextFallback?: string;
   /** The most output tokens one call can produce (text models). */
   maxOutputTokens?: number;
   image?: ImageRules;
 }
 
-/** The outcome of resolving a requested model id. */
+/** A deployment of a resolved model: its provider entry and the id sent upstream. */
+export interface Target {
+  provider: ProviderEntry;
+  upstreamId: string;
+  prices: Prices | null;
+  weight: number;
+  maxConcurrent?: number;
+  rpm?: number;
+  /**
+   * `provider/upstream` as the catalog writes it (a pattern's deployment: `provider/pattern`):
+   * names it in shared state, metrics and `/readyz`.
+   */
+  name: string;
+}
+
+/** Where a resolved model's calls may go: its deployments, then its fallbacks. */
+export interface ModelRoute {
+  /** The catalog entry's id or pattern (names its shared turn). */
+  name: string;
+  /** The deployments whose provider is enabled, in catalog order. */
+  targets: Target[];
+  fallbacks: string[];
+  contextFallback?: string;
+}
+
+/**
+ * The outcome of resolving a requested model id: one deployment's view (its provider, upstream id
+ * and prices — the first deployment's, until the router picks one; see `atTarget`).
+ */
 export interface ResolvedModel {
   /** The id the client asked for. */
   id: string;
@@ -109,6 +170,8 @@ export interface ResolvedModel {
   provider: ProviderEntry;
   kind: ModelKind;
   prices: Prices | null;
+  /** Every deployment and fallback of the model. */
+  route: ModelRoute;
   /** The most output tokens one call can produce, from the catalog. */
   maxOutputTokens?: number;
   /** Present for image models. */
@@ -178,8 +241,8 @@ export class Catalog {
    */
   listed(): ListedModel[] {
     this.#listed ??= this.#order.flatMap((entry): ListedModel[] => {
-      const provider = this.#providers.get(entry.provider)!;
-      if (!provider.enabled) return [];
+      const provider = this.#enabledProviders(entry)[0];
+      if (!provider) return [];
       const id = entry.pattern.includes("*") ? this.#stem(entry) : entry.pattern;
       return id === undefined ? [] : [{ id, entry, provider }];
     });
@@ -197,9 +260,24 @@ export class Catalog {
     return this.#lookup(stem) === entry ? stem : undefined;
   }
 
+  /** The entry `id` resolves to, whether or not its providers are enabled. */
+  entry(id: string): ModelEntry | undefined {
+    return id.length > MAX_MODEL_ID ? undefined : this.#lookup(id);
+  }
+
   /** The entry `id` resolves to: its exact entry, else the most specific matching pattern. */
   #lookup(id: string): ModelEntry | undefined {
     return this.#exact.get(id) ?? this.#patterns.find((p) => p.regex.test(id))?.entry;
+  }
+
+  /** The enabled providers of an entry's deployments, in its order. */
+  #enabledProviders(entry: ModelEntry): ProviderEntry[] {
+    return entry.deployments.map((d) => this.#providers.get(d.provider)!).filter((p) => p.enabled);
+  }
+
+  /** Every provider entry, in the config's order. */
+  providers(): ProviderEntry[] {
+    return [...this.#providers.values()];
   }
 
   provider(name: string): ProviderEntry | undefined {
@@ -219,21 +297,43 @@ export class Catalog {
     if (!entry) {
       result = { ok: false, reason: "unknown" };
     } else {
-      const provider = this.#providers.get(entry.provider)!;
-      result = provider.enabled
+      const targets = entry.deployments.flatMap((d): Target[] => {
+        const provider = this.#providers.get(d.provider)!;
+        if (!provider.enabled) return [];
+        const upstreamId = d.upstream ?? id;
+        return [{
+          provider,
+          upstreamId,
+          prices: d.prices,
+          weight: d.weight,
+          maxConcurrent: d.maxConcurrent,
+          rpm: d.rpm,
+          // Named as the catalog writes it (a pattern's deployment by its pattern), so the
+          // names of shared state stay as few as the catalog's entries, whatever ids clients send.
+          name: `${provider.name}/${d.upstream ?? entry.pattern}`,
+        }];
+      });
+      const first = targets[0];
+      result = first
         ? {
           ok: true,
           model: {
             id,
-            upstreamId: entry.upstream ?? id,
-            provider,
+            upstreamId: first.upstreamId,
+            provider: first.provider,
             kind: entry.kind,
-            prices: entry.prices,
+            prices: first.prices,
+            route: {
+              name: entry.pattern,
+              targets,
+              fallbacks: entry.fallbacks,
+              contextFallback: entry.contextFallback,
+            },
             maxOutputTokens: entry.maxOutputTokens,
             image: entry.image,
           },
         }
-        : { ok: false, reason: "disabled", provider: provider.name };
+        : { ok: false, reason: "disabled", provider: entry.provider };
     }
     if (result.ok) {
       if (this.#cache.size >= CACHE_SIZE) this.#cache.clear();
@@ -245,4 +345,19 @@ export class Catalog {
 
 function escapeRegex(text: string): string {
   return text.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** `model` as served by `target`: its provider, upstream id and prices. */
+export function atTarget(model: ResolvedModel, target: Target): ResolvedModel {
+  return target.provider === model.provider && target.upstreamId === model.upstreamId &&
+      target.prices === model.prices
+    ? model
+    : { ...model, provider: target.provider, upstreamId: target.upstreamId, prices: target.prices };
+}
+
+/** The name of the deployment `model` is served by (see `Target.name`). */
+export function targetName(model: ResolvedModel): string {
+  return model.route.targets.find((t) =>
+    t.provider === model.provider && t.upstreamId === model.upstreamId
+  )?.name ?? `${model.provider.name}/${model.route.name}`;
 }

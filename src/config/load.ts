@@ -4,21 +4,27 @@
  * and the rule it breaks.
  */
 import * as v from "valibot";
+import { createHash } from "node:crypto";
 import {
   ASPECT_RATIOS,
   Catalog,
+  type Deployment,
   type ModelEntry,
   type Prices,
   type ProviderEntry,
+  type ProviderKey,
   type TokenRates,
 } from "../catalog/catalog.ts";
 import { usdToNano } from "../billing/money.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
 import {
+  type ConfigInput,
   ConfigSchema,
   MAX_WORKERS,
   type ModelKind,
   type PriceInput,
+  RETRY_TRIGGERS,
+  type RetryTrigger,
   type TokenRatesInput,
 } from "./schema.ts";
 import { formatPath, issueKeys } from "../field_path.ts";
@@ -66,9 +72,31 @@ export interface Config {
   conversationRetentionMs: number;
   /** The largest conversation step (one answer's input and output) kept, in bytes. */
   conversationMaxBytes: number;
+  /** Retries, failover and upstream health. */
+  routing: RoutingSettings;
   catalog: Catalog;
   /** Lines to log once at startup (disabled providers). */
   notices: string[];
+}
+
+/** How calls move between keys, deployments and fallbacks (see `routing/`). */
+export interface RoutingSettings {
+  maxAttempts: number;
+  budgetMs: number;
+  backoffMs: number;
+  retryOn: ReadonlySet<RetryTrigger>;
+  cooldownMs: number;
+  queueMs: number;
+  circuit: CircuitSettings;
+}
+
+/** When a deployment's circuit opens, and for how long. */
+export interface CircuitSettings {
+  failures: number;
+  errorRate: number;
+  minCalls: number;
+  windowMs: number;
+  coolOffMs: number;
 }
 
 /** A configuration problem, already phrased for the operator. */
@@ -144,23 +172,38 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
 
   const notices: string[] = [];
   const providers: ProviderEntry[] = Object.entries(providerInputs).map(([name, p]) => {
-    let apiKey = p.apiKey ?? "";
+    const listed = p.apiKey === undefined ? [] : Array.isArray(p.apiKey) ? p.apiKey : [p.apiKey];
+    const missing: string[] = [];
+    const keys: ProviderKey[] = listed.flatMap((item, i) => {
+      const written = typeof item === "string" ? item : item.key;
+      const weight = typeof item === "string" ? 1 : item.weight ?? 1;
+      const secret = written.startsWith("env:") ? env(written.slice(4)) ?? "" : written;
+      if (!secret) {
+        missing.push(written.slice(4));
+        return [];
+      }
+      const id = createHash("sha256").update(secret).digest("hex").slice(0, 12);
+      return [{ secret, weight, id, label: `key ${i + 1} of ${listed.length} (sha256 ${id}…)` }];
+    });
     // A local OpenAI-compatible server needs no key; every other upstream does.
-    let enabled = p.type === "openai-compatible" && p.apiKey === undefined;
-    if (apiKey.startsWith("env:")) {
-      const variable = apiKey.slice(4);
-      apiKey = env(variable) ?? "";
-      if (!apiKey) notices.push(`provider ${name} disabled: ${variable} is not set`);
-    } else if (!apiKey && !enabled) {
+    const enabled = keys.length > 0 || (p.type === "openai-compatible" && p.apiKey === undefined);
+    if (missing.length && !keys.length) {
+      notices.push(
+        `provider ${name} disabled: ${missing.join(", ")} ${
+          missing.length > 1 ? "are" : "is"
+        } not set`,
+      );
+    } else if (missing.length) {
+      notices.push(`provider ${name}: ${missing.join(", ")} not set; using its other keys`);
+    } else if (!enabled) {
       notices.push(`provider ${name} disabled: no apiKey configured`);
     }
-    enabled ||= !!apiKey;
     const baseUrl = p.baseUrl.replace(/\/+$/, "");
     return {
       name,
       type: p.type,
       baseUrl,
-      apiKey,
+      keys,
       enabled,
       surfaces: surfacesOf(p.type, baseUrl, p.chatBaseUrl?.replace(/\/+$/, ""), p.headers),
     };
@@ -169,35 +212,48 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
 
   const models: ModelEntry[] = Object.entries(modelInputs).map(([id, m]) => {
     const at = formatPath(["models", id]);
-    if (!providerNames.has(m.provider)) {
-      throw new ConfigError(
-        `${at}.provider: "${m.provider}" is not a provider (known: ${
-          [...providerNames].join(", ")
-        })`,
-      );
+    if ((m.provider === undefined) === (m.deployments === undefined)) {
+      throw new ConfigError(`${at}: needs either "provider" or "deployments" (not both)`);
     }
-    if (!m.price && !m.free) {
-      throw new ConfigError(`${at}: has no price; add "price" or mark it "free": true`);
-    }
-    const prices = m.free ? null : toPrices(m.price!, `${at}.price`);
     const kind = m.kind ?? "text";
-    const unpriced = prices && KIND_PRICE[kind].every((field) => {
-      const value = prices[field];
-      return typeof value === "number" ? value === 0 : value.size === 0;
+    const modelPrices = m.price && toPrices(m.price, `${at}.price`);
+    const deploymentInputs = m.deployments ??
+      [{ provider: m.provider!, upstream: m.upstream, maxConcurrent: m.maxConcurrent, rpm: m.rpm }];
+    const deployments: Deployment[] = deploymentInputs.map((d, i) => {
+      const where = m.deployments ? `${at}.deployments[${i}]` : at;
+      if (!providerNames.has(d.provider)) {
+        throw new ConfigError(
+          `${where}.provider: "${d.provider}" is not a provider (known: ${
+            [...providerNames].join(", ")
+          })`,
+        );
+      }
+      const own = "price" in d && d.price ? toPrices(d.price, `${where}.price`) : undefined;
+      const free = ("free" in d && d.free) || (!own && m.free);
+      if (!own && !modelPrices && !free) {
+        throw new ConfigError(`${where}: has no price; add "price" or mark it "free": true`);
+      }
+      const prices = free ? null : own ?? modelPrices!;
+      requirePriced(prices, kind, own ? `${where}.price` : `${at}.price`);
+      return {
+        provider: d.provider,
+        upstream: d.upstream ?? (m.deployments ? m.upstream : undefined),
+        prices,
+        weight: ("weight" in d ? d.weight : undefined) ?? 1,
+        maxConcurrent: d.maxConcurrent ?? m.maxConcurrent,
+        rpm: d.rpm ?? m.rpm,
+      };
     });
-    if (unpriced) {
-      throw new ConfigError(
-        `${at}.price: ${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind} model needs ${
-          KIND_PRICE[kind].join(" or ")
-        } (or "free": true)`,
-      );
-    }
+    const first = deployments[0];
     return {
       pattern: id,
-      provider: m.provider,
-      upstream: m.upstream,
+      provider: first.provider,
+      upstream: first.upstream,
       kind,
-      prices,
+      prices: first.prices,
+      deployments,
+      fallbacks: m.fallbacks ?? [],
+      contextFallback: m.contextFallback,
       maxOutputTokens: m.maxOutputTokens,
       image: m.image && {
         sizes: m.image.sizes,
@@ -206,6 +262,8 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       },
     };
   });
+
+  checkFallbacks(models);
 
   const host = overrides.host ?? env("SWITCHYARD_HOST") ?? file.server?.host ?? "127.0.0.1";
   const port = overrides.port ??
@@ -249,8 +307,65 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     videoExpireAfterMs: file.videos?.expireAfterMs ?? 24 * 3600 * 1000,
     conversationRetentionMs: (file.conversations?.retentionHours ?? 720) * 3600 * 1000,
     conversationMaxBytes: file.conversations?.maxBytes ?? 8 * 1024 * 1024,
+    routing: routingSettings(file.routing),
     catalog: new Catalog(models, providers),
     notices,
+  };
+}
+
+/** Throws unless `prices` bill a model of `kind` by something (or it is free). */
+function requirePriced(prices: Prices | null, kind: ModelKind, at: string): void {
+  const unpriced = prices && KIND_PRICE[kind].every((field) => {
+    const value = prices[field];
+    return typeof value === "number" ? value === 0 : value.size === 0;
+  });
+  if (unpriced) {
+    throw new ConfigError(
+      `${at}: ${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind} model needs ${
+        KIND_PRICE[kind].join(" or ")
+      } (or "free": true)`,
+    );
+  }
+}
+
+/** Each fallback names another model of the same kind the catalog serves. */
+function checkFallbacks(models: ModelEntry[]): void {
+  const catalog = new Catalog(models, []);
+  for (const entry of models) {
+    const at = formatPath(["models", entry.pattern]);
+    const named: [string, string][] = [
+      ...entry.fallbacks.map((id, i): [string, string] => [id, `${at}.fallbacks[${i}]`]),
+      ...(entry.contextFallback
+        ? [[entry.contextFallback, `${at}.contextFallback`]] as [string, string][]
+        : []),
+    ];
+    for (const [id, where] of named) {
+      const target = catalog.entry(id);
+      if (!target) throw new ConfigError(`${where}: "${id}" is not a model of this catalog`);
+      if (target === entry) throw new ConfigError(`${where}: a model cannot fall back to itself`);
+      if (target.kind !== entry.kind) {
+        throw new ConfigError(`${where}: "${id}" is a ${target.kind} model, not ${entry.kind}`);
+      }
+    }
+  }
+}
+
+/** Routing settings with their defaults (see `ConfigSchema.routing`). */
+function routingSettings(r: ConfigInput["routing"]): RoutingSettings {
+  return {
+    maxAttempts: r?.maxAttempts ?? 3,
+    budgetMs: r?.budgetMs ?? 30_000,
+    backoffMs: r?.backoffMs ?? 200,
+    retryOn: new Set(r?.retryOn ?? RETRY_TRIGGERS),
+    cooldownMs: r?.cooldownMs ?? 1000,
+    queueMs: r?.queueMs ?? 2000,
+    circuit: {
+      failures: r?.circuit?.failures ?? 5,
+      errorRate: r?.circuit?.errorRate ?? 0.5,
+      minCalls: r?.circuit?.minCalls ?? 20,
+      windowMs: r?.circuit?.windowMs ?? 60_000,
+      coolOffMs: r?.circuit?.coolOffMs ?? 30_000,
+    },
   };
 }
 

@@ -8,6 +8,10 @@ import { HOSTED_TOOLS } from "../billing/price.ts";
 /** The most serving threads one process runs (`server.workers`, `--workers`). */
 export const MAX_WORKERS = 256;
 
+/** The upstream failures a call may be retried on (`routing.retryOn`). */
+export const RETRY_TRIGGERS = ["connection", "timeout", "429", "5xx"] as const;
+export type RetryTrigger = typeof RETRY_TRIGGERS[number];
+
 /** Provider wire families the gateway can talk to. */
 export const PROVIDER_TYPES = [
   "openai",
@@ -89,6 +93,25 @@ export type PriceInput = v.InferOutput<typeof PriceSchema>;
 
 const url = v.pipe(v.string("must be a string"), v.url("must be an absolute URL"));
 
+/** The most keys one provider lists, and deployments or fallbacks one model lists. */
+export const MAX_KEYS = 32;
+export const MAX_DEPLOYMENTS = 16;
+export const MAX_FALLBACKS = 8;
+
+const keyText = v.pipe(
+  v.string('must be a string or "env:NAME"'),
+  v.minLength(1, "must not be empty"),
+  v.maxLength(4096, "must be at most 4096 characters"),
+);
+
+/** A share of calls, relative to the others' (default 1). */
+const weight = v.pipe(
+  v.number("must be an integer"),
+  v.integer("must be an integer"),
+  v.minValue(1, "must be between 1 and 100"),
+  v.maxValue(100, "must be between 1 and 100"),
+);
+
 export const ProviderSchema = v.strictObject({
   type: v.picklist(PROVIDER_TYPES, `must be one of ${PROVIDER_TYPES.join(", ")}`),
   baseUrl: url,
@@ -98,10 +121,30 @@ export const ProviderSchema = v.strictObject({
    */
   chatBaseUrl: v.optional(url),
   /**
-   * The upstream key, or `env:NAME` to read it from the environment variable NAME. Optional for
-   * an `openai-compatible` provider (a local server needs none); the others are disabled without.
+   * The upstream key, or `env:NAME` to read it from the environment variable NAME; or several
+   * (`["env:KEY_1", {"key": "env:KEY_2", "weight": 2}]`), which calls spread over by weight and
+   * move between when one is rate-limited or refused (see `routing/keys.ts`). Optional for an
+   * `openai-compatible` provider (a local server needs none); the others are disabled without.
    */
-  apiKey: v.optional(v.string('must be a string or "env:NAME"')),
+  apiKey: v.optional(
+    v.union(
+      [
+        keyText,
+        v.pipe(
+          v.array(
+            v.union(
+              [keyText, v.strictObject({ key: keyText, weight: v.optional(weight) })],
+              'each key must be a string or {"key": …, "weight": …}',
+            ),
+            "must be a list of keys",
+          ),
+          v.minLength(1, "must list at least one key"),
+          v.maxLength(MAX_KEYS, `must list at most ${MAX_KEYS} keys`),
+        ),
+      ],
+      'must be a string, "env:NAME", or a list of keys',
+    ),
+  ),
   /** Extra headers sent on every call to this provider (e.g. an aggregator's `HTTP-Referer`). */
   headers: v.optional(
     v.pipe(
@@ -134,8 +177,59 @@ export const ImageRulesSchema = v.strictObject({
 export const MODEL_KINDS = ["text", "embedding", "image", "video"] as const;
 export type ModelKind = typeof MODEL_KINDS[number];
 
+const providerName = v.pipe(
+  v.string("must be a provider name"),
+  v.minLength(1, "must not be empty"),
+);
+
+/** Limits toward one deployment: calls at once, and calls per minute (both optional). */
+const DeploymentLimits = {
+  /** The most calls this deployment serves at once; more wait briefly (`routing.queueMs`). */
+  maxConcurrent: v.optional(count(1)),
+  /** The most calls per minute sent to this deployment (all its keys together). */
+  rpm: v.optional(count(1)),
+};
+
+/** One provider (and upstream id) serving a model; the model's own fields are its defaults. */
+export const DeploymentSchema = v.strictObject({
+  provider: providerName,
+  upstream: v.optional(v.pipe(v.string(), v.minLength(1, "must not be empty"))),
+  /** This deployment's price, when it differs from the model's. */
+  price: v.optional(PriceSchema),
+  free: v.optional(v.boolean("must be true or false")),
+  /** Its share of the model's calls, relative to the other deployments' (default 1). */
+  weight: v.optional(weight),
+  ...DeploymentLimits,
+});
+export type DeploymentInput = v.InferOutput<typeof DeploymentSchema>;
+
+const modelId = v.pipe(
+  v.string("must be a model id"),
+  v.minLength(1, "must not be empty"),
+  v.maxLength(256, "must be at most 256 characters"),
+);
+
 export const ModelSchema = v.strictObject({
-  provider: v.pipe(v.string("must be a provider name"), v.minLength(1, "must not be empty")),
+  /** The provider serving the model (or `deployments`, for several). */
+  provider: v.optional(providerName),
+  /** Several providers (or upstream ids) serving the model, calls spread over them by weight. */
+  deployments: v.optional(
+    v.pipe(
+      v.array(DeploymentSchema, "must be a list of deployments"),
+      v.minLength(1, "must list at least one deployment"),
+      v.maxLength(MAX_DEPLOYMENTS, `must list at most ${MAX_DEPLOYMENTS} deployments`),
+    ),
+  ),
+  /** Other public model ids tried in order when every deployment of this one failed. */
+  fallbacks: v.optional(
+    v.pipe(
+      v.array(modelId, "must be a list of model ids"),
+      v.maxLength(MAX_FALLBACKS, `must list at most ${MAX_FALLBACKS} models`),
+    ),
+  ),
+  /** The model a call goes to when the upstream says its input exceeds the context window. */
+  contextFallback: v.optional(modelId),
+  ...DeploymentLimits,
   /** `text` (default: chat, Responses, Messages, generateContent), `embedding`, `image`, `video`. */
   kind: v.optional(v.picklist(MODEL_KINDS, `must be one of ${MODEL_KINDS.join(", ")}`)),
   /** The model id sent upstream; defaults to the public id (for a pattern, the requested id). */
@@ -240,6 +334,43 @@ export const ConfigSchema = v.strictObject({
     retentionHours: v.optional(count(1)),
     /** The largest answer (its input and output) kept, in bytes (default 8 MiB). */
     maxBytes: v.optional(count(1024)),
+  })),
+  /** Retries, failover and upstream health (see `routing/`). */
+  routing: v.optional(v.strictObject({
+    /** Upstream attempts one call may make in all: keys, deployments and fallbacks (default 3). */
+    maxAttempts: v.optional(
+      v.pipe(count(1), v.maxValue(10, "must be at most 10")),
+    ),
+    /** No attempt starts this long after the first (default 30000 ms); later ones end by then. */
+    budgetMs: v.optional(count(1)),
+    /** The base of the jittered backoff before an attempt on a target that just failed (ms). */
+    backoffMs: v.optional(count(0)),
+    /** The failures that move a call on: `connection`, `timeout`, `429`, `5xx` (default all). */
+    retryOn: v.optional(
+      v.array(
+        v.picklist(RETRY_TRIGGERS, `must be one of ${RETRY_TRIGGERS.join(", ")}`),
+        "must be a list of failures",
+      ),
+    ),
+    /** A rate-limited key without `retry-after` rests this long, doubled per repeat (ms). */
+    cooldownMs: v.optional(count(1)),
+    /** Calls wait at most this long for a deployment's `maxConcurrent` or `rpm` (ms). */
+    queueMs: v.optional(count(0)),
+    /** When a deployment's circuit opens, and for how long. */
+    circuit: v.optional(v.strictObject({
+      /** Consecutive failures that open it (default 5). */
+      failures: v.optional(count(1)),
+      /** The share of failed calls in the window that opens it (default 0.5)… */
+      errorRate: v.optional(
+        v.pipe(v.number(), v.minValue(0.01, "must be > 0"), v.maxValue(1, "must be ≤ 1")),
+      ),
+      /** …once the window holds this many calls (default 20). */
+      minCalls: v.optional(count(1)),
+      /** The window of that share (default 60000 ms). */
+      windowMs: v.optional(count(1000)),
+      /** How long it stays open before one probe call may try (default 30000 ms). */
+      coolOffMs: v.optional(count(1)),
+    })),
   })),
   /** Merge the built-in providers and models under the file's own (default true). */
   defaultCatalog: v.optional(v.boolean("must be true or false")),

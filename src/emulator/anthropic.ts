@@ -54,6 +54,7 @@ export function anthropicError(status: number, message: string): Response {
 }
 
 function fault(d: Directives): Response | undefined {
+  if (d.context) return anthropicError(400, "prompt is too long: 215000 tokens > 200000 maximum");
   if (!d.status) return undefined;
   const message = d.status === 529 ? "Overloaded" : `Emulated error ${d.status}.`;
   return anthropicError(d.status, message);

@@ -236,6 +236,12 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
   const body = await req.json() as Json;
   const d = directives(promptTexts(body));
   await sleep(d.wait);
+  if (d.context) {
+    return googleError(
+      400,
+      "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+    );
+  }
   if (d.status) return googleError(d.status, `Emulated error ${d.status}.`);
   const contents = (Array.isArray(body.contents) ? body.contents : []) as Content[];
   if (!contents.length) {

@@ -72,6 +72,17 @@ export function streamRateLimit(model: unknown): Json {
 
 /** Fault by directive: an error response, or undefined to go on. */
 export function openaiFault(d: Directives, model?: unknown): Response | undefined {
+  if (d.context) {
+    return Response.json({
+      error: {
+        message:
+          "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+        type: "invalid_request_error",
+        param: "messages",
+        code: "context_length_exceeded",
+      },
+    }, { status: 400 });
+  }
   if (d.status === 429 && typeof model === "string") {
     return openaiError(
       429,

@@ -13,7 +13,9 @@
  *   /gemini/v1beta/models/{model}:generateContent|streamGenerateContent|countTokens (x-goog-api-key)
  *   /gemini/v1beta/models/{model}:embedContent|batchEmbedContents                  (x-goog-api-key)
  * Requests must carry an upstream key (as the real services require); with `requiredKey` set, only
- * that key is accepted. Faults and tool calls are asked for in the prompt text (see `text.ts`).
+ * that key is accepted, and with `keys` only those, each playing its fault (see `keys.ts`):
+ * `GET /_emulator/keys` reports each key's requests and fault, `POST /_emulator/keys` with
+ * `{"key", "fault", "retryAfter"?}` changes (or adds) one. Faults and tool calls are asked for in the prompt text (see `text.ts`).
  * The text families answer structured-output requests with JSON following the schema, issue
  * reasoning artefacts they can verify statelessly (HMACs under a fixed secret), and refuse
  * histories the real APIs refuse, in each family's own error envelope.
@@ -28,12 +30,15 @@ import { anthropicError, countTokensHandler as anthropicCount, messages } from "
 import { countTokensHandler as geminiCount, generate, googleError } from "./gemini.ts";
 import { embedContents } from "./gemini_embeddings.ts";
 import { stats } from "./text.ts";
+import { KeyBook, type KeySpec, keySpecOf } from "./keys.ts";
 
 export interface EmulatorOptions {
   hostname?: string;
   port?: number;
   /** Accept only this upstream key. */
   requiredKey?: string;
+  /** Accept only these upstream keys, each playing its fault. */
+  keys?: KeySpec[];
   /** Keep the last 200 requests for `GET /_emulator/requests` (tests; costs a body copy). */
   record?: boolean;
 }
@@ -169,6 +174,35 @@ function keyRefused(pathname: string, key: string): Response {
   );
 }
 
+/** The answer a faulty key gets, in its family's envelope. */
+function keyFault(family: Family, spec: KeySpec): Response {
+  const [status, message] = spec.fault === "exhausted"
+    ? [429, "You exceeded your current rate limit for this key (emulated)."]
+    : spec.fault === "overloaded"
+    ? [family === ANTHROPIC ? 529 : 503, "Overloaded (emulated)."]
+    : [500, "The server had an error while processing your request (emulated)."];
+  const answer = family.error(status, message);
+  const headers = new Headers(answer.headers);
+  headers.delete("retry-after");
+  if (spec.fault === "exhausted" && (spec.retryAfter ?? 1) > 0) {
+    headers.set("retry-after", String(spec.retryAfter ?? 1));
+  }
+  return new Response(answer.body, { status, headers });
+}
+
+/** `GET /_emulator/keys` (each key's requests and fault) and `POST` (set one key's fault). */
+async function keysControl(req: Request, book: KeyBook | undefined): Promise<Response> {
+  if (!book) {
+    return Response.json({ error: "this emulator was started without keys" }, { status: 404 });
+  }
+  if (req.method === "GET") return Response.json(book.report());
+  try {
+    return Response.json(book.set(keySpecOf(await req.json())));
+  } catch (error) {
+    return Response.json({ error: (error as Error).message }, { status: 400 });
+  }
+}
+
 function familyOf(pathname: string): Family {
   if (pathname.startsWith("/gemini/")) return GOOGLE;
   if (/^\/(deepseek|moonshot|zhipu)\/compat\//.test(pathname)) return OPENAI;
@@ -179,6 +213,11 @@ function familyOf(pathname: string): Family {
 /** Starts the emulator on `port` (0 = a free one). */
 export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<Deno.NetAddr> {
   const seen: Seen[] = [];
+  // A required key is one more good key of the book.
+  const book = options.keys
+    ? new KeyBook([...options.keys, ...(options.requiredKey ? [{ key: options.requiredKey }] : [])])
+    : undefined;
+  const required = book ? undefined : options.requiredKey;
   return Deno.serve({
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 0,
@@ -187,6 +226,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
     const url = new URL(req.url);
     if (url.pathname === "/_emulator/requests") return Response.json(seen);
     if (url.pathname === "/_emulator/stats") return Response.json(stats);
+    if (url.pathname === "/_emulator/keys") return keysControl(req, book);
     let match: { route: typeof ROUTES[number]; groups: Record<string, string | undefined> } | null =
       null;
     for (const route of ROUTES) {
@@ -202,8 +242,16 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
     }
     const key = family.key(req);
     const keyless = url.pathname.startsWith("/local/");
-    if (!keyless && (!key || (options.requiredKey && key !== options.requiredKey))) {
+    if (!keyless && (!key || (required && key !== required))) {
       return keyRefused(url.pathname, key ?? "");
+    }
+    if (!keyless && book) {
+      const spec = book.take(key!);
+      if (!spec || spec.fault === "invalid") return keyRefused(url.pathname, key!);
+      if (spec.fault) {
+        await req.body?.cancel();
+        return keyFault(family, spec);
+      }
     }
     let request = req;
     if (options.record) {

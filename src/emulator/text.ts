@@ -1,6 +1,7 @@
 /**
  * The emulator's deterministic "model": a tokenizer, answers derived from the prompt, and the
- * fault directives a prompt can carry, e.g. `[[emulate status=429]]`, `[[emulate cut=5]]`,
+ * fault directives a prompt can carry, e.g. `[[emulate status=429]]`, `[[emulate context=1]]` (the
+ * input exceeds the context window), `[[emulate cut=5]]`,
  * `[[emulate stop=5]]` (a stream that ends cleanly before its end),
  * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`, `[[emulate wait=500]]`,
  * and for video jobs `[[emulate ready=800 seconds=5]]`, `[[emulate fail=1]]`, `[[emulate expire=1]]`,
@@ -31,6 +32,8 @@ export function countTokens(text: string): number {
 export interface Directives {
   /** Answer with this HTTP error status instead. */
   status?: number;
+  /** Answer that the input exceeds the model's context window (1), in the family's words. */
+  context?: number;
   /** Cut a stream after this many events (or send a truncated JSON body). */
   cut?: number;
   /** End a stream cleanly after this many events, before its end-of-stream marker. */
@@ -77,6 +80,7 @@ export interface Directives {
 
 const NUMERIC = [
   "status",
+  "context",
   "cut",
   "stop",
   "delay",

@@ -95,6 +95,7 @@ function entryJson(e: LedgerEntry) {
     endpoint: e.endpoint,
     model: e.model,
     provider: e.provider,
+    upstream_model: e.upstreamModel,
     ...amountFields("amount", e.amount),
     units: e.units.map((u) => ({
       unit: u.unit,

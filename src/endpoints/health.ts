@@ -1,9 +1,11 @@
 /**
  * `GET /healthz` (liveness) and `GET /readyz` (readiness), without authentication. Readiness reads
  * the store and reports each enabled provider's upstream calls and failures of the last minutes,
- * every serving thread's added up; it names providers and counts only (no URL, key or error text).
+ * every serving thread's added up, its keys in use and refused, and each deployment's circuit
+ * and calls in flight; it names providers and counts only (no URL, key or error text).
  */
-import type { Handler, Services } from "../context.ts";
+import { boardOf, type Handler, type Services } from "../context.ts";
+import { deploymentStates, providerKeys } from "../routing/status.ts";
 import { jsonResponse } from "../http/json.ts";
 import { log } from "../log.ts";
 import { everyThread } from "../metrics/gateway.ts";
@@ -18,6 +20,9 @@ export interface ProviderHealth {
   errors: number;
   /** `errors / calls`, to four decimals; null without a call in the window. */
   error_rate: number | null;
+  /** Its upstream keys, and how many of them the upstream refused (out until a reload). */
+  keys?: number;
+  refused?: number;
 }
 
 /** Whether a cheap read through the store succeeds (the count of held calls: one index lookup). */
@@ -55,12 +60,18 @@ export const getReady: Handler = async (ctx) => {
       error_rate: calls ? Math.round((errors / calls) * 10_000) / 10_000 : null,
     };
   }
+  const board = boardOf(services);
+  const keys = providerKeys(board, services.config.catalog);
+  for (const [name, state] of Object.entries(keys)) {
+    if (providers[name]) providers[name] = { ...providers[name], ...state };
+  }
   return jsonResponse(
     {
       status: store ? "ready" : "unavailable",
       store: store ? "ok" : "error",
       window_seconds: WINDOW_MINUTES * 60,
       providers,
+      deployments: deploymentStates(board, services.config.catalog),
     },
     store ? 200 : 503,
     { "cache-control": "no-store" },

@@ -2,8 +2,8 @@
  * `GET /metrics`: the Prometheus text exposition of every serving thread's metrics (see
  * `metrics/gateway.ts`), for the admin token — or without one on `server.metricsPort` (loopback).
  */
-import type { Services } from "../context.ts";
-import type { Handler } from "../context.ts";
+import { boardOf, type Handler, type Services } from "../context.ts";
+import { deploymentStates } from "../routing/status.ts";
 import { requireAdmin } from "../auth/admin.ts";
 import { everyThread, exposition } from "../metrics/gateway.ts";
 
@@ -12,7 +12,11 @@ const TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8";
 
 /** The metrics of the whole process (every thread's), as exposition text. */
 export async function metricsText(services: Services): Promise<string> {
-  return exposition(await everyThread(services), services.store.holdsOutstanding());
+  const states = deploymentStates(boardOf(services), services.config.catalog);
+  const circuits = Object.fromEntries(
+    Object.entries(states).map(([name, state]) => [name, state.circuit === "closed" ? 0 : 1]),
+  );
+  return exposition(await everyThread(services), services.store.holdsOutstanding(), circuits);
 }
 
 /** The admin-token route. */

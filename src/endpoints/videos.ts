@@ -12,7 +12,8 @@ import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
 import { openBill } from "../billing/ledger.ts";
 import { emptyUsage, price, videoSecondRate } from "../billing/price.ts";
-import { sendHeld, withUpstreamModel } from "../pipeline/passthrough.ts";
+import { withUpstreamModel } from "../pipeline/passthrough.ts";
+import { sendHeld } from "../pipeline/attempt.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
 import { refreshJob, renderVideo } from "../pipeline/video_jobs.ts";
 

@@ -39,6 +39,19 @@ export const UPSTREAM_ERRORS: Family = {
   type: "counter",
   labels: ["provider", "status"],
 };
+export const UPSTREAM_RETRIES: Family = {
+  name: "switchyard_upstream_retries_total",
+  help:
+    "Failed attempts that moved a call on to another key, deployment or model, by provider and reason.",
+  type: "counter",
+  labels: ["provider", "reason"],
+};
+export const CIRCUITS: Family = {
+  name: "switchyard_deployment_circuit_open",
+  help: "1 when a deployment's circuit is open or half-open (calls pass it over), else 0.",
+  type: "gauge",
+  labels: ["deployment"],
+};
 export const TOKENS: Family = {
   name: "switchyard_tokens_total",
   help: "Tokens charged, by model, account and kind (input, cached_input, cache_write, output).",
@@ -92,6 +105,8 @@ export const FAMILIES: readonly Family[] = [
   UPSTREAM_TTFB,
   UPSTREAM_SECONDS,
   UPSTREAM_ERRORS,
+  UPSTREAM_RETRIES,
+  CIRCUITS,
   TOKENS,
   SPEND,
   OPEN_STREAMS,
@@ -134,9 +149,17 @@ export async function everyThread(
     : [snapshot(services.live?.size ?? 0)];
 }
 
-/** The exposition text of several threads' snapshots, with the store's gauge. */
-export function exposition(parts: readonly Record<string, Samples>[], holds: number): string {
+/**
+ * The exposition text of several threads' snapshots, with the store's gauge and the circuits'
+ * (shared by the threads, so read once: 1 when not closed, by deployment).
+ */
+export function exposition(
+  parts: readonly Record<string, Samples>[],
+  holds: number,
+  circuits: Record<string, number> = {},
+): string {
   const all = merge(parts);
   all[HOLDS.name] = { "": holds };
+  all[CIRCUITS.name] = { ...circuits }; // one label: the key is the deployment's name
   return render(FAMILIES, all);
 }

@@ -6,7 +6,7 @@
  * a chat-only upstream, or a vendor without a counting endpoint, gets the local estimate. The
  * header `x-switchyard-token-count` says which (`upstream` | `estimate`).
  */
-import type { Handler, RequestContext } from "../context.ts";
+import { callRoute, type Handler, type RequestContext } from "../context.ts";
 import { type JsonBody, readJsonObject } from "../http/body.ts";
 import { concatBytes } from "../http/bytes.ts";
 import { GatewayError } from "../http/errors.ts";
@@ -106,6 +106,7 @@ async function forward(
     { protocol: upstream.id, path: target.path, body: text, headers: target.headers },
     new AbortController(),
     upstreamDeadlines(ctx.services.config),
+    callRoute(ctx),
   );
   if (!response.ok) {
     return await relayUpstreamError(response, client.errors, model, upstream.errors);

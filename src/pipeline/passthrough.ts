@@ -6,8 +6,7 @@
  * event. The meter always reads the upstream's side. Settled exactly once; failed calls are
  * released unbilled.
  */
-import { type Bill, openBill } from "../billing/ledger.ts";
-import { inputTotal, price, type Usage } from "../billing/price.ts";
+import { inputTotal, type Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
 import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
@@ -15,21 +14,21 @@ import type { JsonBody } from "../http/body.ts";
 import { type ErrorFormat, GatewayError } from "../http/errors.ts";
 import { readWhole, relayStream } from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
-import { send, type UpstreamCall, upstreamDeadlines } from "../providers/index.ts";
-import { holdTokens, type TokenRequest } from "./reserve.ts";
-import { redact, relayUpstreamError } from "./upstream_errors.ts";
+import type { UpstreamCall } from "../providers/index.ts";
+import type { TokenRequest } from "./reserve.ts";
+import { redact } from "./upstream_errors.ts";
+import { callRoute } from "../context.ts";
+import { candidates, ownTarget, soonestWake } from "../routing/candidates.ts";
+import { noteCalled } from "../routing/status.ts";
+import { isHealthFailure, recordOutcome, releaseProbe } from "../routing/circuit.ts";
+import { acquire, type Lease } from "../routing/limits.ts";
+import { attempt, type Attempted } from "./attempt.ts";
 import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
 import { log } from "../log.ts";
 import type { AnswerInfo, Codec } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { collect } from "../translate/collect.ts";
-import {
-  metrics,
-  recentCalls,
-  UPSTREAM_ERRORS,
-  UPSTREAM_SECONDS,
-  UPSTREAM_TTFB,
-} from "../metrics/gateway.ts";
+import { metrics, UPSTREAM_RETRIES, UPSTREAM_SECONDS } from "../metrics/gateway.ts";
 import { type CallSpan, providerName } from "../metrics/trace.ts";
 
 /** The response header that tells a client the output cap the gateway imposed. */
@@ -223,77 +222,191 @@ function answerDeadline(idleMs: number, maxMs: number): number {
   return limits.length ? Math.min(...limits) : 0;
 }
 
-/** The upstream's 2xx answer, or the response the client gets for its failure. */
-export type HeldAnswer =
-  /** `sent`: when the request went (`performance.now()`), for the call's duration. */
-  | { ok: true; upstream: Response; sent: number }
-  | { ok: false; response: Response };
+/** A limit-bound wait that ran out, as the client sees it when nothing else could answer. */
+const LIMITED = new GatewayError(
+  429,
+  "The upstream deployments of this model are at capacity; retry shortly.",
+  { headers: { "retry-after": "1" }, code: "upstream_capacity" },
+);
 
-/**
- * Sends a call whose funds `bill` holds (durably: the hold was committed before). A failed call
- * (no answer, or a non-2xx one) releases the hold unbilled; a non-2xx answer becomes the client's
- * error response (or a thrown `GatewayError`).
- */
-export async function sendHeld(
-  ctx: RequestContext,
-  bill: Bill,
-  model: ResolvedModel,
-  call: UpstreamCall,
-  format: ErrorFormat,
-  abort = new AbortController(),
-  upstreamFormat: ErrorFormat = format,
-): Promise<HeldAnswer> {
-  let upstream: Response;
-  const labels = [model.provider.name, model.id];
-  const sent = performance.now();
-  try {
-    upstream = await send(model.provider, call, abort, upstreamDeadlines(ctx.services.config));
-  } catch (error) {
-    metrics.add(UPSTREAM_ERRORS, [model.provider.name, "0"]);
-    recentCalls.record(model.provider.name, 0);
-    await bill.release();
-    throw error;
-  }
-  metrics.observe(UPSTREAM_TTFB, labels, (performance.now() - sent) / 1000);
-  recentCalls.record(model.provider.name, upstream.status);
-  if (upstream.ok) return { ok: true, upstream, sent };
-  metrics.add(UPSTREAM_ERRORS, [model.provider.name, String(upstream.status)]);
-  await bill.release();
-  return {
-    ok: false,
-    response: await relayUpstreamError(upstream, format, model, upstreamFormat),
-  };
+/** The client went away before an answer: nothing more is tried (the answer reaches no one). */
+const GONE = new GatewayError(499, "The client closed the request.");
+
+/** Runs a call bound to its model's own deployment end to end (see `routeCall`). */
+export function passThrough(p: PassThrough): Promise<Response> {
+  return routeCall(p.ctx, p.model, () => p, false);
 }
 
-/** Runs a same-protocol call end to end. */
-export async function passThrough(p: PassThrough): Promise<Response> {
-  const { ctx, model } = p;
-  const { store, config } = ctx.services;
-  const identity = {
-    principal: ctx.principal!,
-    requestId: ctx.requestId,
-    endpoint: p.endpoint,
-    model,
-  };
-  const hold = p.tokens ? await holdTokens(ctx, model, p.tokens, identity) : undefined;
-  const plan = hold?.plan;
-  const bill: Bill = hold?.bill ?? await openBill(store, {
-    ...identity,
-    reserve: price(p.unitsHold ?? p.units!, model.prices).amount,
-    estimate: p.units!,
-  });
-  const sentCap = plan?.sendCap ? plan.cap : undefined;
+/**
+ * Runs a call end to end: with `retarget`, its model's deployments in turn, then its fallbacks
+ * (see `routing/candidates.ts`), else the model's own deployment only; each attempt with its own
+ * hold (see `attempt.ts`), moving on while the failure is one `routing.retryOn` names and
+ * attempts and budget remain. The first answer is relayed and never retried. `build` makes the
+ * call for one deployment (lazily: a deployment that cannot take the request is passed over).
+ */
+export async function routeCall(
+  ctx: RequestContext,
+  model: ResolvedModel,
+  build: (model: ResolvedModel) => PassThrough,
+  retarget: boolean,
+): Promise<Response> {
+  const route = callRoute(ctx);
+  const { board, settings } = route;
+  const catalog = ctx.services.config.catalog;
   const abort = new AbortController();
-  const answer = await sendHeld(
-    ctx,
-    bill,
-    model,
-    p.call(sentCap),
-    p.format,
-    abort,
-    p.upstreamFormat,
+  const client = ctx.req.signal;
+  const gone = () => abort.abort();
+  if (client.aborted) throw GONE;
+  client.addEventListener("abort", gone, { once: true });
+  const r = model.route;
+  route.alternatives = retarget &&
+    (r.targets.length > 1 || r.fallbacks.length > 0 || r.contextFallback !== undefined);
+  const queueOf = (root: ResolvedModel) =>
+    retarget
+      ? candidates(board, catalog, root, settings.circuit)
+      : ownTarget(board, root, settings.circuit);
+  /** The model the rounds start from (a context-window fallback's, once jumped). */
+  let root = model;
+  let queue = queueOf(root);
+  let failure: Extract<Attempted, { ok: false }> | undefined;
+  /** The error of the first deployment that could not take the request. */
+  let unbuilt: GatewayError | undefined;
+  let limited = false;
+  let jumped = false;
+  const tried = new Set<string>();
+  let triedThisRound = 0;
+  let rounds = 0;
+  try {
+    for (;;) {
+      if (abort.signal.aborted) throw GONE;
+      const next = queue.next();
+      if (next.done) {
+        // Another round over the same upstreams, while attempts remain and the failure allows.
+        if (!failure?.again || !triedThisRound || !route.canStart()) break;
+        if (++rounds >= settings.maxAttempts) break;
+        triedThisRound = 0;
+        queue = queueOf(root);
+        continue;
+      }
+      const candidate = next.value;
+      let call: PassThrough;
+      try {
+        call = build(candidate.model);
+      } catch (error) {
+        if (candidate.probe) releaseProbe(candidate.slot);
+        if (!(error instanceof GatewayError) || error.status >= 500) throw error;
+        unbuilt ??= error;
+        continue;
+      }
+      if (!route.canStart()) {
+        if (candidate.probe) releaseProbe(candidate.slot);
+        break;
+      }
+      if (tried.has(candidate.target.name)) await route.backoff(abort.signal);
+      const lease = await acquire(candidate.slot, candidate.target, settings.queueMs, abort.signal);
+      if (!lease) {
+        if (candidate.probe) releaseProbe(candidate.slot);
+        if (abort.signal.aborted) throw GONE;
+        limited = true;
+        continue;
+      }
+      noteCalled(candidate.target);
+      tried.add(candidate.target.name);
+      triedThisRound++;
+      const sentBefore = route.count;
+      let outcome: Attempted;
+      try {
+        outcome = await attempt(call, abort);
+      } catch (error) {
+        lease.release();
+        if (candidate.probe) releaseProbe(candidate.slot);
+        if (abort.signal.aborted) throw GONE;
+        // Another deployment's call that cannot be held (its price, the balance): the failure
+        // before stands.
+        if (failure && error instanceof GatewayError && error.status < 500) continue;
+        throw error;
+      }
+      // Only an upstream's answer (or its silence) says anything about its health.
+      if (route.count > sentBefore) {
+        const ok = outcome.ok || !isHealthFailure(outcome.kind);
+        recordOutcome(candidate.slot, ok, candidate.probe, settings.circuit);
+      } else if (candidate.probe) releaseProbe(candidate.slot);
+      if (outcome.ok) {
+        route.served = { provider: candidate.target.provider.name, model: candidate.model.id };
+        ctx.log.provider = candidate.target.provider.name;
+        if (candidate.model.id !== model.id) ctx.log.served_model = candidate.model.id;
+        client.removeEventListener("abort", gone);
+        return await relayGuarded(call, outcome, abort, lease);
+      }
+      lease.release();
+      if (abort.signal.aborted) throw GONE;
+      const contextFallback = candidate.model.route.contextFallback;
+      if (outcome.kind === "context" && contextFallback && retarget && !jumped) {
+        const resolved = catalog.resolve(contextFallback);
+        if (resolved.ok) {
+          metrics.add(UPSTREAM_RETRIES, [candidate.target.provider.name, "context"]);
+          jumped = true;
+          failure = outcome;
+          root = resolved.model;
+          queue = queueOf(root);
+          tried.clear();
+          triedThisRound = 0;
+          continue;
+        }
+      }
+      const kind = outcome.kind;
+      if (!kind || kind === "context" || !outcome.again || !route.retries(kind)) {
+        return await outcome.respond();
+      }
+      metrics.add(UPSTREAM_RETRIES, [candidate.target.provider.name, kind]);
+      failure = outcome;
+    }
+  } finally {
+    client.removeEventListener("abort", gone);
+  }
+  if (failure) return await failure.respond();
+  if (limited) throw LIMITED;
+  if (unbuilt) throw unbuilt;
+  // Nothing was offered: every deployment's keys rest after rate limits.
+  const seconds = Math.max(1, Math.ceil((soonestWake(board, model) - Date.now()) / 1000));
+  throw new GatewayError(
+    429,
+    `The upstream provider's rate limit is reached for now; retry after ${seconds}s.`,
+    { headers: { "retry-after": String(seconds) }, code: "upstream_rate_limited" },
   );
-  if (!answer.ok) return answer.response;
+}
+
+/**
+ * Relays an answer; should anything fail before the relay owns it, the call's place, hold and
+ * upstream body are given back (a settled hold stays settled: releasing it is a no-op).
+ */
+async function relayGuarded(
+  p: PassThrough,
+  answer: Extract<Attempted, { ok: true }>,
+  abort: AbortController,
+  lease: Lease,
+): Promise<Response> {
+  try {
+    return await relayAnswer(p, answer, abort, lease);
+  } catch (error) {
+    lease.release();
+    await answer.bill.release();
+    answer.upstream.body?.cancel().catch(() => {});
+    throw error;
+  }
+}
+
+/** The relay of an attempt's answer: the client's response, settled when it ends. */
+async function relayAnswer(
+  p: PassThrough,
+  answer: Extract<Attempted, { ok: true }>,
+  abort: AbortController,
+  lease: Lease,
+): Promise<Response> {
+  const { ctx, model } = p;
+  const { config } = ctx.services;
+  const bill = answer.bill;
+  const sentCap = answer.sentCap;
   const upstream = answer.upstream;
   const upstreamLabels = [model.provider.name, model.id];
   const sent = answer.sent;
@@ -338,6 +451,7 @@ export async function passThrough(p: PassThrough): Promise<Response> {
       maxMs: config.streamMaxMs,
       live: ctx.services.live,
       onEnd: async (how, why) => {
+        lease.release();
         metrics.observe(UPSTREAM_SECONDS, upstreamLabels, (performance.now() - sent) / 1000);
         if (how === "cut") log("warn", "stream cut", { request_id: ctx.requestId, reason: why });
         const prices = p.pricesFromMeter?.(meter) ?? model.prices;
@@ -365,6 +479,7 @@ export async function passThrough(p: PassThrough): Promise<Response> {
     await bill.settleEstimate(0);
     throw error;
   } finally {
+    lease.release();
     metrics.observe(UPSTREAM_SECONDS, upstreamLabels, (performance.now() - sent) / 1000);
   }
   let usage: Usage | null = null;

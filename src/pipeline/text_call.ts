@@ -7,7 +7,7 @@
  * side.
  */
 import type { Handler, RequestContext } from "../context.ts";
-import { readJsonObject } from "../http/body.ts";
+import { type JsonBody, readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { PROTOCOLS } from "../protocols/index.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
@@ -17,7 +17,7 @@ import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
 import { planCall } from "../translate/plan.ts";
-import { passThrough, type Translation } from "./passthrough.ts";
+import { type PassThrough, routeCall, type Translation } from "./passthrough.ts";
 import { resolveModel } from "./resolve.ts";
 
 /** The handler of a text route whose clients speak `client`. */
@@ -26,38 +26,51 @@ export function textCall(client: WireProtocol): Handler {
     const body = await readJsonObject(ctx.req, ctx.services.config);
     const accepted = client.accept(ctx, body);
     const model = resolveModel(ctx, accepted.model, "text");
-    const plan = planCall(client.id, protocolsOf(model.provider));
-    if (plan.kind === "refuse") {
-      throw new GatewayError(400, `The model \`${model.id}\` cannot be reached from this route.`, {
-        param: "model",
-        code: "model_not_supported",
-      });
-    }
-    // A conversation the gateway keeps itself is continued through the canonical form, even on an
-    // upstream of the client's own protocol (it holds nothing of it).
-    // So is a body carrying gateway tokens of opaque state (a conversation that moved between
-    // providers): each goes back to the provider that issued it, or nowhere.
-    const held = (client.conversation?.held(ctx, body.value) ?? false) ||
-      body.text.includes(TOKEN_PREFIX);
-    if (plan.kind === "passthrough" && !held) {
-      const prepared = client.prepare(ctx, body, model, {
-        stream: accepted.stream,
-        jsonArray: accepted.jsonArray,
-        passthrough: true,
-        usageChunk: accepted.usageChunk,
-      });
-      return await passThrough({
-        ...callOptions(ctx, client, accepted, model, prepared),
-        errorTail: (started) => client.errorTail(started, accepted.jsonArray),
-        rewrite: prepared.rewrite,
-        objectsFromJson: prepared.objectsFromJson,
-        keepResponses: prepared.keepResponses,
-        codec: client,
-      });
-    }
-    const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
-    return await translated(ctx, client, upstream, accepted, body.value, model);
+    // Each deployment (or fallback) the router tries gets the call built for its provider.
+    const build = (target: ResolvedModel) => buildCall(ctx, client, accepted, body, target);
+    return await routeCall(ctx, model, build, true);
   };
+}
+
+/** The call of a text request as `model`'s provider takes it: passed through, or translated. */
+function buildCall(
+  ctx: RequestContext,
+  client: WireProtocol,
+  accepted: Accepted,
+  body: JsonBody,
+  model: ResolvedModel,
+): PassThrough {
+  const plan = planCall(client.id, protocolsOf(model.provider));
+  if (plan.kind === "refuse") {
+    throw new GatewayError(400, `The model \`${model.id}\` cannot be reached from this route.`, {
+      param: "model",
+      code: "model_not_supported",
+    });
+  }
+  // A conversation the gateway keeps itself is continued through the canonical form, even on an
+  // upstream of the client's own protocol (it holds nothing of it).
+  // So is a body carrying gateway tokens of opaque state (a conversation that moved between
+  // providers): each goes back to the provider that issued it, or nowhere.
+  const held = (client.conversation?.held(ctx, body.value) ?? false) ||
+    body.text.includes(TOKEN_PREFIX);
+  if (plan.kind === "passthrough" && !held) {
+    const prepared = client.prepare(ctx, body, model, {
+      stream: accepted.stream,
+      jsonArray: accepted.jsonArray,
+      passthrough: true,
+      usageChunk: accepted.usageChunk,
+    });
+    return {
+      ...callOptions(ctx, client, accepted, model, prepared),
+      errorTail: (started) => client.errorTail(started, accepted.jsonArray),
+      rewrite: prepared.rewrite,
+      objectsFromJson: prepared.objectsFromJson,
+      keepResponses: prepared.keepResponses,
+      codec: client,
+    };
+  }
+  const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
+  return translated(ctx, client, upstream, accepted, body.value, model);
 }
 
 /** What every text call tells `passThrough`: the call as its upstream's protocol prepared it. */
@@ -82,14 +95,14 @@ function callOptions(
   };
 }
 
-async function translated(
+function translated(
   ctx: RequestContext,
   client: WireProtocol,
   upstream: WireProtocol,
   accepted: Accepted,
   clientBody: Record<string, unknown>,
   model: ResolvedModel,
-): Promise<Response> {
+): PassThrough {
   const own = client.decodeRequest(clientBody, { stream: accepted.stream });
   const conversation = client.conversation;
   const request = conversation ? conversation.restore(ctx, clientBody, own) : own;
@@ -133,9 +146,9 @@ async function translated(
       }
       : {}),
   };
-  return await passThrough({
+  return {
     ...callOptions(ctx, client, accepted, model, prepared),
     upstreamFormat: upstream.errors,
     translate: translation,
-  });
+  };
 }

@@ -8,10 +8,7 @@
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { type ErrorFormat, GatewayError } from "../http/errors.ts";
 import { log } from "../log.ts";
-import { concatBytes } from "../http/bytes.ts";
-
-/** The most of an upstream error body that is read. */
-const MAX_ERROR_BYTES = 64 * 1024;
+import { isKeyFailure, readBounded } from "../providers/key_failure.ts";
 
 /** Operator identifiers and secrets as providers write them into error messages. */
 const SECRETS: [RegExp, string][] = [
@@ -21,10 +18,6 @@ const SECRETS: [RegExp, string][] = [
   [/\bAIza[0-9A-Za-z_-]{8,}/g, "[redacted key]"],
 ];
 
-/** How providers say the operator's key is wrong, whatever status they send it with. */
-const KEY_FAILURE =
-  /API_KEY_INVALID|API key not valid|api[_ -]?key[^"]{0,40}(invalid|incorrect|expired|revoked)|(invalid|incorrect|expired|revoked)[^"]{0,20}api[_ -]?key|invalid x-api-key|authentication_error|permission_error/i;
-
 /** `text` with operator identifiers redacted and the upstream model id replaced by the public one. */
 export function redact(text: string, model?: ResolvedModel): string {
   let out = text;
@@ -33,32 +26,6 @@ export function redact(text: string, model?: ResolvedModel): string {
     out = out.replaceAll(model.upstreamId, model.id);
   }
   return out;
-}
-
-/** The longest an error body may take to arrive. */
-const ERROR_BODY_MS = 10_000;
-
-async function readBounded(upstream: Response): Promise<string> {
-  if (!upstream.body) return "";
-  const reader = upstream.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const timer = setTimeout(() => reader.cancel().catch(() => {}), ERROR_BODY_MS);
-  try {
-    while (size < MAX_ERROR_BYTES) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.length;
-    }
-  } catch {
-    /* a broken body: what arrived */
-  } finally {
-    clearTimeout(timer);
-  }
-  reader.cancel().catch(() => {});
-  const bytes = chunks.length ? concatBytes(chunks, size) : new Uint8Array(0);
-  return new TextDecoder().decode(bytes.subarray(0, MAX_ERROR_BYTES));
 }
 
 /**
@@ -76,7 +43,7 @@ export async function relayUpstreamError(
 ): Promise<Response> {
   const raw = await readBounded(upstream);
   const status = upstream.status;
-  if (status === 401 || status === 403 || (status < 500 && KEY_FAILURE.test(raw))) {
+  if (isKeyFailure(status, raw)) {
     log("error", "upstream refused the gateway's credentials", {
       provider: model?.provider.name,
       status,

@@ -3,7 +3,8 @@
  * exactly once (settled on the seconds actually generated, or released when it failed or
  * expired), the body the client sees, and the background poller that finishes jobs nobody polls.
  */
-import type { Services } from "../context.ts";
+import { boardOf, type Services } from "../context.ts";
+import { CallRoute } from "../routing/attempts.ts";
 import type { Charge, VideoJob } from "../store/store.ts";
 import { send, upstreamDeadlines } from "../providers/index.ts";
 import { log } from "../log.ts";
@@ -122,6 +123,7 @@ async function pollUpstream(services: Services, job: VideoJob): Promise<JobView>
       { method: "GET", path: `/videos/${encodeURIComponent(job.upstreamId)}` },
       new AbortController(),
       upstreamDeadlines(config),
+      new CallRoute(config.routing, boardOf(services)),
     ).catch(() => undefined);
   }
   if (!response || (!response.ok && response.status !== 404)) {

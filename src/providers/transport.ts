@@ -15,6 +15,11 @@ export interface UpstreamCall {
   headers?: Record<string, string>;
   /** The surface (wire protocol) of the provider it goes to; default its first. */
   protocol?: ProtocolId;
+  /**
+   * The deployment it calls (`Target.name`), which scopes a key's rest after a rate limit and its
+   * refusal for one model (see `send`).
+   */
+  model?: string;
 }
 
 /**

@@ -14,6 +14,8 @@ export type ToWorker =
     port: number;
     /** What the main thread's store shares with the threads' (see `Store.prepareForServing`). */
     shared?: SharedArrayBuffer;
+    /** The routing state the threads share (see `routing/board.ts`). */
+    routing: SharedArrayBuffer;
   }
   /** The process's answer to a rate-limit question. */
   | { type: "rpm"; id: number; decision: RateDecision }

@@ -14,6 +14,7 @@ import type { ToMain, ToWorker } from "./messages.ts";
 import type { LiveStream } from "../http/relay.ts";
 import { snapshot } from "../metrics/gateway.ts";
 import type { Services } from "../context.ts";
+import { Board } from "../routing/board.ts";
 import { reloadConfig } from "./reload.ts";
 import type { ConfigSource } from "./workers.ts";
 import type { Samples } from "../metrics/registry.ts";
@@ -66,6 +67,7 @@ scope.onmessage = async ({ data }) => {
   } else if (data.type === "reload") {
     if (!config || !source || !services) return;
     const next = await reloadConfig(config, source);
+    // The main thread put refused keys back in (see `restoreKeys`) before telling the threads.
     if (next) config = services.config = next;
   } else if (data.type === "snapshot") {
     scope.postMessage({ type: "snapshot", id: data.id, samples: snapshot(live.size) });
@@ -76,7 +78,14 @@ scope.onmessage = async ({ data }) => {
     config = await loadConfig(data.configFile, (name) => Deno.env.get(name), data.overrides);
     store = openSqliteStore(config.dbPath, { owner: true, writeLock: data.shared });
     source = { configFile: data.configFile, overrides: data.overrides };
-    services = { config, store, worker: data.index, live, collectMetrics };
+    services = {
+      config,
+      store,
+      worker: data.index,
+      live,
+      collectMetrics,
+      board: new Board(data.routing),
+    };
     server = startHttp(services, {
       reusePort: true,
       port: data.port,

@@ -8,7 +8,7 @@
  */
 import { RateLimiter } from "../auth/ratelimit.ts";
 import type { Config, Overrides } from "../config/load.ts";
-import type { Services } from "../context.ts";
+import { boardOf, type Services } from "../context.ts";
 import { flushLog, log } from "../log.ts";
 import { prepareStore, startBackground } from "../server.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
@@ -154,7 +154,7 @@ export async function startWorkers(
       Deno.exit(1);
     };
     threads.push({ worker, stopped });
-    send({ type: "start", index, ...source, port, shared });
+    send({ type: "start", index, ...source, port, shared, routing: boardOf(services).buffer });
     return listening.promise;
   };
   // The first thread binds the port (a free one when 0 is asked for); the others join it.

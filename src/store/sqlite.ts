@@ -160,6 +160,8 @@ const MIGRATIONS: string[] = [
   `DROP INDEX ledger_account;
    CREATE INDEX ledger_account ON ledger (account_id, kind);
    CREATE INDEX ledger_held ON ledger (account_id) WHERE status = 'held';`,
+  // The upstream model that served a call (a model's deployments may name different ones).
+  `ALTER TABLE ledger ADD COLUMN upstream_model TEXT;`,
 ];
 
 type Row = Record<string, unknown>;
@@ -234,8 +236,8 @@ const ACCOUNT_COLUMNS = "id, name, balance, spent, held, created_at";
 const KEY_COLUMNS =
   "k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm, k.created_at, k.revoked_at";
 const LEDGER_COLUMNS = `l.id, l.kind, l.status, a.name AS account, l.request_id, l.key_id,
-  l.endpoint, l.model, l.provider, l.amount, l.units, l.estimated, l.note, l.created_at,
-  l.settled_at`;
+  l.endpoint, l.model, l.provider, l.upstream_model, l.amount, l.units, l.estimated, l.note,
+  l.created_at, l.settled_at`;
 const SETTLED_CHARGES = "l.account_id = ? AND l.kind = 'charge' AND l.status = 'settled'";
 /**
  * How far out of time order ledger ids may run (an entry is timed as it is written, under the write
@@ -300,8 +302,9 @@ export class SqliteStore implements Store {
       // `ledger_hold` reserves); a zero hold is always taken.
       hold: p(
         `INSERT INTO ledger (kind, status, request_id, key_id, account_id, endpoint, model,
-                             provider, reserved, amount, estimate, created_at, owner)
-         SELECT 'charge', 'held', ?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10 FROM accounts
+                             provider, reserved, amount, estimate, created_at, owner,
+                             upstream_model)
+         SELECT 'charge', 'held', ?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10, ?11 FROM accounts
          WHERE id = ?3 AND ?7 >= 0 AND (?7 = 0 OR balance - held >= ?7)`,
       ),
       settleHold: p(
@@ -595,6 +598,7 @@ export class SqliteStore implements Store {
         JSON.stringify(h.estimate),
         Date.now(),
         this.#owner,
+        h.upstreamModel ?? null,
       );
       return Number(written.changes) === 1 ? Number(written.lastInsertRowid) : null;
     });
@@ -802,6 +806,7 @@ export class SqliteStore implements Store {
       endpoint: row.endpoint === null ? null : String(row.endpoint),
       model: row.model === null ? null : String(row.model),
       provider: row.provider === null ? null : String(row.provider),
+      upstreamModel: row.upstream_model === null ? null : String(row.upstream_model),
       amount: Number(row.amount),
       units: JSON.parse(String(row.units)),
       estimated: Number(row.estimated) === 1,

@@ -56,6 +56,8 @@ export interface NewHold {
   endpoint: string;
   model: string;
   provider: string;
+  /** The model id sent upstream. */
+  upstreamModel?: string;
   /** nanoUSD reserved against the balance while the call runs. */
   reserve: number;
   /** What to charge if the process dies before settling. */
@@ -98,6 +100,8 @@ export interface LedgerEntry {
   endpoint: string | null;
   model: string | null;
   provider: string | null;
+  /** The model id the upstream served the call as (null before migration 11, and for credits). */
+  upstreamModel: string | null;
   amount: number;
   /** The charge's lines (`[]` for credits and held entries). */
   units: UnitLine[];

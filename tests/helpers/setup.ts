@@ -57,6 +57,9 @@ export async function startStack(
   const gatewayOptions = {
     config: {
       server: { maxBodyBytes: 65536 },
+      // One attempt per call: these tests read each upstream answer as it is (the routing tests
+      // set their own).
+      routing: { maxAttempts: 1 },
       defaultCatalog: false,
       providers: {
         openai: provider("openai", "/openai/v1"),

@@ -7,7 +7,7 @@ const provider = (baseUrl: string): ProviderEntry => ({
   name: "p",
   type: "anthropic",
   baseUrl,
-  apiKey: "k",
+  keys: [{ secret: "k", weight: 1, id: "k", label: "key 1 of 1" }],
   enabled: true,
   surfaces: surfacesOf("anthropic", baseUrl),
 });

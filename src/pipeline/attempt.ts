@@ -1,0 +1,165 @@
+/**
+ * One attempt of a call at one upstream: take the hold at that deployment's prices, send (the
+ * provider's keys in turn, see `providers/index.ts`), and say what came of it — the answer to
+ * relay, or why there is none, so the router can move on. A failed attempt's hold is released
+ * before the next one is taken: a call that was retried is charged once.
+ */
+import { type Bill, openBill } from "../billing/ledger.ts";
+import { price } from "../billing/price.ts";
+import { type ResolvedModel, targetName } from "../catalog/catalog.ts";
+import type { RequestContext } from "../context.ts";
+import { callRoute } from "../context.ts";
+import { type ErrorFormat, GatewayError } from "../http/errors.ts";
+import { metrics, recentCalls, UPSTREAM_ERRORS, UPSTREAM_TTFB } from "../metrics/gateway.ts";
+import { keyRefusal, readBounded } from "../providers/key_failure.ts";
+import { send, type UpstreamCall, upstreamDeadlines } from "../providers/index.ts";
+import type { FailureKind } from "../routing/attempts.ts";
+import type { PassThrough } from "./passthrough.ts";
+import { holdTokens } from "./reserve.ts";
+import { relayUpstreamError } from "./upstream_errors.ts";
+
+/** How providers say the input does not fit the model's context window. */
+const CONTEXT_EXCEEDED =
+  /context_length_exceeded|prompt is too long|exceeds the maximum number of tokens|maximum context length|context window/i;
+
+/** An attempt's outcome: an answer to relay, or a failure and the client's response to it. */
+export type Attempted =
+  | {
+    ok: true;
+    bill: Bill;
+    upstream: Response;
+    /** When the request went (`performance.now()`). */
+    sent: number;
+    /** The output cap the gateway imposed, if any. */
+    sentCap?: number;
+  }
+  | {
+    ok: false;
+    /** Why, when the router may move on; null: the request's own fault, answered as it is. */
+    kind: FailureKind | null;
+    /** Whether the call's body can be sent again (a streamed upload cannot). */
+    again: boolean;
+    /** The client's response to this failure (or the error it throws). */
+    respond(): Promise<Response>;
+  };
+
+/** What a non-2xx answer means for the router. */
+function kindOf(status: number, text: string): FailureKind | null {
+  if (status === 429) return "429";
+  if (status >= 500) return "5xx";
+  if (keyRefusal(status, text)) return "auth";
+  if ((status === 400 || status === 413) && CONTEXT_EXCEEDED.test(text)) return "context";
+  return null;
+}
+
+/** What a `GatewayError` from `send` means for the router. */
+function thrownKind(error: GatewayError): FailureKind {
+  if (error.status === 504) return "timeout";
+  if (error.status === 429) return "429";
+  if (error.options.code === "upstream_auth_failed") return "auth";
+  return "connection";
+}
+
+/** Sends `call` for `model` with `bill` holding its funds; releases the hold if it fails. */
+async function sendWithHold(
+  ctx: RequestContext,
+  bill: Bill,
+  model: ResolvedModel,
+  call: UpstreamCall,
+  format: ErrorFormat,
+  abort: AbortController,
+  upstreamFormat: ErrorFormat,
+): Promise<Extract<Attempted, { ok: true }> | Extract<Attempted, { ok: false }>> {
+  const provider = model.provider.name;
+  const again = !(call.body instanceof ReadableStream);
+  const sent = performance.now();
+  let upstream: Response;
+  try {
+    upstream = await send(
+      model.provider,
+      call,
+      abort,
+      upstreamDeadlines(ctx.services.config),
+      callRoute(ctx),
+    );
+  } catch (error) {
+    metrics.add(UPSTREAM_ERRORS, [provider, "0"]);
+    recentCalls.record(provider, 0);
+    await bill.release();
+    if (!(error instanceof GatewayError)) throw error; // the client went away
+    return {
+      ok: false,
+      kind: thrownKind(error),
+      again,
+      respond: () => Promise.reject(error),
+    };
+  }
+  metrics.observe(UPSTREAM_TTFB, [provider, model.id], (performance.now() - sent) / 1000);
+  recentCalls.record(provider, upstream.status);
+  if (upstream.ok) return { ok: true, bill, upstream, sent };
+  metrics.add(UPSTREAM_ERRORS, [provider, String(upstream.status)]);
+  await bill.release();
+  // Read now: the router may move on, and no upstream connection waits on an unread body.
+  const text = await readBounded(upstream);
+  const answer = new Response(text, { status: upstream.status, headers: upstream.headers });
+  return {
+    ok: false,
+    kind: kindOf(upstream.status, text),
+    again,
+    respond: () => relayUpstreamError(answer, format, model, upstreamFormat),
+  };
+}
+
+/** Takes the hold of `p` at its model's prices and sends it once (the provider's keys in turn). */
+export async function attempt(p: PassThrough, abort: AbortController): Promise<Attempted> {
+  const { ctx, model } = p;
+  const identity = {
+    principal: ctx.principal!,
+    requestId: ctx.requestId,
+    endpoint: p.endpoint,
+    model,
+  };
+  const hold = p.tokens ? await holdTokens(ctx, model, p.tokens, identity) : undefined;
+  const bill: Bill = hold?.bill ?? await openBill(ctx.services.store, {
+    ...identity,
+    reserve: price(p.unitsHold ?? p.units!, model.prices).amount,
+    estimate: p.units!,
+  });
+  const sentCap = hold?.plan.sendCap ? hold.plan.cap : undefined;
+  const outcome = await sendWithHold(
+    ctx,
+    bill,
+    model,
+    { ...p.call(sentCap), model: targetName(model) },
+    p.format,
+    abort,
+    p.upstreamFormat ?? p.format,
+  );
+  return outcome.ok ? { ...outcome, sentCap } : outcome;
+}
+
+/** The upstream's 2xx answer, or the response the client gets for its failure. */
+export type HeldAnswer =
+  /** `sent`: when the request went (`performance.now()`), for the call's duration. */
+  | { ok: true; upstream: Response; sent: number }
+  | { ok: false; response: Response };
+
+/**
+ * Sends a call whose funds `bill` holds (durably: the hold was committed before), for endpoints
+ * that hold by themselves (video jobs). A failed call releases the hold unbilled; a non-2xx answer
+ * becomes the client's error response (or a thrown `GatewayError`).
+ */
+export async function sendHeld(
+  ctx: RequestContext,
+  bill: Bill,
+  model: ResolvedModel,
+  call: UpstreamCall,
+  format: ErrorFormat,
+  abort = new AbortController(),
+  upstreamFormat: ErrorFormat = format,
+): Promise<HeldAnswer> {
+  const scoped = { ...call, model: targetName(model) };
+  const outcome = await sendWithHold(ctx, bill, model, scoped, format, abort, upstreamFormat);
+  if (outcome.ok) return { ok: true, upstream: outcome.upstream, sent: outcome.sent };
+  return { ok: false, response: await outcome.respond() };
+}

@@ -1,0 +1,134 @@
+/**
+ * The order in which a call tries its upstreams: the model's deployments, the first by weighted
+ * turn (a cycle shared by the process's threads) and the others after it, then each fallback
+ * model's the same way. Deployments whose circuit is open are passed over; a half-open one is
+ * offered to one call at a time, as its probe.
+ */
+import {
+  atTarget,
+  type Catalog,
+  type ResolvedModel,
+  type Target,
+  targetName,
+} from "../catalog/catalog.ts";
+import type { CircuitSettings } from "../config/load.ts";
+import type { Board, Slot } from "./board.ts";
+import { admit } from "./circuit.ts";
+import { allResting } from "./keys.ts";
+import { schedule, turnOrder } from "./weights.ts";
+
+/** One upstream to try: the model as that deployment serves it. */
+export interface Candidate {
+  model: ResolvedModel;
+  target: Target;
+  /** The deployment's shared state (circuit, limits). */
+  slot: Slot;
+  /** This call is the half-open circuit's probe. */
+  probe: boolean;
+}
+
+/** Model-slot field: the turn counter over its deployments. */
+const TURN = 2;
+const turnsOf = new WeakMap<Target[], number[]>();
+
+/** The shared state of a deployment. */
+export function targetSlot(board: Board, target: Target): Slot {
+  return board.slot(`target:${target.name}`);
+}
+
+/** A model's deployments in the order this call tries them. */
+export function targetOrder(board: Board, model: ResolvedModel): Target[] {
+  const targets = model.route.targets;
+  if (targets.length <= 1) return targets;
+  let turns = turnsOf.get(targets);
+  if (!turns) turnsOf.set(targets, turns = schedule(targets.map((t) => t.weight)));
+  const counter = board.slot(`turn:model:${model.route.name}`).add(TURN, 1);
+  return turnOrder(turns, counter, targets.length).map((i) => targets[i]);
+}
+
+/**
+ * The candidates of a call to `model`, lazily (a half-open circuit's probe is taken only when its
+ * turn comes): its deployments, then — when `fallbacks` — each fallback model's. Deployments whose
+ * circuit is open, or whose keys all rest after rate limits, are passed over; when no other
+ * deployment was offered at all, those with an open circuit are offered last (the keys of a
+ * resting one are never used before they wake: the call fails with 429 then). Fallback ids that
+ * no longer resolve (a provider disabled) are passed over.
+ */
+export function* candidates(
+  board: Board,
+  catalog: Catalog,
+  model: ResolvedModel,
+  settings: CircuitSettings,
+  fallbacks = true,
+): Generator<Candidate> {
+  const chain = fallbacks ? [model.id, ...model.route.fallbacks] : [model.id];
+  const open: Candidate[] = [];
+  let offered = 0;
+  for (const [i, id] of chain.entries()) {
+    let current = model;
+    if (i > 0) {
+      const resolved = catalog.resolve(id);
+      if (!resolved.ok || resolved.model.kind !== model.kind) continue;
+      current = resolved.model;
+    }
+    for (const target of targetOrder(board, current)) {
+      const candidate = offer(board, current, target, settings, open);
+      if (candidate) {
+        offered++;
+        yield candidate;
+      }
+    }
+  }
+  if (!offered) yield* open;
+}
+
+/** The candidate for `target`, or none when it is passed over (an open circuit goes to `open`). */
+function offer(
+  board: Board,
+  model: ResolvedModel,
+  target: Target,
+  settings: CircuitSettings,
+  open: Candidate[],
+): Candidate | undefined {
+  const slot = targetSlot(board, target);
+  const served = atTarget(model, target);
+  if (allResting(board, target.provider, target.name)) return undefined;
+  const admission = admit(slot, settings);
+  if (admission === "skip") {
+    open.push({ model: served, target, slot, probe: false });
+    return undefined;
+  }
+  return { model: served, target, slot, probe: admission === "probe" };
+}
+
+/**
+ * The one candidate of a call bound to `model`'s own deployment (it cannot be rebuilt): none while
+ * its keys all rest; tried even with its circuit open, as nothing else can serve the call.
+ */
+export function* ownTarget(
+  board: Board,
+  model: ResolvedModel,
+  settings: CircuitSettings,
+): Generator<Candidate> {
+  const target =
+    model.route.targets.find((t) =>
+      t.provider === model.provider && t.upstreamId === model.upstreamId
+    ) ?? {
+      provider: model.provider,
+      upstreamId: model.upstreamId,
+      prices: model.prices,
+      weight: 1,
+      name: targetName(model),
+    };
+  if (allResting(board, target.provider, target.name)) return;
+  const slot = targetSlot(board, target);
+  const admission = admit(slot, settings);
+  yield { model, target, slot, probe: admission === "probe" };
+}
+
+/** When the first resting key of `model`'s deployments wakes (ms since the epoch; 0: none rests). */
+export function soonestWake(board: Board, model: ResolvedModel): number {
+  const wakes = model.route.targets.map((t) => allResting(board, t.provider, t.name))
+    .filter((ms) => ms > 0);
+  return wakes.length ? Math.min(...wakes) : 0;
+}

@@ -1,0 +1,611 @@
+/**
+ * Routing resilience on the real server (two serving threads, so every rule below also shows the
+ * threads share their routing state): several keys per provider (rotation, rest after 429,
+ * refused keys out until reload), several deployments per model (weights, circuit breaker on a
+ * dead port), fallbacks to another protocol family, retries only before the first byte, one
+ * charge per call at the serving deployment's price, and `maxConcurrent` under a burst.
+ */
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { startEmulator } from "../src/emulator/server.ts";
+import { type Gateway, startGateway } from "./helpers/gateway.ts";
+import { eventually, MAX_OUT, TEST_PRICE } from "./helpers/setup.ts";
+
+const KEYS = {
+  good: "sk-good-aaaa1111",
+  busy: "sk-busy-bbbb2222",
+  bad: "sk-bad-cccc3333",
+  down: "sk-down-dddd4444",
+  wa: "sk-wa-eeee5555",
+  wb: "sk-wb-ffff6666",
+  ant: "sk-ant-gggg7777",
+  lim: "sk-lim-hhhh8888",
+  spare: "sk-spare-iiii9999",
+  gem: "AIzaGemKey-jjjj0000",
+  plug: "sk-plug-kkkk1111",
+};
+const ADMIN = "routing-admin-token-0123456789";
+/** The served deployment's price in the retried-call test (USD per million tokens). */
+const SPARE_PRICE = { input: 7, output: 11 };
+
+/** A loopback port nothing listens on (yet). */
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+const emulator = startEmulator({
+  record: false,
+  keys: [
+    { key: KEYS.good },
+    { key: KEYS.busy, fault: "exhausted", retryAfter: 2 },
+    { key: KEYS.bad, fault: "invalid" },
+    { key: KEYS.down, fault: "failing" },
+    { key: KEYS.wa },
+    { key: KEYS.wb },
+    { key: KEYS.ant },
+    { key: KEYS.lim },
+    { key: KEYS.spare },
+    { key: KEYS.gem },
+  ],
+});
+const up = `http://127.0.0.1:${emulator.addr.port}`;
+const deadPort = freePort();
+
+/** An emulator in a process of its own, to be killed outright (the plug pulled). */
+async function spawnEmulator(key: string): Promise<{ url: string; kill(): Promise<void> }> {
+  const port = freePort();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("../main.ts", import.meta.url).pathname,
+      "emulate",
+      "--port",
+      String(port),
+      "--key",
+      key,
+    ],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const url = `http://127.0.0.1:${port}`;
+  await eventually(async () => {
+    try {
+      await (await fetch(`${url}/_emulator/keys`)).body?.cancel();
+      return true;
+    } catch {
+      return false;
+    }
+  }, 15_000);
+  return {
+    url,
+    async kill() {
+      child.kill("SIGKILL");
+      await child.status;
+    },
+  };
+}
+const plugged = await spawnEmulator(KEYS.plug);
+
+/** A port that takes connections and never answers (an upstream hung before its headers). */
+const hole = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+const swallowed: Deno.Conn[] = [];
+(async () => {
+  for await (const conn of hole) swallowed.push(conn);
+})();
+const openai = (apiKey: unknown, base = `${up}/openai/v1`) => ({
+  type: "openai",
+  baseUrl: base,
+  apiKey,
+});
+const gpt = { upstream: "gpt-5.4", price: TEST_PRICE, ...MAX_OUT };
+
+const gateway: Gateway = await startGateway({
+  workers: 2,
+  config: {
+    defaultCatalog: false,
+    admin: { token: ADMIN },
+    server: { upstreamTimeoutMs: 1000 },
+    routing: {
+      maxAttempts: 3,
+      backoffMs: 5,
+      queueMs: 300,
+      circuit: { failures: 2, coolOffMs: 1500 },
+    },
+    providers: {
+      rotate: openai([KEYS.good, KEYS.busy]),
+      refuse: openai([KEYS.good, KEYS.bad]),
+      failing: openai(KEYS.down),
+      anth: { type: "anthropic", baseUrl: `${up}/anthropic`, apiKey: KEYS.ant },
+      wa: openai(KEYS.wa),
+      wb: openai(KEYS.wb),
+      spare: openai(KEYS.spare),
+      lim: openai(KEYS.lim),
+      dead: openai(KEYS.good, `http://127.0.0.1:${deadPort}/openai/v1`),
+      gem: { type: "gemini", baseUrl: `${up}/gemini`, apiKey: KEYS.gem },
+      plug: openai(KEYS.plug, `${plugged.url}/openai/v1`),
+      hole: openai(KEYS.good, `http://127.0.0.1:${(hole.addr as Deno.NetAddr).port}/openai/v1`),
+      solo: openai(KEYS.bad),
+    },
+    models: {
+      "rot-test": { provider: "rotate", ...gpt },
+      "refuse-test": { provider: "refuse", ...gpt },
+      "fb-test": { provider: "failing", ...gpt, fallbacks: ["claude-fb"] },
+      "claude-fb": {
+        provider: "anth",
+        upstream: "claude-sonnet-4-5",
+        price: { input: 3, output: 15 },
+        ...MAX_OUT,
+      },
+      "weighted-test": {
+        deployments: [{ provider: "wa", weight: 3 }, { provider: "wb", weight: 1 }],
+        ...gpt,
+      },
+      "twice-test": {
+        deployments: [
+          { provider: "failing", upstream: "gpt-5.4-mini" },
+          { provider: "spare", price: SPARE_PRICE },
+        ],
+        ...gpt,
+      },
+      "dead-test": { deployments: [{ provider: "dead" }, { provider: "spare" }], ...gpt },
+      "cut-test": { provider: "spare", ...gpt, fallbacks: ["claude-fb"] },
+      "lim-test": { provider: "lim", ...gpt, maxConcurrent: 2 },
+      "solo-test": { provider: "solo", ...gpt },
+      "hole-test": { provider: "hole", ...gpt, fallbacks: ["rot-test"] },
+      "plug-test": { deployments: [{ provider: "plug" }, { provider: "spare" }], ...gpt },
+      "small-test": { provider: "spare", ...gpt, contextFallback: "gemini-big" },
+      "gemini-big": { provider: "gem", upstream: "gemini-2.5-pro", price: TEST_PRICE, ...MAX_OUT },
+    },
+  },
+});
+const { key } = await gateway.createKey("routing", "--credit", "100", "--rpm", "0");
+
+/** Requests each upstream key received so far. */
+async function keyCounts(): Promise<Record<string, number>> {
+  const res = await fetch(`${up}/_emulator/keys`);
+  const body = await res.json() as Record<string, { requests: number }>;
+  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, v.requests]));
+}
+
+/** One Responses call on a connection of its own (so calls spread over the serving threads). */
+async function call(
+  model: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ status: number; headers: Headers; text: string }> {
+  const client = Deno.createHttpClient({});
+  try {
+    const res = await fetch(`${gateway.url}/v1/responses`, {
+      client,
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model, input: "hello there", max_output_tokens: 64, ...extra }),
+    });
+    return { status: res.status, headers: res.headers, text: await res.text() };
+  } finally {
+    client.close();
+  }
+}
+
+/** The ledger entries of a request. */
+function ledgerOf(requestId: string): Record<string, unknown>[] {
+  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
+  try {
+    return db.prepare("SELECT * FROM ledger WHERE request_id = ?").all(requestId) as Record<
+      string,
+      unknown
+    >[];
+  } finally {
+    db.close();
+  }
+}
+
+async function readyz(): Promise<
+  {
+    providers: Record<string, { refused?: number }>;
+    deployments: Record<string, { circuit: string }>;
+  }
+> {
+  return await (await fetch(`${gateway.url}/readyz`)).json();
+}
+
+/** No header of an answer carries an upstream key. */
+function assertNoKeys(headers: Headers): void {
+  for (const [name, value] of headers) {
+    for (const secret of Object.values(KEYS)) {
+      assert.ok(!value.includes(secret), `header ${name} carries an upstream key`);
+    }
+  }
+}
+
+Deno.test({
+  name: "a rate-limited key rests until its retry-after, and calls move to the next key",
+  sanitizeResources: false,
+  async fn() {
+    const before = await keyCounts();
+    const first = Date.now();
+    const answers = [];
+    for (let i = 0; i < 8; i++) answers.push(await call("rot-test"));
+    assert.ok(Date.now() - first < 1800, "the first calls fit in the key's rest");
+    for (const answer of answers) {
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.headers.get("x-switchyard-provider"), "rotate");
+      assertNoKeys(answer.headers);
+    }
+    let after = await keyCounts();
+    // The busy key was tried once, by the call whose turn it was; that call moved on.
+    assert.equal(after[KEYS.busy] - (before[KEYS.busy] ?? 0), 1);
+    assert.equal(after[KEYS.good] - (before[KEYS.good] ?? 0), 8);
+    assert.deepEqual(
+      answers.map((a) => a.headers.get("x-switchyard-attempts")).sort(),
+      ["1", "1", "1", "1", "1", "1", "1", "2"],
+    );
+    // After its retry-after (2 s), the busy key takes its turn again.
+    await new Promise((r) => setTimeout(r, 2100 - (Date.now() - first)));
+    assert.equal((await call("rot-test")).status, 200);
+    assert.equal((await call("rot-test")).status, 200);
+    after = await keyCounts();
+    assert.equal(after[KEYS.busy] - (before[KEYS.busy] ?? 0), 2);
+    // Each call charged once.
+    for (const answer of answers) {
+      const rows = ledgerOf(answer.headers.get("x-request-id")!);
+      assert.equal(rows.length, 1);
+      assert.equal(rows[0].status, "settled");
+    }
+  },
+});
+
+Deno.test({
+  name: "a key the upstream refuses is taken out until reload, and logged once without the key",
+  sanitizeResources: false,
+  async fn() {
+    const before = await keyCounts();
+    for (let i = 0; i < 10; i++) assert.equal((await call("refuse-test")).status, 200);
+    const after = await keyCounts();
+    assert.equal(after[KEYS.bad] - (before[KEYS.bad] ?? 0), 1);
+    const lines = [...gateway.logs, ...gateway.errors].filter((l) =>
+      l.includes("upstream refused a key")
+    );
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.ok(!lines[0].includes(KEYS.bad) && lines[0].includes("key 2 of 2"), lines[0]);
+    assert.equal((await readyz()).providers.refuse.refused, 1);
+    assert.equal((await gateway.cli("reload")).code, 0);
+    await eventually(async () => (await readyz()).providers.refuse.refused === 0, 5000);
+  },
+});
+
+Deno.test({
+  name: "a 5xx falls back to a model of another protocol family, JSON and stream, billed there",
+  sanitizeResources: false,
+  async fn() {
+    const before = await keyCounts();
+    const json = await call("fb-test");
+    assert.equal(json.status, 200, json.text);
+    assert.equal(json.headers.get("x-switchyard-provider"), "anth");
+    assert.equal(json.headers.get("x-switchyard-model"), "claude-fb");
+    assert.equal(json.headers.get("x-switchyard-attempts"), "2");
+    const body = JSON.parse(json.text);
+    assert.equal(body.object, "response");
+    assert.equal(body.status, "completed");
+    assert.ok(body.output.some((item: { type: string }) => item.type === "message"));
+
+    const stream = await call("fb-test", { stream: true });
+    assert.equal(stream.status, 200);
+    assert.match(stream.headers.get("content-type") ?? "", /text\/event-stream/);
+    assert.match(stream.text, /event: response\.completed/);
+    assert.equal(stream.headers.get("x-switchyard-provider"), "anth");
+    const after = await keyCounts();
+    assert.equal(after[KEYS.down] - (before[KEYS.down] ?? 0), 2);
+    assert.equal(after[KEYS.ant] - (before[KEYS.ant] ?? 0), 2);
+    for (const answer of [json, stream]) {
+      await eventually(() => {
+        const rows = ledgerOf(answer.headers.get("x-request-id")!);
+        return Promise.resolve(rows.length === 1 && rows[0].status === "settled");
+      });
+      const [row] = ledgerOf(answer.headers.get("x-request-id")!);
+      assert.equal(row.model, "claude-fb");
+      assert.equal(row.provider, "anth");
+      assert.equal(row.upstream_model, "claude-sonnet-4-5");
+      assert.ok(Number(row.amount) > 0);
+    }
+  },
+});
+
+Deno.test({
+  name: "once bytes reached the client a cut stream ends in an error event: no retry, billed once",
+  sanitizeResources: false,
+  async fn() {
+    const before = await keyCounts();
+    const cut = await call("cut-test", { stream: true, input: "tell me [[emulate cut=5]]" });
+    assert.equal(cut.status, 200);
+    assert.match(cut.text, /event: (error|response\.failed)/);
+    const after = await keyCounts();
+    assert.equal(after[KEYS.spare] - (before[KEYS.spare] ?? 0), 1);
+    assert.equal(after[KEYS.ant] ?? 0, before[KEYS.ant] ?? 0, "no fallback after the first byte");
+    await eventually(() => {
+      const rows = ledgerOf(cut.headers.get("x-request-id")!);
+      return Promise.resolve(rows.length === 1 && rows[0].status === "settled");
+    });
+    const [row] = ledgerOf(cut.headers.get("x-request-id")!);
+    assert.equal(row.estimated, 1);
+    assert.ok(Number(row.amount) > 0);
+  },
+});
+
+Deno.test({
+  name: "a retried call is charged once, at the price of the deployment that served it",
+  sanitizeResources: false,
+  async fn() {
+    const answer = await call("twice-test");
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.headers.get("x-switchyard-provider"), "spare");
+    assert.equal(answer.headers.get("x-switchyard-attempts"), "2");
+    const usage = JSON.parse(answer.text).usage;
+    const rows = ledgerOf(answer.headers.get("x-request-id")!);
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].provider, "spare");
+    const expected = usage.input_tokens * SPARE_PRICE.input * 1000 +
+      usage.output_tokens * SPARE_PRICE.output * 1000;
+    assert.equal(Number(rows[0].amount), expected);
+  },
+});
+
+Deno.test({
+  name: "deployments share calls by weight: 1,000 calls within 3% of 3:1",
+  sanitizeResources: false,
+  async fn() {
+    const before = await keyCounts();
+    let next = 0;
+    const worker = async () => {
+      while (next < 1000) {
+        next++;
+        const answer = await call("weighted-test");
+        assert.equal(answer.status, 200, answer.text);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    const after = await keyCounts();
+    const a = after[KEYS.wa] - (before[KEYS.wa] ?? 0);
+    const b = after[KEYS.wb] - (before[KEYS.wb] ?? 0);
+    assert.equal(a + b, 1000);
+    assert.ok(Math.abs(a - 750) <= 30, `weight 3 got ${a} of 1000`);
+  },
+});
+
+Deno.test({
+  name: "a dead deployment is skipped, its circuit opens, then half-opens for one probe",
+  sanitizeResources: false,
+  async fn() {
+    const attempts: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const answer = await call("dead-test");
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.headers.get("x-switchyard-provider"), "spare");
+      attempts.push(answer.headers.get("x-switchyard-attempts")!);
+    }
+    // Two calls found the dead port (circuit.failures = 2); then it was passed over.
+    assert.equal(attempts.filter((a) => a === "2").length, 2, attempts.join(","));
+    const name = "dead/gpt-5.4";
+    assert.equal((await readyz()).deployments[name].circuit, "open");
+    const metrics = await (await fetch(`${gateway.url}/metrics`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    })).text();
+    assert.match(metrics, /switchyard_deployment_circuit_open\{deployment="dead\/gpt-5\.4"\} 1/);
+    // The dead port comes back; after the cool-off one probe closes the circuit.
+    const revived = startEmulator({ port: deadPort, keys: [{ key: KEYS.good }] });
+    try {
+      await eventually(async () => (await readyz()).deployments[name].circuit === "half-open");
+      const served: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        served.push((await call("dead-test")).headers.get("x-switchyard-provider")!);
+      }
+      assert.ok(served.includes("dead"), served.join(","));
+      assert.equal((await readyz()).deployments[name].circuit, "closed");
+    } finally {
+      await revived.shutdown();
+    }
+  },
+});
+
+Deno.test({
+  name: "maxConcurrent holds under a burst: calls queue briefly, then get 429 in the protocol",
+  sanitizeResources: false,
+  async fn() {
+    // Calls of 400 ms, two at a time, a 300 ms queue: two answer, four give up.
+    const slow = await Promise.all(
+      Array.from({ length: 6 }, () => call("lim-test", { input: "hi [[emulate wait=400]]" })),
+    );
+    const statuses = slow.map((a) => a.status).sort();
+    assert.deepEqual(statuses, [200, 200, 429, 429, 429, 429]);
+    const refused = slow.find((a) => a.status === 429)!;
+    assert.equal(JSON.parse(refused.text).error.code, "upstream_capacity");
+    assert.ok(refused.headers.get("retry-after"));
+    // Calls of 60 ms: six go through, in at least three waves.
+    const started = Date.now();
+    const quick = await Promise.all(
+      Array.from({ length: 6 }, () => call("lim-test", { input: "hi [[emulate wait=60]]" })),
+    );
+    assert.deepEqual(quick.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
+    assert.ok(Date.now() - started >= 170, `six calls took ${Date.now() - started} ms`);
+  },
+});
+
+Deno.test({
+  name: "an input over the context window goes to the model's contextFallback, once",
+  sanitizeResources: false,
+  async fn() {
+    const before = await keyCounts();
+    // The prompt's directive makes every upstream refuse it: the fallback is tried once.
+    const over = await call("small-test", { input: "a long one [[emulate context=1]]" });
+    assert.equal(over.status, 400);
+    assert.match(JSON.parse(over.text).error.message, /input token count/);
+    let after = await keyCounts();
+    assert.equal(after[KEYS.spare] - (before[KEYS.spare] ?? 0), 1);
+    assert.equal(after[KEYS.gem] - (before[KEYS.gem] ?? 0), 1);
+    assert.equal(over.headers.get("x-switchyard-attempts"), "2");
+    assert.equal(ledgerOf(over.headers.get("x-request-id")!).length, 0, "nothing billed");
+    // A call that fits is served by the model itself.
+    const fits = await call("small-test");
+    assert.equal(fits.status, 200);
+    assert.equal(fits.headers.get("x-switchyard-model"), "small-test");
+    after = await keyCounts();
+    assert.equal(after[KEYS.gem] - (before[KEYS.gem] ?? 0), 1);
+  },
+});
+
+Deno.test({
+  name: "pulling the plug on one of two deployments under load loses no call that had not streamed",
+  sanitizeResources: false,
+  async fn() {
+    const account = await gateway.createKey("plug", "--credit", "10", "--rpm", "0");
+    const calls: {
+      status: number;
+      stream: boolean;
+      text: string;
+      id: string;
+      attempts: number;
+    }[] = [];
+    let pulled = false;
+    const until = Date.now() + 2500;
+    const worker = async (n: number) => {
+      for (let i = 0; Date.now() < until; i++) {
+        const stream = (n + i) % 2 === 0;
+        const client = Deno.createHttpClient({});
+        try {
+          const res = await fetch(`${gateway.url}/v1/responses`, {
+            client,
+            method: "POST",
+            headers: {
+              authorization: `Bearer ${account.key}`,
+              "content-type": "application/json",
+            },
+            body: JSON.stringify({
+              model: "plug-test",
+              input: "steady load [[emulate wait=20 delay=3]]",
+              max_output_tokens: 64,
+              stream,
+            }),
+          });
+          const text = await res.text();
+          calls.push({
+            status: res.status,
+            stream,
+            text,
+            id: res.headers.get("x-request-id")!,
+            attempts: Number(res.headers.get("x-switchyard-attempts")),
+          });
+        } finally {
+          client.close();
+        }
+      }
+    };
+    const load = Promise.all(Array.from({ length: 8 }, (_, n) => worker(n)));
+    await new Promise((r) => setTimeout(r, 800));
+    await plugged.kill();
+    pulled = true;
+    await load;
+    assert.ok(pulled && calls.length > 40, `${calls.length} calls`);
+    // Calls on their way to the dead deployment moved to the other one.
+    assert.ok(calls.some((c) => c.attempts >= 2), "a call was retried");
+    // Every call answered; a JSON call always whole, a stream completed or ended in an error event.
+    for (const c of calls) {
+      assert.equal(c.status, 200, c.text.slice(0, 300));
+      if (!c.stream) assert.equal(JSON.parse(c.text).status, "completed");
+      else assert.match(c.text, /event: (response\.completed|error|response\.failed)/);
+    }
+    // Charged once each, and the ledger adds up to the balance's change.
+    const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
+    try {
+      await eventually(() => {
+        const held = db.prepare(
+          "SELECT COUNT(*) AS n FROM ledger l JOIN accounts a ON a.id = l.account_id WHERE a.name = 'plug' AND l.status = 'held'",
+        ).get() as { n: number };
+        return Promise.resolve(Number(held.n) === 0);
+      });
+      for (const c of calls) {
+        const rows = db.prepare("SELECT status FROM ledger WHERE request_id = ?").all(c.id);
+        assert.equal(rows.length, 1, `request ${c.id}`);
+      }
+      const sums = db.prepare(
+        `SELECT a.balance AS balance,
+                (SELECT SUM(amount) FROM ledger WHERE account_id = a.id AND kind = 'charge') AS charged
+         FROM accounts a WHERE a.name = 'plug'`,
+      ).get() as { balance: number; charged: number };
+      assert.equal(Number(sums.balance) + Number(sums.charged), 10 * 1e9);
+    } finally {
+      db.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "an upstream that sends no headers in time is left for the fallback",
+  sanitizeResources: false,
+  async fn() {
+    const started = Date.now();
+    const answer = await call("hole-test");
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.headers.get("x-switchyard-model"), "rot-test");
+    assert.equal(answer.headers.get("x-switchyard-attempts"), "2");
+    const took = Date.now() - started;
+    assert.ok(took >= 1000 && took < 5000, `took ${took} ms`);
+    assert.equal(ledgerOf(answer.headers.get("x-request-id")!).length, 1);
+  },
+});
+
+Deno.test({
+  name: "a client that goes away stops the call: no fallback is tried, nothing is charged",
+  sanitizeResources: false,
+  async fn() {
+    const before = await keyCounts();
+    const id = `req_gone_${Date.now()}`;
+    const controller = new AbortController();
+    const pending = fetch(`${gateway.url}/v1/responses`, {
+      method: "POST",
+      signal: controller.signal,
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+        "x-request-id": id,
+      },
+      body: JSON.stringify({ model: "hole-test", input: "hello", max_output_tokens: 64 }),
+    }).catch(() => null);
+    await new Promise((r) => setTimeout(r, 300));
+    controller.abort();
+    await pending;
+    // Past the upstream's deadline, when the fallback would have been tried.
+    await new Promise((r) => setTimeout(r, 1300));
+    const after = await keyCounts();
+    assert.equal(after[KEYS.good], before[KEYS.good], "the fallback was not called");
+    assert.equal(ledgerOf(id).length, 0);
+  },
+});
+
+Deno.test({
+  name: "a provider whose only key is refused answers 502, every time, without a retry-after",
+  sanitizeResources: false,
+  async fn() {
+    for (let i = 0; i < 2; i++) {
+      const answer = await call("solo-test");
+      assert.equal(answer.status, 502, answer.text);
+      assert.equal(JSON.parse(answer.text).error.code, "upstream_auth_failed");
+      assert.equal(answer.headers.get("retry-after"), null);
+      assert.ok(!answer.text.includes(KEYS.bad));
+    }
+  },
+});
+
+Deno.test({
+  name: "routing: stop the gateway and the emulator",
+  sanitizeResources: false,
+  async fn() {
+    await gateway.stop();
+    await emulator.shutdown();
+    hole.close();
+    for (const conn of swallowed) conn.close();
+  },
+});
