@@ -254,10 +254,16 @@ export async function routeCall(
   const { board, settings } = route;
   const catalog = ctx.services.config.catalog;
   const abort = new AbortController();
-  const client = ctx.req.signal;
+  // The client's signal is looked at only once the call has to wait or try again: Deno makes (and
+  // at the end aborts, with an exception's stack) a request's signal the first time it is read.
+  let client: AbortSignal | undefined;
   const gone = () => abort.abort();
-  if (client.aborted) throw GONE;
-  client.addEventListener("abort", gone, { once: true });
+  const watchClient = () => {
+    if (client) return;
+    client = ctx.req.signal;
+    if (client.aborted) abort.abort();
+    else client.addEventListener("abort", gone, { once: true });
+  };
   const r = model.route;
   route.alternatives = retarget &&
     (r.targets.length > 1 || r.fallbacks.length > 0 || r.contextFallback !== undefined);
@@ -302,8 +308,16 @@ export async function routeCall(
         if (candidate.probe) releaseProbe(candidate.slot);
         break;
       }
+      if (route.count > 0) watchClient();
+      if (abort.signal.aborted) throw GONE;
       if (tried.has(candidate.target.name)) await route.backoff(abort.signal);
-      const lease = await acquire(candidate.slot, candidate.target, settings.queueMs, abort.signal);
+      const lease = await acquire(
+        candidate.slot,
+        candidate.target,
+        settings.queueMs,
+        abort.signal,
+        watchClient,
+      );
       if (!lease) {
         if (candidate.probe) releaseProbe(candidate.slot);
         if (abort.signal.aborted) throw GONE;
@@ -335,10 +349,11 @@ export async function routeCall(
         route.served = { provider: candidate.target.provider.name, model: candidate.model.id };
         ctx.log.provider = candidate.target.provider.name;
         if (candidate.model.id !== model.id) ctx.log.served_model = candidate.model.id;
-        client.removeEventListener("abort", gone);
+        client?.removeEventListener("abort", gone);
         return await relayGuarded(call, outcome, abort, lease);
       }
       lease.release();
+      watchClient();
       if (abort.signal.aborted) throw GONE;
       const contextFallback = candidate.model.route.contextFallback;
       if (outcome.kind === "context" && contextFallback && retarget && !jumped) {
@@ -362,7 +377,7 @@ export async function routeCall(
       failure = outcome;
     }
   } finally {
-    client.removeEventListener("abort", gone);
+    client?.removeEventListener("abort", gone);
   }
   if (failure) return await failure.respond();
   if (limited) throw LIMITED;

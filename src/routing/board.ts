@@ -21,7 +21,7 @@ const HASH_B = 1;
 const CLAIMING = -1;
 
 /** The bytes a board takes. */
-export const BOARD_BYTES = SLOTS * (INTS * 4 + TIMES * 8);
+export const BOARD_BYTES = SLOTS * (INTS * 4 + TIMES * 8) + 8;
 
 /** One named slot: integer fields 2–15 and time fields 0–3. */
 export class Slot {
@@ -86,11 +86,16 @@ export class Board {
   readonly #ints: Int32Array;
   readonly #times: BigInt64Array;
   readonly #found = new Map<string, Slot>();
+  /** Names found unclaimed, with the table's claim count then (see `find`). */
+  readonly #absent = new Map<string, number>();
+  /** One cell after the slots: how many names were ever claimed. */
+  readonly #claims: Int32Array;
 
   constructor(buffer = new SharedArrayBuffer(BOARD_BYTES)) {
     this.buffer = buffer;
     this.#times = new BigInt64Array(buffer, 0, SLOTS * TIMES);
     this.#ints = new Int32Array(buffer, SLOTS * TIMES * 8, SLOTS * INTS);
+    this.#claims = new Int32Array(buffer, SLOTS * (TIMES * 8 + INTS * 4), 1);
   }
 
   /** The slot named `name`, claimed on first use by any thread. */
@@ -98,9 +103,21 @@ export class Board {
     return this.#lookup(name, true)!;
   }
 
-  /** The slot named `name` if some thread claimed it (reading never claims a slot). */
+  /**
+   * The slot named `name` if some thread claimed it (reading never claims a slot). A name found
+   * unclaimed is not looked for again until some thread claims any name.
+   */
   find(name: string): Slot | undefined {
-    return this.#lookup(name, false);
+    const known = this.#found.get(name);
+    if (known) return known;
+    const claims = Atomics.load(this.#claims, 0);
+    if (this.#absent.get(name) === claims) return undefined;
+    const slot = this.#lookup(name, false);
+    if (!slot) {
+      if (this.#absent.size >= SLOTS) this.#absent.clear();
+      this.#absent.set(name, claims);
+    }
+    return slot;
   }
 
   #lookup(name: string, claim: boolean): Slot | undefined {
@@ -122,6 +139,7 @@ export class Board {
           if (Atomics.compareExchange(this.#ints, cell + HASH_A, 0, CLAIMING) !== 0) continue;
           Atomics.store(this.#ints, cell + HASH_B, b);
           Atomics.store(this.#ints, cell + HASH_A, a);
+          Atomics.add(this.#claims, 0, 1);
           slot = new Slot(this.#ints, this.#times, at);
         } else if (held === CLAIMING) {
           continue; // another thread is writing this slot's name: a few instructions

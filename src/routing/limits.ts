@@ -53,13 +53,15 @@ function takePlace(slot: Slot, max: number): boolean {
 
 /**
  * A place under the deployment's limits, waiting up to `queueMs` for one; null when none came
- * in time (or too many calls of this thread already wait), or `signal` aborted.
+ * in time (or too many calls of this thread already wait), or `signal` aborted. `onWait` runs
+ * once, when the call starts to wait.
  */
 export async function acquire(
   slot: Slot,
   limits: TargetLimits,
   queueMs: number,
   signal?: AbortSignal,
+  onWait?: () => void,
 ): Promise<Lease | null> {
   const { maxConcurrent, rpm } = limits;
   if (signal?.aborted) return null;
@@ -81,12 +83,12 @@ export async function acquire(
         }
         if (maxConcurrent) release(slot);
         if (now + wait > deadline) return null;
-        if (!queued && !enqueue(slot)) return null;
+        if (!queued && !enqueue(slot, onWait)) return null;
         queued = true;
         await sleep(wait, signal);
       } else {
         if (now >= deadline) return null;
-        if (!queued && !enqueue(slot)) return null;
+        if (!queued && !enqueue(slot, onWait)) return null;
         queued = true;
         await sleep(Math.min(deadline - now, POLL_MS), signal);
       }
@@ -97,10 +99,11 @@ export async function acquire(
   }
 }
 
-function enqueue(slot: Slot): boolean {
+function enqueue(slot: Slot, onWait?: () => void): boolean {
   const count = waiting.get(slot) ?? 0;
   if (count >= MAX_WAITING) return false;
   waiting.set(slot, count + 1);
+  onWait?.();
   return true;
 }
 

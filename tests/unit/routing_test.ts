@@ -36,6 +36,11 @@ Deno.test("the board: a name's slot is the same in every view of one buffer", ()
   assert.equal(other.slot("key:b").get(2), 0);
   other.slot("key:a").setTime(0, 1234);
   assert.equal(board.slot("key:a").time(0), 1234);
+  // Reading claims nothing; a name claimed later by another view is then found.
+  assert.equal(board.find("rest:x"), undefined);
+  assert.equal(board.find("rest:x"), undefined);
+  other.slot("rest:x").set(4, 7);
+  assert.equal(board.find("rest:x")?.get(4), 7);
   // Many names, each its own slot.
   for (let i = 0; i < 500; i++) board.slot(`n${i}`).set(3, i);
   for (let i = 0; i < 500; i++) assert.equal(other.slot(`n${i}`).get(3), i);
