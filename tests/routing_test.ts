@@ -23,6 +23,8 @@ const KEYS = {
   spare: "sk-spare-iiii9999",
   gem: "AIzaGemKey-jjjj0000",
   plug: "sk-plug-kkkk1111",
+  pa: "sk-pa-llll2222",
+  pb: "sk-pb-mmmm3333",
 };
 const ADMIN = "routing-admin-token-0123456789";
 /** The served deployment's price in the retried-call test (USD per million tokens). */
@@ -49,6 +51,8 @@ const emulator = startEmulator({
     { key: KEYS.lim },
     { key: KEYS.spare },
     { key: KEYS.gem },
+    { key: KEYS.pa },
+    { key: KEYS.pb },
   ],
 });
 const up = `http://127.0.0.1:${emulator.addr.port}`;
@@ -130,6 +134,8 @@ const gateway: Gateway = await startGateway({
       plug: openai(KEYS.plug, `${plugged.url}/openai/v1`),
       hole: openai(KEYS.good, `http://127.0.0.1:${(hole.addr as Deno.NetAddr).port}/openai/v1`),
       solo: openai(KEYS.bad),
+      pa: openai(KEYS.pa),
+      pb: openai(KEYS.pb),
     },
     models: {
       "rot-test": { provider: "rotate", ...gpt },
@@ -156,6 +162,20 @@ const gateway: Gateway = await startGateway({
       "cut-test": { provider: "spare", ...gpt, fallbacks: ["claude-fb"] },
       "lim-test": { provider: "lim", ...gpt, maxConcurrent: 2 },
       "solo-test": { provider: "solo", ...gpt },
+      "embed-two": {
+        kind: "embedding",
+        upstream: "text-embedding-3-small",
+        deployments: [{ provider: "failing" }, { provider: "spare" }],
+        price: { input: 0.02 },
+        fallbacks: ["gem-embed"],
+      },
+      "gem-embed": {
+        provider: "gem",
+        kind: "embedding",
+        upstream: "gemini-embedding-001",
+        price: { input: 0.15 },
+      },
+      "pin-test": { deployments: [{ provider: "pa" }, { provider: "pb" }], ...gpt },
       "hole-test": { provider: "hole", ...gpt, fallbacks: ["rot-test"] },
       "plug-test": { deployments: [{ provider: "plug" }, { provider: "spare" }], ...gpt },
       "small-test": { provider: "spare", ...gpt, contextFallback: "gemini-big" },
@@ -596,6 +616,68 @@ Deno.test({
       assert.equal(answer.headers.get("retry-after"), null);
       assert.ok(!answer.text.includes(KEYS.bad));
     }
+  },
+});
+
+Deno.test({
+  name: "a call continuing a stored response goes to the provider that holds it",
+  sanitizeResources: false,
+  async fn() {
+    const first = await call("pin-test");
+    assert.equal(first.status, 200, first.text);
+    const holder = first.headers.get("x-switchyard-provider")!;
+    const id = JSON.parse(first.text).id;
+    const served = [];
+    for (let i = 0; i < 6; i++) {
+      const next = await call("pin-test", { previous_response_id: id });
+      assert.equal(next.status, 200, next.text);
+      served.push(next.headers.get("x-switchyard-provider"));
+    }
+    assert.deepEqual(served, Array(6).fill(holder));
+    // Calls that continue nothing take turns over both deployments.
+    const fresh = [];
+    for (let i = 0; i < 4; i++) {
+      fresh.push((await call("pin-test")).headers.get("x-switchyard-provider"));
+    }
+    assert.deepEqual(new Set(fresh), new Set(["pa", "pb"]));
+  },
+});
+
+Deno.test({
+  name: "embeddings move between deployments too, never to a provider the route cannot call",
+  sanitizeResources: false,
+  async fn() {
+    const before = await keyCounts();
+    const res = await fetch(`${gateway.url}/v1/embeddings`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "embed-two", input: "hello there" }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.equal(res.headers.get("x-switchyard-provider"), "spare");
+    assert.equal(res.headers.get("x-switchyard-attempts"), "2");
+    assert.equal((await res.json()).object, "list");
+    // Both OpenAI deployments failing: the Gemini fallback is not an OpenAI embeddings upstream.
+    await fetch(`${up}/_emulator/keys`, {
+      method: "POST",
+      body: JSON.stringify({ key: KEYS.spare, fault: "failing" }),
+    }).then((r) => r.body?.cancel());
+    try {
+      const failed = await fetch(`${gateway.url}/v1/embeddings`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "embed-two", input: "hello there" }),
+      });
+      assert.equal(failed.status, 502, await failed.clone().text());
+      await failed.body?.cancel();
+    } finally {
+      await fetch(`${up}/_emulator/keys`, {
+        method: "POST",
+        body: JSON.stringify({ key: KEYS.spare, fault: null }),
+      }).then((r) => r.body?.cancel());
+    }
+    const after = await keyCounts();
+    assert.equal(after[KEYS.gem] - (before[KEYS.gem] ?? 0), 0, "no call to the Gemini fallback");
   },
 });
 

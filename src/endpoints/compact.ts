@@ -9,9 +9,10 @@ import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { openaiUsage } from "../billing/usage.ts";
 import { estimateInput } from "../billing/estimate.ts";
-import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
-import { resolveModel } from "../pipeline/resolve.ts";
-import { responsesState } from "../pipeline/upstream_objects.ts";
+import { type PassThrough, routeCall, withUpstreamModel } from "../pipeline/passthrough.ts";
+import { reaches, resolveModel } from "../pipeline/resolve.ts";
+import type { ResolvedModel } from "../catalog/catalog.ts";
+import { responsesState, stateProvider } from "../pipeline/upstream_objects.ts";
 
 export const CompactRequest = v.looseObject({
   model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
@@ -28,11 +29,11 @@ export const compactResponse: Handler = async (ctx) => {
   const request = validate(CompactRequest, body.value);
   const model = resolveModel(ctx, request.model, "compact");
   const state = responsesState(ctx, body.value);
-  return await passThrough({
+  const build = (m: ResolvedModel): PassThrough => ({
     ctx,
     format: "openai",
     endpoint: "compact",
-    model,
+    model: m,
     tokens: {
       input: estimateInput(body.value),
       contextTokens: state.contextTokens,
@@ -44,7 +45,10 @@ export const compactResponse: Handler = async (ctx) => {
       tools: [],
     },
     stream: false,
-    call: () => ({ path: "/responses/compact", body: withUpstreamModel(body, model) }),
+    call: () => ({ path: "/responses/compact", body: withUpstreamModel(body, m) }),
     usageFromJson: (json) => openaiUsage((json as { usage?: unknown }).usage),
   });
+  // A compaction of a stored response goes to the provider holding it.
+  const pin = stateProvider(ctx, body.value);
+  return await routeCall(ctx, model, build, true, pin, reaches("compact"));
 };

@@ -9,8 +9,9 @@ import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { openaiUsage } from "../billing/usage.ts";
 import { estimateInput } from "../billing/estimate.ts";
-import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
-import { resolveModel } from "../pipeline/resolve.ts";
+import { type PassThrough, routeCall, withUpstreamModel } from "../pipeline/passthrough.ts";
+import { reaches, resolveModel } from "../pipeline/resolve.ts";
+import type { ResolvedModel } from "../catalog/catalog.ts";
 
 const tokenIds = v.pipe(
   v.array(v.pipe(v.number(), v.integer(), v.minValue(0))),
@@ -39,14 +40,15 @@ export const createEmbeddings: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(EmbeddingsRequest, body.value);
   const model = resolveModel(ctx, request.model, "embeddings");
-  return await passThrough({
+  const build = (m: ResolvedModel): PassThrough => ({
     ctx,
     format: "openai",
     endpoint: "embeddings",
-    model,
+    model: m,
     tokens: { input: estimateInput(body.value.input), output: false, minCap: 0, tools: [] },
     stream: false,
-    call: () => ({ path: "/embeddings", body: withUpstreamModel(body, model) }),
+    call: () => ({ path: "/embeddings", body: withUpstreamModel(body, m) }),
     usageFromJson: (json) => openaiUsage((json as { usage?: unknown }).usage),
   });
+  return await routeCall(ctx, model, build, true, undefined, reaches("embeddings"));
 };

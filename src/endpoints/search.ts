@@ -8,8 +8,9 @@ import type { Handler } from "../context.ts";
 import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { emptyUsage } from "../billing/price.ts";
-import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
-import { resolveModel } from "../pipeline/resolve.ts";
+import { type PassThrough, routeCall, withUpstreamModel } from "../pipeline/passthrough.ts";
+import { reaches, resolveModel } from "../pipeline/resolve.ts";
+import type { ResolvedModel } from "../catalog/catalog.ts";
 
 export const SearchRequest = v.looseObject({
   id: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
@@ -28,14 +29,15 @@ export const search: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(SearchRequest, body.value);
   const model = resolveModel(ctx, request.model, "search");
-  return await passThrough({
+  const build = (m: ResolvedModel): PassThrough => ({
     ctx,
     format: "openai",
     endpoint: "search",
-    model,
+    model: m,
     units: ONE_CALL,
     stream: false,
-    call: () => ({ path: "/alpha/search", body: withUpstreamModel(body, model) }),
+    call: () => ({ path: "/alpha/search", body: withUpstreamModel(body, m) }),
     usageFromJson: () => ONE_CALL,
   });
+  return await routeCall(ctx, model, build, true, undefined, reaches("search"));
 };

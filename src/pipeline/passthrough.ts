@@ -8,7 +8,7 @@
  */
 import { inputTotal, type Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
-import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
+import type { Prices, ProviderEntry, ResolvedModel } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
 import type { JsonBody } from "../http/body.ts";
 import { type ErrorFormat, GatewayError } from "../http/errors.ts";
@@ -161,7 +161,7 @@ function remember(p: PassThrough, objects: CreatedObject[], contextTokens: numbe
   const kept = p.keepResponses === false
     ? objects.filter((object) => object.kind !== "response")
     : objects;
-  if (kept.length) rememberObjects(p.ctx, kept, contextTokens);
+  if (kept.length) rememberObjects(p.ctx, kept, contextTokens, p.model.provider.name);
 }
 
 /**
@@ -243,12 +243,17 @@ export function passThrough(p: PassThrough): Promise<Response> {
  * hold (see `attempt.ts`), moving on while the failure is one `routing.retryOn` names and
  * attempts and budget remain. The first answer is relayed and never retried. `build` makes the
  * call for one deployment (lazily: a deployment that cannot take the request is passed over).
+ * `pin` names the provider holding upstream state the call continues: only its deployments are
+ * tried (all of them when the model has none of it); `reaches` passes over the providers the
+ * endpoint cannot call (the embeddings route calls OpenAI-type providers only).
  */
 export async function routeCall(
   ctx: RequestContext,
   model: ResolvedModel,
   build: (model: ResolvedModel) => PassThrough,
   retarget: boolean,
+  pin?: string,
+  reaches?: (provider: ProviderEntry) => boolean,
 ): Promise<Response> {
   const route = callRoute(ctx);
   const { board, settings } = route;
@@ -269,7 +274,7 @@ export async function routeCall(
     (r.targets.length > 1 || r.fallbacks.length > 0 || r.contextFallback !== undefined);
   const queueOf = (root: ResolvedModel) =>
     retarget
-      ? candidates(board, catalog, root, settings.circuit)
+      ? candidates(board, catalog, root, settings.circuit, pin, reaches)
       : ownTarget(board, root, settings.circuit);
   /** The model the rounds start from (a context-window fallback's, once jumped). */
   let root = model;

@@ -46,6 +46,11 @@ export type Endpoint =
   | "compact"
   | "search";
 
+/** Whether `endpoint` can send a call to `provider` (a deployment or fallback the router tries). */
+export function reaches(endpoint: Endpoint): (provider: ProviderEntry) => boolean {
+  return ENDPOINTS[endpoint].serves;
+}
+
 /** Whether `endpoint` serves a model of `kind` whose provider is `provider` (for listings). */
 export function serves(endpoint: Endpoint, kind: ModelKind, provider: ProviderEntry): boolean {
   const served = ENDPOINTS[endpoint];

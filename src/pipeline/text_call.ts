@@ -28,7 +28,9 @@ export function textCall(client: WireProtocol): Handler {
     const model = resolveModel(ctx, accepted.model, "text");
     // Each deployment (or fallback) the router tries gets the call built for its provider.
     const build = (target: ResolvedModel) => buildCall(ctx, client, accepted, body, target);
-    return await routeCall(ctx, model, build, true);
+    // A body continuing upstream state (a stored response) goes to the provider holding it.
+    const pin = client.stateProvider?.(ctx, body.value);
+    return await routeCall(ctx, model, build, true, pin);
   };
 }
 

@@ -103,15 +103,40 @@ export function rememberObjects(
   ctx: RequestContext,
   objects: CreatedObject[],
   contextTokens: number,
+  provider: string,
 ): void {
   const accountId = ctx.principal!.accountId;
   for (const { id, kind } of objects) {
     if (id.length > MAX_ID) continue;
-    ctx.services.store.recordObject({ id, accountId, kind, contextTokens }).catch((error) =>
+    ctx.services.store.recordObject({ id, accountId, kind, contextTokens, provider }).catch((
+      error,
+    ) =>
       log("warn", "upstream object not recorded", {
         request_id: ctx.requestId,
         error: String(error),
       })
     );
   }
+}
+
+/**
+ * The provider holding the upstream state a Responses-family body continues — the caller's own
+ * `previous_response_id` or code interpreter container — so the call goes to a deployment of that
+ * provider (another would not know the id); undefined when it names none (or an object recorded
+ * without its provider).
+ */
+export function stateProvider(
+  ctx: RequestContext,
+  body: Record<string, unknown>,
+): string | undefined {
+  const ids: unknown[] = [body.previous_response_id];
+  if (Array.isArray(body.tools)) {
+    for (const tool of body.tools) ids.push((tool as { container?: unknown } | null)?.container);
+  }
+  for (const id of ids) {
+    if (typeof id !== "string" || !id || id.length > MAX_ID) continue;
+    const found = ctx.services.store.upstreamObject(id);
+    if (found?.provider && found.accountId === ctx.principal!.accountId) return found.provider;
+  }
+  return undefined;
 }

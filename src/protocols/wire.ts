@@ -101,6 +101,8 @@ export interface WireProtocol extends Codec {
   ): PreparedCall;
   /** Chained-conversation state the gateway keeps when the upstream cannot. */
   conversation?: ConversationState;
+  /** The provider holding upstream state the body continues (the call must go there), if any. */
+  stateProvider?(ctx: RequestContext, body: Record<string, unknown>): string | undefined;
   /** Its token-counting route, when it has one. */
   countClient?: CountClient;
   /** Its upstream token-counting endpoint, when it has one. */

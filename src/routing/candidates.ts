@@ -7,6 +7,7 @@
 import {
   atTarget,
   type Catalog,
+  type ProviderEntry,
   type ResolvedModel,
   type Target,
   targetName,
@@ -52,26 +53,32 @@ export function targetOrder(board: Board, model: ResolvedModel): Target[] {
  * circuit is open, or whose keys all rest after rate limits, are passed over; when no other
  * deployment was offered at all, those with an open circuit are offered last (the keys of a
  * resting one are never used before they wake: the call fails with 429 then). Fallback ids that
- * no longer resolve (a provider disabled) are passed over.
+ * no longer resolve (a provider disabled) are passed over. With `pin`, only deployments of that
+ * provider are offered (when the model or a fallback has one); with `reaches`, only those of
+ * providers the endpoint can call.
  */
 export function* candidates(
   board: Board,
   catalog: Catalog,
   model: ResolvedModel,
   settings: CircuitSettings,
-  fallbacks = true,
+  pin?: string,
+  reaches?: (provider: ProviderEntry) => boolean,
 ): Generator<Candidate> {
-  const chain = fallbacks ? [model.id, ...model.route.fallbacks] : [model.id];
+  const chain: ResolvedModel[] = [model];
+  for (const id of model.route.fallbacks) {
+    const resolved = catalog.resolve(id);
+    if (resolved.ok && resolved.model.kind === model.kind) chain.push(resolved.model);
+  }
+  // Pinned to the provider holding the call's upstream state, when any deployment is of it.
+  const pinned = pin !== undefined &&
+    chain.some((m) => m.route.targets.some((t) => t.provider.name === pin));
   const open: Candidate[] = [];
   let offered = 0;
-  for (const [i, id] of chain.entries()) {
-    let current = model;
-    if (i > 0) {
-      const resolved = catalog.resolve(id);
-      if (!resolved.ok || resolved.model.kind !== model.kind) continue;
-      current = resolved.model;
-    }
+  for (const current of chain) {
     for (const target of targetOrder(board, current)) {
+      if (pinned && target.provider.name !== pin) continue;
+      if (reaches && !reaches(target.provider)) continue;
       const candidate = offer(board, current, target, settings, open);
       if (candidate) {
         offered++;

@@ -162,6 +162,8 @@ const MIGRATIONS: string[] = [
    CREATE INDEX ledger_held ON ledger (account_id) WHERE status = 'held';`,
   // The upstream model that served a call (a model's deployments may name different ones).
   `ALTER TABLE ledger ADD COLUMN upstream_model TEXT;`,
+  // The provider holding an upstream object: a call continuing it goes there (see `routeCall`).
+  `ALTER TABLE upstream_objects ADD COLUMN provider TEXT;`,
 ];
 
 type Row = Record<string, unknown>;
@@ -357,11 +359,11 @@ export class SqliteStore implements Store {
       release: p(`RELEASE op`),
       rollbackTo: p(`ROLLBACK TO op`),
       recordObject: p(
-        `INSERT INTO upstream_objects (id, account_id, kind, context_tokens, created_at)
-         VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+        `INSERT INTO upstream_objects (id, account_id, kind, context_tokens, created_at, provider)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
       ),
       upstreamObject: p(
-        `SELECT id, account_id, kind, context_tokens FROM upstream_objects WHERE id = ?`,
+        `SELECT id, account_id, kind, context_tokens, provider FROM upstream_objects WHERE id = ?`,
       ),
       // Objects are in creation order: the expired ones are the rowids before the first live one.
       pruneObjects: p(
@@ -689,7 +691,14 @@ export class SqliteStore implements Store {
 
   recordObject(o: UpstreamObject): Promise<void> {
     return this.#write(() => {
-      this.#s.recordObject.run(o.id, o.accountId, o.kind, o.contextTokens, Date.now());
+      this.#s.recordObject.run(
+        o.id,
+        o.accountId,
+        o.kind,
+        o.contextTokens,
+        Date.now(),
+        o.provider ?? null,
+      );
     });
   }
 
@@ -700,6 +709,7 @@ export class SqliteStore implements Store {
       accountId: Number(row.account_id),
       kind: String(row.kind) as UpstreamObject["kind"],
       contextTokens: Number(row.context_tokens),
+      provider: row.provider === null ? null : String(row.provider),
     };
   }
 

@@ -155,6 +155,8 @@ export interface UpstreamObject {
   kind: "response" | "container";
   /** For a response: the tokens of the conversation it ends (its input and output). */
   contextTokens: number;
+  /** The provider (config name) that holds it; null for objects recorded before migration 12. */
+  provider?: string | null;
 }
 
 /**

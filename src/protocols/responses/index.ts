@@ -11,7 +11,7 @@ import { estimateInput } from "../../billing/estimate.ts";
 import { DEFAULT_TOOL_CALLS } from "../../billing/reserve.ts";
 import { responsesConversation } from "../../pipeline/conversations.ts";
 import { withUpstreamModel } from "../../pipeline/passthrough.ts";
-import { responsesState } from "../../pipeline/upstream_objects.ts";
+import { responsesState, stateProvider } from "../../pipeline/upstream_objects.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { responsesCountClient, responsesCountUpstream } from "./count.ts";
@@ -35,6 +35,7 @@ export const responses: WireProtocol = {
   countUpstream: responsesCountUpstream,
   errorTail: () => streamErrorEvent(),
   conversation: responsesConversation,
+  stateProvider,
 
   accept(_ctx, body) {
     const request = validate(ResponsesRequest, body.value);
