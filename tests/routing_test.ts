@@ -161,6 +161,7 @@ const gateway: Gateway = await startGateway({
       "dead-test": { deployments: [{ provider: "dead" }, { provider: "spare" }], ...gpt },
       "cut-test": { provider: "spare", ...gpt, fallbacks: ["claude-fb"] },
       "lim-test": { provider: "lim", ...gpt, maxConcurrent: 2 },
+      "rpm-test": { provider: "lim", upstream: "gpt-5.4-mini", price: TEST_PRICE, rpm: 3 },
       "solo-test": { provider: "solo", ...gpt },
       "embed-two": {
         kind: "embedding",
@@ -451,6 +452,23 @@ Deno.test({
     );
     assert.deepEqual(quick.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
     assert.ok(Date.now() - started >= 170, `six calls took ${Date.now() - started} ms`);
+  },
+});
+
+Deno.test({
+  name: "a deployment's rpm holds across both threads: the calls past it get 429 in the protocol",
+  sanitizeResources: false,
+  async fn() {
+    // rpm 3: the fourth call would wait 20 s, past the 300 ms queue.
+    const answers = await Promise.all(Array.from({ length: 6 }, () => call("rpm-test")));
+    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 200, 429, 429, 429]);
+    const refused = answers.find((a) => a.status === 429)!;
+    assert.equal(JSON.parse(refused.text).error.code, "upstream_capacity");
+    // Refused calls reached no upstream and hold nothing.
+    for (const a of answers.filter((a) => a.status === 429)) {
+      assert.equal(a.headers.get("x-switchyard-attempts"), null);
+      assert.equal(ledgerOf(a.headers.get("x-request-id")!).length, 0);
+    }
   },
 });
 
