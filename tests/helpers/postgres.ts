@@ -1,0 +1,160 @@
+/**
+ * A throw-away PostgreSQL server for tests, from the Debian `postgresql` package: `initdb` in a
+ * temporary directory, `postgres` on a free loopback port (its socket in that directory, fsync
+ * off), trust authentication for the one superuser `switchyard`. PostgreSQL refuses to run as
+ * root, so under root both run as the package's `postgres` user (through `setpriv`). Tests that
+ * need it skip, with `POSTGRES_MISSING` as their reason, when the binaries are absent.
+ */
+
+/** Where the package puts its binaries: `/usr/lib/postgresql/<major>/bin`, the newest first. */
+function binDir(): string | null {
+  const root = "/usr/lib/postgresql";
+  let majors: number[] = [];
+  try {
+    majors = [...Deno.readDirSync(root)].map((e) => Number(e.name)).filter(Number.isInteger);
+  } catch {
+    return null;
+  }
+  for (const major of majors.sort((a, b) => b - a)) {
+    const dir = `${root}/${major}/bin`;
+    try {
+      Deno.statSync(`${dir}/initdb`);
+      Deno.statSync(`${dir}/postgres`);
+      return dir;
+    } catch { /* not this one */ }
+  }
+  return null;
+}
+
+const BIN = binDir();
+
+/** Whether the PostgreSQL binaries are here (else the tests that need them skip). */
+export const HAS_POSTGRES = BIN !== null;
+
+/** Why PostgreSQL tests skip. */
+export const POSTGRES_MISSING =
+  "PostgreSQL binaries not found under /usr/lib/postgresql/*/bin (Debian package `postgresql`; .ci/run installs it)";
+
+/** A running throw-away server. */
+export interface Postgres {
+  /** `postgres://switchyard@127.0.0.1:PORT/postgres` (trust authentication, no password). */
+  url: string;
+  port: number;
+  /** Stops the server (fast shutdown) and removes its directory. */
+  stop(): Promise<void>;
+}
+
+function isRoot(): boolean {
+  return Deno.uid() === 0;
+}
+
+/**
+ * Runs a PostgreSQL binary, under root as the `postgres` user (`setpriv` execs it in place, so a
+ * signal to the process reaches PostgreSQL itself).
+ */
+function command(binary: string, args: string[], piped = true): Deno.Command {
+  const program = `${BIN}/${binary}`;
+  const [cmd, cmdArgs] = isRoot()
+    ? [
+      "setpriv",
+      ["--reuid=postgres", "--regid=postgres", "--init-groups", "--", program, ...args],
+    ]
+    : [program, args];
+  return new Deno.Command(cmd, {
+    args: cmdArgs,
+    stdin: "null",
+    stdout: piped ? "piped" : "null",
+    stderr: piped ? "piped" : "null",
+    env: { LC_ALL: "C", TZ: "UTC" },
+  });
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** Whether something accepts TCP connections on `port`. */
+async function listening(port: number): Promise<boolean> {
+  try {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    conn.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts a fresh server; throws (with its log) when it does not come up within 30 s. */
+export async function startPostgres(): Promise<Postgres> {
+  if (!BIN) throw new Error(POSTGRES_MISSING);
+  const dir = await Deno.makeTempDir({ prefix: "switchyard-pg-" });
+  if (isRoot()) {
+    const id = await new Deno.Command("id", { args: ["-u", "postgres"], stdout: "piped" }).output();
+    const gid = await new Deno.Command("id", { args: ["-g", "postgres"], stdout: "piped" })
+      .output();
+    const uid = Number(new TextDecoder().decode(id.stdout).trim());
+    await Deno.chown(dir, uid, Number(new TextDecoder().decode(gid.stdout).trim()));
+  }
+  const data = `${dir}/data`;
+  const init = await command("initdb", [
+    "-D",
+    data,
+    "-U",
+    "switchyard",
+    "-A",
+    "trust",
+    "-E",
+    "UTF8",
+    "--no-sync",
+  ]).output();
+  if (!init.success) {
+    await Deno.remove(dir, { recursive: true });
+    throw new Error(`initdb failed: ${new TextDecoder().decode(init.stderr)}`);
+  }
+  const port = freePort();
+  const log = `${dir}/postgres.log`;
+  const server = command("postgres", [
+    "-D",
+    data,
+    "-p",
+    String(port),
+    "-h",
+    "127.0.0.1",
+    "-k",
+    dir,
+    "-c",
+    "fsync=off",
+    "-c",
+    "synchronous_commit=off",
+    "-c",
+    "full_page_writes=off",
+    "-c",
+    `log_directory=${dir}`,
+    "-c",
+    "logging_collector=off",
+  ], false).spawn();
+  const until = Date.now() + 30_000;
+  while (!(await listening(port))) {
+    if (Date.now() > until) {
+      server.kill("SIGKILL");
+      await server.status;
+      const text = await Deno.readTextFile(log).catch(() => "");
+      await Deno.remove(dir, { recursive: true });
+      throw new Error(`postgres did not start on port ${port}: ${text}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url: `postgres://switchyard@127.0.0.1:${port}/postgres`,
+    port,
+    async stop() {
+      // SIGINT: fast shutdown (clients disconnected, no checkpoint wait worth having here).
+      server.kill("SIGINT");
+      await server.status;
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
