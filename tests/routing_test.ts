@@ -170,6 +170,12 @@ const gateway: Gateway = await startGateway({
         price: { input: 0.02 },
         fallbacks: ["gem-embed"],
       },
+      "img-two": {
+        kind: "image",
+        upstream: "gpt-image-1",
+        deployments: [{ provider: "failing" }, { provider: "spare", price: { image: 0.05 } }],
+        price: { image: 0.04 },
+      },
       "gem-embed": {
         provider: "gem",
         kind: "embedding",
@@ -696,6 +702,25 @@ Deno.test({
     }
     const after = await keyCounts();
     assert.equal(after[KEYS.gem] - (before[KEYS.gem] ?? 0), 0, "no call to the Gemini fallback");
+  },
+});
+
+Deno.test({
+  name: "an image generation moves to the next deployment, billed at its price",
+  sanitizeResources: false,
+  async fn() {
+    const res = await fetch(`${gateway.url}/v1/images/generations`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "img-two", prompt: "a lighthouse", size: "1024x1024" }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.equal(res.headers.get("x-switchyard-provider"), "spare");
+    assert.equal(res.headers.get("x-switchyard-attempts"), "2");
+    assert.equal((await res.json()).data.length, 1);
+    const [row] = ledgerOf(res.headers.get("x-request-id")!);
+    assert.equal(row.provider, "spare");
+    assert.ok(Number(row.amount) >= 0.05e9, `charged ${row.amount}`);
   },
 });
 

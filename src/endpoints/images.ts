@@ -23,8 +23,13 @@ import { emptyUsage, imageRate, type Usage } from "../billing/price.ts";
 import { estimateInput } from "../billing/estimate.ts";
 import { insufficientBalance } from "../billing/ledger.ts";
 import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
-import { passThrough, withUpstreamModel } from "../pipeline/passthrough.ts";
-import { resolveModel } from "../pipeline/resolve.ts";
+import {
+  type PassThrough,
+  passThrough,
+  routeCall,
+  withUpstreamModel,
+} from "../pipeline/passthrough.ts";
+import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { UpstreamCall } from "../providers/index.ts";
 
 const text = v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"));
@@ -179,7 +184,8 @@ function imageStreamError(): Uint8Array {
   return new TextEncoder().encode(encodeSse(JSON.stringify(error), "error"));
 }
 
-function run(ctx: RequestContext, c: ImageCall): Promise<Response> {
+/** The call of an image request as `c.model`'s deployment takes it (400 for an unpriced size). */
+function imageCall(ctx: RequestContext, c: ImageCall): PassThrough {
   const prices = c.model.prices;
   const held = prices ? holdRate(prices, c.size, c.quality) : 0;
   if (held === null) {
@@ -190,7 +196,7 @@ function run(ctx: RequestContext, c: ImageCall): Promise<Response> {
     );
   }
   const model = { ...c.model, prices: prices && withImageRate(prices, held) };
-  return passThrough({
+  return {
     ctx,
     format: "openai",
     endpoint: `images.${c.mode}`,
@@ -214,7 +220,7 @@ function run(ctx: RequestContext, c: ImageCall): Promise<Response> {
       return deliveredPrices(c, held, stated.size, stated.quality);
     },
     errorTail: imageStreamError,
-  });
+  };
 }
 
 async function fromJson(ctx: RequestContext, mode: ImageCall["mode"]): Promise<Response> {
@@ -224,16 +230,19 @@ async function fromJson(ctx: RequestContext, mode: ImageCall["mode"]): Promise<R
     body.value,
   );
   const model = resolveModel(ctx, request.model, "images");
-  return await run(ctx, {
-    mode,
-    model,
-    n: request.n ?? 1,
-    size: request.size ?? undefined,
-    quality: request.quality ?? undefined,
-    stream: request.stream === true,
-    input: { ...estimateInput(body.value), images: 0 },
-    call: { path: `/images/${mode}`, body: withUpstreamModel(body, model) },
-  });
+  // Each deployment (or fallback) the router tries gets the call at its own id and prices.
+  const build = (m: ResolvedModel) =>
+    imageCall(ctx, {
+      mode,
+      model: m,
+      n: request.n ?? 1,
+      size: request.size ?? undefined,
+      quality: request.quality ?? undefined,
+      stream: request.stream === true,
+      input: { ...estimateInput(body.value), images: 0 },
+      call: { path: `/images/${mode}`, body: withUpstreamModel(body, m) },
+    });
+  return await routeCall(ctx, model, build, true, undefined, reaches("images"));
 }
 
 export const createImage: Handler = (ctx) => fromJson(ctx, "generations");
@@ -299,7 +308,7 @@ export const editImage: Handler = async (ctx) => {
     const upload = form.open(new Map([[modelIndex, model.upstreamId]]));
     const prompt = estimateInput(fields.get("prompt") ?? "");
     const files = [...form.files.values()].reduce((sum, count) => sum + count, 0);
-    return await run(ctx, {
+    return await passThrough(imageCall(ctx, {
       mode: "edits",
       model,
       n,
@@ -312,7 +321,7 @@ export const editImage: Handler = async (ctx) => {
         body: upload.body,
         headers: { "content-type": contentType },
       },
-    });
+    }));
   } finally {
     await form.remove();
   }
