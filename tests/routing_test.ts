@@ -470,6 +470,11 @@ Deno.test({
     assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 200, 429, 429, 429]);
     const refused = answers.find((a) => a.status === 429)!;
     assert.equal(JSON.parse(refused.text).error.code, "upstream_capacity");
+    // The fourth call's turn is 20 s away (60 s / rpm 3): so says its retry-after.
+    assert.ok(
+      Number(refused.headers.get("retry-after")) >= 19,
+      refused.headers.get("retry-after")!,
+    );
     // Refused calls reached no upstream and hold nothing.
     for (const a of answers.filter((a) => a.status === 429)) {
       assert.equal(a.headers.get("x-switchyard-attempts"), null);

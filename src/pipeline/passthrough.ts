@@ -223,11 +223,14 @@ function answerDeadline(idleMs: number, maxMs: number): number {
 }
 
 /** A limit-bound wait that ran out, as the client sees it when nothing else could answer. */
-const LIMITED = new GatewayError(
-  429,
-  "The upstream deployments of this model are at capacity; retry shortly.",
-  { headers: { "retry-after": "1" }, code: "upstream_capacity" },
-);
+function atCapacity(retryMs: number): GatewayError {
+  const seconds = Math.max(1, Math.ceil(retryMs / 1000));
+  return new GatewayError(
+    429,
+    `The upstream deployments of this model are at capacity; retry after ${seconds}s.`,
+    { headers: { "retry-after": String(seconds) }, code: "upstream_capacity" },
+  );
+}
 
 /** The client went away before an answer: nothing more is tried (the answer reaches no one). */
 const GONE = new GatewayError(499, "The client closed the request.");
@@ -282,7 +285,8 @@ export async function routeCall(
   let failure: Extract<Attempted, { ok: false }> | undefined;
   /** The error of the first deployment that could not take the request. */
   let unbuilt: GatewayError | undefined;
-  let limited = false;
+  /** The soonest a deployment at its limits may take a call (ms from then); 0: none was. */
+  let limited = 0;
   let jumped = false;
   const tried = new Set<string>();
   let triedThisRound = 0;
@@ -316,19 +320,20 @@ export async function routeCall(
       if (route.count > 0) watchClient();
       if (abort.signal.aborted) throw GONE;
       if (tried.has(candidate.target.name)) await route.backoff(abort.signal);
-      const lease = await acquire(
+      const place = await acquire(
         candidate.slot,
         candidate.target,
         settings.queueMs,
         abort.signal,
         watchClient,
       );
-      if (!lease) {
+      if ("lease" in place) {
         if (candidate.probe) releaseProbe(candidate.slot);
         if (abort.signal.aborted) throw GONE;
-        limited = true;
+        limited = limited ? Math.min(limited, place.retryMs) : place.retryMs;
         continue;
       }
+      const lease = place;
       noteCalled(candidate.target);
       tried.add(candidate.target.name);
       triedThisRound++;
@@ -385,7 +390,7 @@ export async function routeCall(
     client?.removeEventListener("abort", gone);
   }
   if (failure) return await failure.respond();
-  if (limited) throw LIMITED;
+  if (limited) throw atCapacity(limited);
   if (unbuilt) throw unbuilt;
   // Nothing was offered: every deployment's keys rest after rate limits.
   const seconds = Math.max(1, Math.ceil((soonestWake(board, model) - Date.now()) / 1000));

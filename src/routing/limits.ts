@@ -30,6 +30,12 @@ export interface Lease {
   release(): void;
 }
 
+/** No place in time: when one may come (ms from now; a second when only `maxConcurrent` binds). */
+export interface Refusal {
+  lease: null;
+  retryMs: number;
+}
+
 /** Books one call against the rpm limit; the ms to wait when it cannot go now. */
 function bookRpm(slot: Slot, rpm: number, now: number): number {
   const interval = MINUTE_MS / rpm;
@@ -52,9 +58,9 @@ function takePlace(slot: Slot, max: number): boolean {
 }
 
 /**
- * A place under the deployment's limits, waiting up to `queueMs` for one; null when none came
- * in time (or too many calls of this thread already wait), or `signal` aborted. `onWait` runs
- * once, when the call starts to wait.
+ * A place under the deployment's limits, waiting up to `queueMs` for one; a `Refusal` when none
+ * came in time (or too many calls of this thread already wait), or `signal` aborted. `onWait`
+ * runs once, when the call starts to wait.
  */
 export async function acquire(
   slot: Slot,
@@ -62,9 +68,10 @@ export async function acquire(
   queueMs: number,
   signal?: AbortSignal,
   onWait?: () => void,
-): Promise<Lease | null> {
+): Promise<Lease | Refusal> {
   const { maxConcurrent, rpm } = limits;
-  if (signal?.aborted) return null;
+  const refused = (retryMs = 1000): Refusal => ({ lease: null, retryMs });
+  if (signal?.aborted) return refused();
   // Without limits a call only counts itself in flight (for `/readyz`).
   if (!maxConcurrent && !rpm) {
     slot.add(IN_FLIGHT, 1);
@@ -82,17 +89,17 @@ export async function acquire(
           return lease(slot);
         }
         if (maxConcurrent) release(slot);
-        if (now + wait > deadline) return null;
-        if (!queued && !enqueue(slot, onWait)) return null;
+        if (now + wait > deadline) return refused(wait);
+        if (!queued && !enqueue(slot, onWait)) return refused(wait);
         queued = true;
         await sleep(wait, signal);
       } else {
-        if (now >= deadline) return null;
-        if (!queued && !enqueue(slot, onWait)) return null;
+        if (now >= deadline) return refused();
+        if (!queued && !enqueue(slot, onWait)) return refused();
         queued = true;
         await sleep(Math.min(deadline - now, POLL_MS), signal);
       }
-      if (signal?.aborted) return null;
+      if (signal?.aborted) return refused();
     }
   } finally {
     if (queued) waiting.set(slot, waiting.get(slot)! - 1);

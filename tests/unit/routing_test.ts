@@ -123,17 +123,22 @@ Deno.test("limits: maxConcurrent places are shared and waited for; rpm books a m
   const other = new Board(board.buffer).slot("target:lim");
   const a = await acquire(slot, { maxConcurrent: 2 }, 0);
   const b = await acquire(other, { maxConcurrent: 2 }, 0);
-  assert.ok(a && b);
-  assert.equal(await acquire(slot, { maxConcurrent: 2 }, 0), null, "the third call is refused");
+  assert.ok(!("lease" in a) && !("lease" in b));
+  assert.deepEqual(
+    await acquire(slot, { maxConcurrent: 2 }, 0),
+    { lease: null, retryMs: 1000 },
+    "the third call is refused",
+  );
   const waiting = acquire(slot, { maxConcurrent: 2 }, 1000);
   setTimeout(() => a.release(), 30);
   const c = await waiting;
-  assert.ok(c, "a freed place goes to the waiting call");
+  assert.ok(!("lease" in c), "a freed place goes to the waiting call");
   b.release();
   c.release();
   const rpm = board.slot("target:rpm");
-  for (let i = 0; i < 3; i++) assert.ok(await acquire(rpm, { rpm: 3 }, 0));
-  assert.equal(await acquire(rpm, { rpm: 3 }, 0), null, "a fourth call within the minute");
+  for (let i = 0; i < 3; i++) assert.ok(!("lease" in await acquire(rpm, { rpm: 3 }, 0)));
+  const fourth = await acquire(rpm, { rpm: 3 }, 0);
+  assert.ok("lease" in fourth && fourth.retryMs > 19_000, "a fourth call waits for its 20 s");
 });
 
 Deno.test("attempts: bounded by count and by budget; retry-after read as seconds or a date", () => {
