@@ -25,6 +25,8 @@ const KEYS = {
   plug: "sk-plug-kkkk1111",
   pa: "sk-pa-llll2222",
   pb: "sk-pb-mmmm3333",
+  v1: "xai-v1-nnnn4444",
+  v2: "xai-v2-oooo5555",
 };
 const ADMIN = "routing-admin-token-0123456789";
 /** The served deployment's price in the retried-call test (USD per million tokens). */
@@ -53,6 +55,8 @@ const emulator = startEmulator({
     { key: KEYS.gem },
     { key: KEYS.pa },
     { key: KEYS.pb },
+    { key: KEYS.v1 },
+    { key: KEYS.v2 },
   ],
 });
 const up = `http://127.0.0.1:${emulator.addr.port}`;
@@ -113,7 +117,7 @@ const gateway: Gateway = await startGateway({
   config: {
     defaultCatalog: false,
     admin: { token: ADMIN },
-    server: { upstreamTimeoutMs: 1000 },
+    server: { upstreamTimeoutMs: 2000 },
     routing: {
       maxAttempts: 3,
       backoffMs: 5,
@@ -134,6 +138,7 @@ const gateway: Gateway = await startGateway({
       plug: openai(KEYS.plug, `${plugged.url}/openai/v1`),
       hole: openai(KEYS.good, `http://127.0.0.1:${(hole.addr as Deno.NetAddr).port}/openai/v1`),
       solo: openai(KEYS.bad),
+      vid: { type: "xai", baseUrl: `${up}/xai/v1`, apiKey: [KEYS.v1, KEYS.v2] },
       pa: openai(KEYS.pa),
       pb: openai(KEYS.pb),
     },
@@ -170,6 +175,12 @@ const gateway: Gateway = await startGateway({
         price: { input: 0.02 },
         fallbacks: ["gem-embed"],
       },
+      "vid-test": {
+        provider: "vid",
+        kind: "video",
+        upstream: "grok-imagine-video",
+        price: { videoSecondBy: { "480p": 0.05 } },
+      },
       "img-two": {
         kind: "image",
         upstream: "gpt-image-1",
@@ -181,6 +192,18 @@ const gateway: Gateway = await startGateway({
         kind: "embedding",
         upstream: "gemini-embedding-001",
         price: { input: 0.15 },
+      },
+      "tier-test": {
+        deployments: [
+          {
+            provider: "pa",
+            upstream: "gpt-5.4-tier",
+            price: { ...TEST_PRICE, tiers: { flex: { input: 1, output: 5 } } },
+          },
+          { provider: "pb", upstream: "gpt-5.4-tier" },
+        ],
+        price: TEST_PRICE,
+        ...MAX_OUT,
       },
       "pin-test": { deployments: [{ provider: "pa" }, { provider: "pb" }], ...gpt },
       "hole-test": { provider: "hole", ...gpt, fallbacks: ["rot-test"] },
@@ -601,7 +624,7 @@ Deno.test({
     assert.equal(answer.headers.get("x-switchyard-model"), "rot-test");
     assert.equal(answer.headers.get("x-switchyard-attempts"), "2");
     const took = Date.now() - started;
-    assert.ok(took >= 1000 && took < 5000, `took ${took} ms`);
+    assert.ok(took >= 2000 && took < 6000, `took ${took} ms`);
     assert.equal(ledgerOf(answer.headers.get("x-request-id")!).length, 1);
   },
 });
@@ -627,10 +650,56 @@ Deno.test({
     controller.abort();
     await pending;
     // Past the upstream's deadline, when the fallback would have been tried.
-    await new Promise((r) => setTimeout(r, 1300));
+    await new Promise((r) => setTimeout(r, 2400));
     const after = await keyCounts();
     assert.equal(after[KEYS.good], before[KEYS.good], "the fallback was not called");
     assert.equal(ledgerOf(id).length, 0);
+  },
+});
+
+Deno.test({
+  name: "a client that leaves while the first attempt waits is not charged for its answer",
+  sanitizeResources: false,
+  async fn() {
+    const id = `req_left_${Date.now()}`;
+    const controller = new AbortController();
+    const pending = fetch(`${gateway.url}/v1/responses`, {
+      method: "POST",
+      signal: controller.signal,
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+        "x-request-id": id,
+      },
+      body: JSON.stringify({
+        model: "cut-test",
+        input: "slow one [[emulate wait=1600]]",
+        max_output_tokens: 64,
+      }),
+    }).catch(() => null);
+    await new Promise((r) => setTimeout(r, 200));
+    controller.abort();
+    await pending;
+    await new Promise((r) => setTimeout(r, 2200));
+    assert.equal(ledgerOf(id).length, 0, "the upstream call was dropped and its hold released");
+  },
+});
+
+Deno.test({
+  name: "a service tier only one deployment prices goes to that deployment, never a 400",
+  sanitizeResources: false,
+  async fn() {
+    for (let i = 0; i < 6; i++) {
+      const answer = await call("tier-test", { service_tier: "flex" });
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.headers.get("x-switchyard-provider"), "pa");
+    }
+    // Without the tier, both take turns.
+    const served = new Set<string | null>();
+    for (let i = 0; i < 4; i++) {
+      served.add((await call("tier-test")).headers.get("x-switchyard-provider"));
+    }
+    assert.deepEqual(served, new Set(["pa", "pb"]));
   },
 });
 
@@ -726,6 +795,39 @@ Deno.test({
     const [row] = ledgerOf(res.headers.get("x-request-id")!);
     assert.equal(row.provider, "spare");
     assert.ok(Number(row.amount) >= 0.05e9, `charged ${row.amount}`);
+  },
+});
+
+Deno.test({
+  name: "a video job is polled with the key it was submitted with, not the keys in turn",
+  sanitizeResources: false,
+  async fn() {
+    const before = await keyCounts();
+    const submitted = await fetch(`${gateway.url}/v1/videos/generations`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "vid-test",
+        prompt: "a boat [[emulate ready=300 seconds=2]]",
+        duration: 2,
+        resolution: "480p",
+      }),
+    });
+    assert.equal(submitted.status, 200, await submitted.clone().text());
+    const { request_id } = await submitted.json();
+    let status = "pending";
+    for (let i = 0; i < 50 && status === "pending"; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const polled = await fetch(`${gateway.url}/v1/videos/${request_id}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      status = (await polled.json()).status;
+    }
+    assert.equal(status, "done");
+    const after = await keyCounts();
+    const used = [KEYS.v1, KEYS.v2].map((k) => after[k] - (before[k] ?? 0));
+    // One key took the submission and every poll (at least two requests); the other none.
+    assert.ok(used.includes(0) && Math.max(...used) >= 2, used.join(","));
   },
 });
 

@@ -5,7 +5,7 @@
  * and settles it exactly once when it is done (see `pipeline/video_jobs.ts`).
  */
 import * as v from "valibot";
-import type { Handler, RequestContext } from "../context.ts";
+import { callRoute, type Handler, type RequestContext } from "../context.ts";
 import { type JsonBody, readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
@@ -121,6 +121,7 @@ async function createJob(
     ledgerId: bill.id,
     model: model.id,
     provider: model.provider.name,
+    upstreamKey: callRoute(ctx).keyUsed ?? null,
     rate,
     heldSeconds: seconds,
     status: "pending",

@@ -15,7 +15,8 @@ import { type ErrorFormat, GatewayError } from "../http/errors.ts";
 import { readWhole, relayStream } from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
 import type { UpstreamCall } from "../providers/index.ts";
-import type { TokenRequest } from "./reserve.ts";
+import { requirePriced, type TokenRequest } from "./reserve.ts";
+import { deadline } from "../http/deadlines.ts";
 import { redact } from "./upstream_errors.ts";
 import { callRoute } from "../context.ts";
 import { candidates, ownTarget, soonestWake } from "../routing/candidates.ts";
@@ -232,6 +233,9 @@ function atCapacity(retryMs: number): GatewayError {
   );
 }
 
+/** How long a call runs before its client's connection is watched (see `routeCall`). */
+const WATCH_CLIENT_MS = 1000;
+
 /** The client went away before an answer: nothing more is tried (the answer reaches no one). */
 const GONE = new GatewayError(499, "The client closed the request.");
 
@@ -262,8 +266,9 @@ export async function routeCall(
   const { board, settings } = route;
   const catalog = ctx.services.config.catalog;
   const abort = new AbortController();
-  // The client's signal is looked at only once the call has to wait or try again: Deno makes (and
-  // at the end aborts, with an exception's stack) a request's signal the first time it is read.
+  // The client's signal is looked at only once the call has to wait, try again or has taken a
+  // while: Deno makes (and at the end aborts, with an exception's stack) a request's signal the
+  // first time it is read, which costs every quick call.
   let client: AbortSignal | undefined;
   const gone = () => abort.abort();
   const watchClient = () => {
@@ -272,6 +277,8 @@ export async function routeCall(
     if (client.aborted) abort.abort();
     else client.addEventListener("abort", gone, { once: true });
   };
+  const stopWatch = deadline(WATCH_CLIENT_MS, watchClient);
+  const startedAt = Date.now();
   const r = model.route;
   route.alternatives = retarget &&
     (r.targets.length > 1 || r.fallbacks.length > 0 || r.contextFallback !== undefined);
@@ -307,6 +314,8 @@ export async function routeCall(
       let call: PassThrough;
       try {
         call = build(candidate.model);
+        // A tier or hosted tool this deployment does not price: another may.
+        if (call.tokens) requirePriced(call.model, call.tokens);
       } catch (error) {
         if (candidate.probe) releaseProbe(candidate.slot);
         if (!(error instanceof GatewayError) || error.status >= 500) throw error;
@@ -320,10 +329,15 @@ export async function routeCall(
       if (route.count > 0) watchClient();
       if (abort.signal.aborted) throw GONE;
       if (tried.has(candidate.target.name)) await route.backoff(abort.signal);
+      // Waits for limits, too, end with the budget.
+      const queueMs = Math.max(
+        0,
+        Math.min(settings.queueMs, settings.budgetMs - (Date.now() - startedAt)),
+      );
       const place = await acquire(
         candidate.slot,
         candidate.target,
-        settings.queueMs,
+        queueMs,
         abort.signal,
         watchClient,
       );
@@ -359,7 +373,7 @@ export async function routeCall(
         route.served = { provider: candidate.target.provider.name, model: candidate.model.id };
         ctx.log.provider = candidate.target.provider.name;
         if (candidate.model.id !== model.id) ctx.log.served_model = candidate.model.id;
-        client?.removeEventListener("abort", gone);
+        // A JSON answer is read whole before it is relayed: the client may still leave meanwhile.
         return await relayGuarded(call, outcome, abort, lease);
       }
       lease.release();
@@ -387,13 +401,20 @@ export async function routeCall(
       failure = outcome;
     }
   } finally {
+    stopWatch();
     client?.removeEventListener("abort", gone);
   }
   if (failure) return await failure.respond();
   if (limited) throw atCapacity(limited);
   if (unbuilt) throw unbuilt;
-  // Nothing was offered: every deployment's keys rest after rate limits.
-  const seconds = Math.max(1, Math.ceil((soonestWake(board, model) - Date.now()) / 1000));
+  // Nothing was offered: every deployment's keys rest after rate limits (or none could be called).
+  const wakes = soonestWake(board, root);
+  if (!wakes) {
+    throw new GatewayError(503, "No upstream of this gateway can serve this call now.", {
+      code: "upstream_unavailable",
+    });
+  }
+  const seconds = Math.max(1, Math.ceil((wakes - Date.now()) / 1000));
   throw new GatewayError(
     429,
     `The upstream provider's rate limit is reached for now; retry after ${seconds}s.`,

@@ -120,7 +120,11 @@ async function pollUpstream(services: Services, job: VideoJob): Promise<JobView>
   if (provider?.enabled) {
     response = await send(
       provider,
-      { method: "GET", path: `/videos/${encodeURIComponent(job.upstreamId)}` },
+      {
+        method: "GET",
+        path: `/videos/${encodeURIComponent(job.upstreamId)}`,
+        ...(job.upstreamKey ? { key: job.upstreamKey } : {}),
+      },
       new AbortController(),
       upstreamDeadlines(config),
       new CallRoute(config.routing, boardOf(services)),

@@ -92,6 +92,11 @@ export async function send(
   const { board, settings } = route;
   const model = call.model ?? "";
   const turns = keyTurns(board, provider, model);
+  if (call.key !== undefined) {
+    // The key an object was made with, if it is still configured (else the keys in turn).
+    const own = provider.keys.findIndex((k) => k.id === call.key);
+    if (own >= 0) turns.order = turns.order.includes(own) ? [own] : [];
+  }
   if (!turns.order.length) throw noKey(turns.wakes);
   const again = replayable(call.body);
   let response: Response | undefined;
@@ -113,6 +118,7 @@ export async function send(
     }
     if (response.ok) {
       keyAnswered(board, provider, index, model);
+      route.keyUsed = provider.keys[index].id;
       return response;
     }
     const checked = await refusal(response);

@@ -20,6 +20,11 @@ export interface UpstreamCall {
    * refusal for one model (see `send`).
    */
   model?: string;
+  /**
+   * The id of the one key to use (an object made with it, e.g. a video job, is polled with it);
+   * absent: the provider's keys in turn.
+   */
+  key?: string;
 }
 
 /**

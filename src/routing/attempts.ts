@@ -38,6 +38,8 @@ export class CallRoute {
    * key then rests even when it is its provider's only one (see `providers/index.ts`).
    */
   alternatives = false;
+  /** The id of the key the last answered request used (see `UpstreamCall.key`). */
+  keyUsed?: string;
 
   constructor(readonly settings: RoutingSettings, readonly board: Board) {}
 

@@ -72,7 +72,9 @@ export function* candidates(
   }
   // Pinned to the provider holding the call's upstream state, when any deployment is of it.
   const pinned = pin !== undefined &&
-    chain.some((m) => m.route.targets.some((t) => t.provider.name === pin));
+    chain.some((m) =>
+      m.route.targets.some((t) => t.provider.name === pin && (!reaches || reaches(t.provider)))
+    );
   const open: Candidate[] = [];
   let offered = 0;
   for (const current of chain) {

@@ -164,6 +164,8 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE ledger ADD COLUMN upstream_model TEXT;`,
   // The provider holding an upstream object: a call continuing it goes there (see `routeCall`).
   `ALTER TABLE upstream_objects ADD COLUMN provider TEXT;`,
+  // The upstream key a video job was submitted with: its polls use the same one.
+  `ALTER TABLE video_jobs ADD COLUMN upstream_key TEXT;`,
 ];
 
 type Row = Record<string, unknown>;
@@ -330,8 +332,8 @@ export class SqliteStore implements Store {
                      GROUP BY 1 ORDER BY 1`),
       insertVideoJob: p(
         `INSERT INTO video_jobs (id, upstream_id, account_id, key_id, ledger_id, model, provider,
-                                 rate, held_seconds, status, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
+                                 rate, held_seconds, status, created_at, upstream_key)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
       ),
       videoJob: p(`SELECT * FROM video_jobs WHERE id = ?`),
       pendingVideoJobs: p(
@@ -659,6 +661,7 @@ export class SqliteStore implements Store {
         job.rate,
         job.heldSeconds,
         job.createdAt,
+        job.upstreamKey ?? null,
       )
     ).then(() => {});
   }
@@ -868,6 +871,7 @@ function toVideoJob(row: Row): VideoJob {
     ledgerId: Number(row.ledger_id),
     model: String(row.model),
     provider: String(row.provider),
+    upstreamKey: row.upstream_key == null ? null : String(row.upstream_key),
     rate: Number(row.rate),
     heldSeconds: Number(row.held_seconds),
     status: String(row.status) as VideoJobStatus,

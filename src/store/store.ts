@@ -125,6 +125,8 @@ export interface VideoJob {
   /** The model id the client asked for. */
   model: string;
   provider: string;
+  /** The id (hash prefix) of the upstream key it was submitted with; its polls use that key. */
+  upstreamKey?: string | null;
   /** Price per generated second, nanoUSD, fixed at submission. */
   rate: number;
   /** Seconds held at submission. */

@@ -149,6 +149,7 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
       CREATE INDEX ledger_account ON ledger (account_id, kind, status);
       ALTER TABLE ledger DROP COLUMN upstream_model;
       ALTER TABLE upstream_objects DROP COLUMN provider;
+      ALTER TABLE video_jobs DROP COLUMN upstream_key;
       PRAGMA user_version = 7;
       INSERT INTO accounts (name, balance, held, created_at) VALUES ('old', 5000, 3000, 0);
       INSERT INTO ledger (kind, status, account_id, reserved, amount, created_at)
