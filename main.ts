@@ -228,7 +228,8 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   } else {
     const server = startServer(services);
     port = server.addr.port;
-    stop = () => drainServer(server, config);
+    // The config of the moment (a reload may have changed the drain time).
+    stop = () => drainServer(server, services.config);
     server.finished.then(() => stopped.resolve());
   }
   let stopping = false;
@@ -243,10 +244,10 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   const stopReloads = watchReloads(config.dbPath, async () => {
     const next = await reloadConfig(services.config, source);
     if (!next) return;
-    services.config = next;
+    services.config = next.config;
     restoreKeys(boardOf(services));
-    pool?.reload();
-    log("info", "config reloaded", { models: next.catalog.entries().length });
+    pool?.reload(next.read);
+    log("info", "config reloaded", { models: next.config.catalog.entries().length });
   });
   // Only once the signals are ours: whoever waits for this line may send SIGTERM right away.
   log("info", "listening", {

@@ -118,40 +118,58 @@ export interface Overrides {
 
 export type Env = (name: string) => string | undefined;
 
+/** A config file as read: its path (none: no file) and its parsed JSON. */
+export interface ConfigRead {
+  path?: string;
+  raw: unknown;
+}
+
+/** Reads and parses the config file, if any (`file`, else `SWITCHYARD_CONFIG`). */
+export async function readConfigFile(file: string | undefined, env: Env): Promise<ConfigRead> {
+  const path = file ?? env("SWITCHYARD_CONFIG");
+  if (!path) return { raw: {} };
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    const why = error instanceof Deno.errors.NotFound
+      ? "no such file"
+      : error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied
+      ? "not readable with this binary's permissions (it reads ./switchyard.json and /etc/switchyard/)"
+      : String((error as Error).message);
+    throw new ConfigError(`config file ${path}: ${why}`);
+  }
+  try {
+    return { path, raw: JSON.parse(text) };
+  } catch (error) {
+    throw new ConfigError(`config file ${path}: invalid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** `buildConfig` of a file as read, its errors naming the file. */
+export function configFrom(read: ConfigRead, env: Env, overrides: Overrides = {}): Config {
+  try {
+    return buildConfig(read.raw, env, overrides);
+  } catch (error) {
+    if (error instanceof ConfigError && read.path) {
+      throw new ConfigError(`config file ${read.path}: ${error.message}`);
+    }
+    throw error;
+  }
+}
+
 /** Reads and validates the config file (if any) and applies env and flag overrides. */
 export async function loadConfig(
   file: string | undefined,
   env: Env,
   overrides: Overrides = {},
 ): Promise<Config> {
-  const path = file ?? env("SWITCHYARD_CONFIG");
-  let raw: unknown = {};
-  if (path) {
-    let text: string;
-    try {
-      text = await Deno.readTextFile(path);
-    } catch (error) {
-      const why = error instanceof Deno.errors.NotFound
-        ? "no such file"
-        : error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied
-        ? "not readable with this binary's permissions (it reads ./switchyard.json and /etc/switchyard/)"
-        : String((error as Error).message);
-      throw new ConfigError(`config file ${path}: ${why}`);
-    }
-    try {
-      raw = JSON.parse(text);
-    } catch (error) {
-      throw new ConfigError(`config file ${path}: invalid JSON: ${(error as Error).message}`);
-    }
-  }
-  try {
-    return buildConfig(raw, env, overrides);
-  } catch (error) {
-    if (error instanceof ConfigError && path) {
-      throw new ConfigError(`config file ${path}: ${error.message}`);
-    }
-    throw error;
-  }
+  return configFrom(await readConfigFile(file, env), env, overrides);
+}
+
+/** The directory of the store file (where its spool and reload file live too). */
+export function storeDir(dbPath: string): string {
+  return dbPath.includes("/") ? dbPath.replace(/\/[^/]*$/, "") || "/" : ".";
 }
 
 /** Validates parsed config JSON and resolves it into a `Config`; throws `ConfigError`. */
@@ -299,7 +317,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     workersSet: workers !== undefined,
     accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,
     dbPath,
-    spoolDir: `${dbPath.includes("/") ? dbPath.replace(/\/[^/]*$/, "") : "."}/tmp`,
+    spoolDir: `${storeDir(dbPath)}/tmp`,
     defaultRpm: envInt(env, "SWITCHYARD_DEFAULT_RPM", 0, 1_000_000) ?? file.limits?.defaultRpm ??
       120,
     defaultMaxOutputTokens: file.limits?.defaultMaxOutputTokens ?? 8192,

@@ -14,14 +14,14 @@ import type { JsonBody } from "../http/body.ts";
 import { type ErrorFormat, GatewayError } from "../http/errors.ts";
 import { readWhole, relayStream } from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
-import type { UpstreamCall } from "../providers/index.ts";
+import { keysResting, type UpstreamCall } from "../providers/index.ts";
 import { requirePriced, type TokenRequest } from "./reserve.ts";
 import { deadline } from "../http/deadlines.ts";
 import { redact } from "./upstream_errors.ts";
 import { callRoute } from "../context.ts";
-import { candidates, ownTarget, soonestWake } from "../routing/candidates.ts";
+import { candidates, ownTarget, passOver, soonestWake } from "../routing/candidates.ts";
 import { noteCalled } from "../routing/status.ts";
-import { isHealthFailure, recordOutcome, releaseProbe } from "../routing/circuit.ts";
+import { isHealthFailure, recordOutcome } from "../routing/circuit.ts";
 import { acquire, type Lease } from "../routing/limits.ts";
 import { attempt, type Attempted } from "./attempt.ts";
 import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
@@ -294,7 +294,6 @@ export async function routeCall(
   let unbuilt: GatewayError | undefined;
   /** The soonest a deployment at its limits may take a call (ms from then); 0: none was. */
   let limited = 0;
-  let jumped = false;
   const tried = new Set<string>();
   let triedThisRound = 0;
   let rounds = 0;
@@ -317,13 +316,13 @@ export async function routeCall(
         // A tier or hosted tool this deployment does not price: another may.
         if (call.tokens) requirePriced(call.model, call.tokens);
       } catch (error) {
-        if (candidate.probe) releaseProbe(candidate.slot);
+        passOver(candidate);
         if (!(error instanceof GatewayError) || error.status >= 500) throw error;
         unbuilt ??= error;
         continue;
       }
       if (!route.canStart()) {
-        if (candidate.probe) releaseProbe(candidate.slot);
+        passOver(candidate);
         break;
       }
       if (route.count > 0) watchClient();
@@ -342,7 +341,7 @@ export async function routeCall(
         watchClient,
       );
       if ("lease" in place) {
-        if (candidate.probe) releaseProbe(candidate.slot);
+        passOver(candidate);
         if (abort.signal.aborted) throw GONE;
         limited = limited ? Math.min(limited, place.retryMs) : place.retryMs;
         continue;
@@ -357,7 +356,7 @@ export async function routeCall(
         outcome = await attempt(call, abort);
       } catch (error) {
         lease.release();
-        if (candidate.probe) releaseProbe(candidate.slot);
+        passOver(candidate);
         if (abort.signal.aborted) throw GONE;
         // Another deployment's call that cannot be held (its price, the balance): the failure
         // before stands.
@@ -368,7 +367,7 @@ export async function routeCall(
       if (route.count > sentBefore) {
         const ok = outcome.ok || !isHealthFailure(outcome.kind);
         recordOutcome(candidate.slot, ok, candidate.probe, settings.circuit);
-      } else if (candidate.probe) releaseProbe(candidate.slot);
+      } else passOver(candidate);
       if (outcome.ok) {
         route.served = { provider: candidate.target.provider.name, model: candidate.model.id };
         ctx.log.provider = candidate.target.provider.name;
@@ -380,11 +379,11 @@ export async function routeCall(
       watchClient();
       if (abort.signal.aborted) throw GONE;
       const contextFallback = candidate.model.route.contextFallback;
-      if (outcome.kind === "context" && contextFallback && retarget && !jumped) {
+      // Once: the jump's own model is the root from then on.
+      if (outcome.kind === "context" && contextFallback && retarget && root === model) {
         const resolved = catalog.resolve(contextFallback);
         if (resolved.ok) {
           metrics.add(UPSTREAM_RETRIES, [candidate.target.provider.name, "context"]);
-          jumped = true;
           failure = outcome;
           root = resolved.model;
           queue = queueOf(root);
@@ -414,12 +413,7 @@ export async function routeCall(
       code: "upstream_unavailable",
     });
   }
-  const seconds = Math.max(1, Math.ceil((wakes - Date.now()) / 1000));
-  throw new GatewayError(
-    429,
-    `The upstream provider's rate limit is reached for now; retry after ${seconds}s.`,
-    { headers: { "retry-after": String(seconds) }, code: "upstream_rate_limited" },
-  );
+  throw keysResting(wakes);
 }
 
 /**

@@ -138,6 +138,11 @@ function noKey(wakes: number): GatewayError {
       { code: "upstream_auth_failed" },
     );
   }
+  return keysResting(wakes);
+}
+
+/** The 429 of a call whose keys all rest after rate limits, until `wakes` (ms since the epoch). */
+export function keysResting(wakes: number): GatewayError {
   const seconds = Math.max(1, Math.ceil((wakes - Date.now()) / 1000));
   return new GatewayError(
     429,

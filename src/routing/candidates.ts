@@ -14,7 +14,7 @@ import {
 } from "../catalog/catalog.ts";
 import type { CircuitSettings } from "../config/load.ts";
 import type { Board, Slot } from "./board.ts";
-import { admit } from "./circuit.ts";
+import { admit, releaseProbe } from "./circuit.ts";
 import { allResting } from "./keys.ts";
 import { schedule, turnOrder } from "./weights.ts";
 
@@ -140,4 +140,9 @@ export function soonestWake(board: Board, model: ResolvedModel): number {
   const wakes = model.route.targets.map((t) => allResting(board, t.provider, t.name))
     .filter((ms) => ms > 0);
   return wakes.length ? Math.min(...wakes) : 0;
+}
+
+/** A candidate the call will not try after all: a probe it took goes back for another call. */
+export function passOver(candidate: Candidate): void {
+  if (candidate.probe) releaseProbe(candidate.slot);
 }

@@ -1,6 +1,6 @@
 /** The messages between the main thread and its serving threads (`serve --workers N`). */
 import type { RateDecision } from "../auth/ratelimit.ts";
-import type { Overrides } from "../config/load.ts";
+import type { ConfigRead, Overrides } from "../config/load.ts";
 import type { Samples } from "../metrics/registry.ts";
 
 /** From the main thread to a serving thread. */
@@ -21,8 +21,8 @@ export type ToWorker =
   | { type: "rpm"; id: number; decision: RateDecision }
   /** Drain and stop (the process is shutting down). */
   | { type: "stop" }
-  /** Read the config again (the main thread found it valid; see `reload.ts`). */
-  | { type: "reload" }
+  /** Take the config file as the main thread read it and found it valid (see `reload.ts`). */
+  | { type: "reload"; read: ConfigRead }
   /** Send this thread's metrics (see `metrics/gateway.ts`). */
   | { type: "snapshot"; id: number }
   /** Every thread's metrics, the answer to this thread's `metrics` question. */

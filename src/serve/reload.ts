@@ -5,7 +5,14 @@
  * prices and the other live settings for new requests — calls in flight keep what they resolved;
  * an invalid one is refused with one log line naming the field, and the old config stays.
  */
-import { type Config, ConfigError, loadConfig } from "../config/load.ts";
+import {
+  type Config,
+  ConfigError,
+  configFrom,
+  type ConfigRead,
+  readConfigFile,
+  storeDir,
+} from "../config/load.ts";
 import { log } from "../log.ts";
 import type { ConfigSource } from "./workers.ts";
 
@@ -24,34 +31,49 @@ const FIXED = [
 const POLL_MS = 1000;
 
 /** The file `switchyard reload` touches, beside the store. */
-export function reloadFile(dbPath: string): string {
-  const dir = dbPath.includes("/") ? dbPath.replace(/\/[^/]*$/, "") || "/" : ".";
-  return `${dir}/reload`;
+function reloadFile(dbPath: string): string {
+  return `${storeDir(dbPath)}/reload`;
+}
+
+/** A reloaded config, and the file as it was read (what the serving threads build theirs from). */
+export interface Reloaded {
+  config: Config;
+  read: ConfigRead;
 }
 
 /**
- * Reads the config again as the process first did. Resolves to the new config (its fixed
- * settings kept from `current`), or null when it is not valid (logged).
+ * Reads the config again as the process first did — or, in a serving thread, builds it from the
+ * file as the main thread read it (`read`), so every thread runs the same one and only the main
+ * thread logs about it. Resolves to the new config (its fixed settings kept from `current`), or
+ * null when it is not valid (logged).
  */
-export async function reloadConfig(current: Config, source: ConfigSource): Promise<Config | null> {
+export async function reloadConfig(
+  current: Config,
+  source: ConfigSource,
+  read?: ConfigRead,
+): Promise<Reloaded | null> {
+  const env = (name: string) => Deno.env.get(name);
+  // A serving thread building the main thread's read: that thread has logged about it.
+  const quiet = read !== undefined;
   let next: Config;
   try {
-    next = await loadConfig(source.configFile, (name) => Deno.env.get(name), source.overrides);
+    read ??= await readConfigFile(source.configFile, env);
+    next = configFrom(read, env, source.overrides);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     log("error", "config reload refused: the running config stays", { error: error.message });
     return null;
   }
   const restart = FIXED.filter((name) => next[name] !== current[name]);
-  if (restart.length) {
+  if (restart.length && !quiet) {
     log("warn", "config reload: these settings need a restart and keep their values", {
       settings: restart,
     });
   }
   const kept: Partial<Config> = {};
   for (const name of FIXED) (kept as Record<string, unknown>)[name] = current[name];
-  for (const notice of next.notices) log("warn", notice);
-  return { ...next, ...kept };
+  if (!quiet) { for (const notice of next.notices) log("warn", notice); }
+  return { config: { ...next, ...kept }, read };
 }
 
 /**

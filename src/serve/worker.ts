@@ -4,11 +4,10 @@
  * are counted by the main thread, so a key's limit holds for the process as a whole.
  */
 import { type RateDecision, UNLIMITED } from "../auth/ratelimit.ts";
-import { type Config, loadConfig } from "../config/load.ts";
+import { loadConfig } from "../config/load.ts";
 import { flushLog } from "../log.ts";
 import { type Limiter, type RunningServer, startHttp } from "../server.ts";
 import { openSqliteStore } from "../store/sqlite.ts";
-import type { Store } from "../store/store.ts";
 import { drainServer } from "./drain.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 import type { LiveStream } from "../http/relay.ts";
@@ -57,26 +56,28 @@ function collectMetrics(): Promise<Record<string, Samples>[]> {
 let server: RunningServer | undefined;
 let services: Services | undefined;
 let source: ConfigSource | undefined;
-let store: Store | undefined;
-let config: Config | undefined;
 
 scope.onmessage = async ({ data }) => {
   if (data.type === "rpm") {
     decisions.get(data.id)?.(data.decision);
     decisions.delete(data.id);
   } else if (data.type === "reload") {
-    if (!config || !source || !services) return;
-    const next = await reloadConfig(config, source);
+    if (!source || !services) return;
+    const next = await reloadConfig(services.config, source, data.read);
     // The main thread put refused keys back in (see `restoreKeys`) before telling the threads.
-    if (next) config = services.config = next;
+    if (next) services.config = next.config;
   } else if (data.type === "snapshot") {
     scope.postMessage({ type: "snapshot", id: data.id, samples: snapshot(live.size) });
   } else if (data.type === "metrics") {
     gathered.get(data.id)?.(data.parts);
     gathered.delete(data.id);
   } else if (data.type === "start") {
-    config = await loadConfig(data.configFile, (name) => Deno.env.get(name), data.overrides);
-    store = openSqliteStore(config.dbPath, { owner: true, writeLock: data.shared });
+    const config = await loadConfig(
+      data.configFile,
+      (name) => Deno.env.get(name),
+      data.overrides,
+    );
+    const store = openSqliteStore(config.dbPath, { owner: true, writeLock: data.shared });
     source = { configFile: data.configFile, overrides: data.overrides };
     services = {
       config,
@@ -93,9 +94,9 @@ scope.onmessage = async ({ data }) => {
     });
     scope.postMessage({ type: "listening", port: server.addr.port });
   } else if (data.type === "stop") {
-    if (server && config) await drainServer(server, config);
+    if (server && services) await drainServer(server, services.config);
     flushLog();
-    store?.close();
+    services?.store.close();
     scope.postMessage({ type: "stopped" });
     scope.close();
   }

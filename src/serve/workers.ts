@@ -7,7 +7,7 @@
  * (video poller, pruning, recovery of dead processes' calls).
  */
 import { RateLimiter } from "../auth/ratelimit.ts";
-import type { Config, Overrides } from "../config/load.ts";
+import type { Config, ConfigRead, Overrides } from "../config/load.ts";
 import { boardOf, type Services } from "../context.ts";
 import { flushLog, log } from "../log.ts";
 import { prepareStore, startBackground } from "../server.ts";
@@ -21,8 +21,8 @@ export interface WorkerPool {
   port: number;
   /** Drains every thread and stops the background work; resolves once all have stopped. */
   stop(): Promise<void>;
-  /** Tells every thread to read the config again (after the main thread found it valid). */
-  reload(): void;
+  /** Gives every thread the config file as the main thread read it and found it valid. */
+  reload(read: ConfigRead): void;
 }
 
 /**
@@ -169,8 +169,10 @@ export async function startWorkers(
   const background = startBackground(services);
   return {
     port,
-    reload: () => {
-      for (const { worker } of threads) worker.postMessage({ type: "reload" } satisfies ToWorker);
+    reload: (read) => {
+      for (const { worker } of threads) {
+        worker.postMessage({ type: "reload", read } satisfies ToWorker);
+      }
     },
     stop: async () => {
       background.stop();
