@@ -23,6 +23,7 @@
  * key, and the threshold doubles with the keys still active after a sweep, so sweeping costs
  * amortized O(1) per new key.
  */
+import { retryAfterSeconds } from "../http/errors.ts";
 
 const WINDOW_MS = 60_000;
 
@@ -201,7 +202,7 @@ export function rateLimitHeaders(d: RateDecision): Record<string, string> {
     "x-ratelimit-remaining-requests": String(d.remaining),
     "x-ratelimit-reset-requests": formatDuration(d.resetMs),
   };
-  if (!d.allowed) headers["retry-after"] = String(Math.max(1, Math.ceil(d.resetMs / 1000)));
+  if (!d.allowed) headers["retry-after"] = String(retryAfterSeconds(d.resetMs));
   return headers;
 }
 

@@ -26,3 +26,14 @@ export function byModelFields(
     ) => [model, { requests: x.requests, ...amountFields("spent", x.amount) }]),
   );
 }
+
+/** `[{day, requests, spent_usd, spent_nanousd}]`, one row per UTC day. */
+export function byDayFields(
+  byDay: readonly { day: string; requests: number; amount: number }[],
+): Record<string, string | number>[] {
+  return byDay.map((d) => ({
+    day: d.day,
+    requests: d.requests,
+    ...amountFields("spent", d.amount),
+  }));
+}

@@ -355,9 +355,20 @@ export function atTarget(model: ResolvedModel, target: Target): ResolvedModel {
     : { ...model, provider: target.provider, upstreamId: target.upstreamId, prices: target.prices };
 }
 
-/** The name of the deployment `model` is served by (see `Target.name`). */
-export function targetName(model: ResolvedModel): string {
+/** The deployment `model` is served by (one the catalog lists, or its own id's). */
+export function targetOf(model: ResolvedModel): Target {
   return model.route.targets.find((t) =>
     t.provider === model.provider && t.upstreamId === model.upstreamId
-  )?.name ?? `${model.provider.name}/${model.route.name}`;
+  ) ?? {
+    provider: model.provider,
+    upstreamId: model.upstreamId,
+    prices: model.prices,
+    weight: 1,
+    name: `${model.provider.name}/${model.route.name}`,
+  };
+}
+
+/** The name of the deployment `model` is served by (see `Target.name`). */
+export function targetName(model: ResolvedModel): string {
+  return targetOf(model).name;
 }

@@ -20,6 +20,7 @@ import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
 import {
   type ConfigInput,
   ConfigSchema,
+  type DeploymentInput,
   MAX_WORKERS,
   type ModelKind,
   type PriceInput,
@@ -235,8 +236,8 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     }
     const kind = m.kind ?? "text";
     const modelPrices = m.price && toPrices(m.price, `${at}.price`);
-    const deploymentInputs = m.deployments ??
-      [{ provider: m.provider!, upstream: m.upstream, maxConcurrent: m.maxConcurrent, rpm: m.rpm }];
+    // A model with `provider` has one deployment, which takes the model's own fields.
+    const deploymentInputs: DeploymentInput[] = m.deployments ?? [{ provider: m.provider! }];
     const deployments: Deployment[] = deploymentInputs.map((d, i) => {
       const where = m.deployments ? `${at}.deployments[${i}]` : at;
       if (!providerNames.has(d.provider)) {
@@ -246,8 +247,8 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
           })`,
         );
       }
-      const own = "price" in d && d.price ? toPrices(d.price, `${where}.price`) : undefined;
-      const free = ("free" in d && d.free) || (!own && m.free);
+      const own = d.price && toPrices(d.price, `${where}.price`);
+      const free = d.free || (!own && m.free);
       if (!own && !modelPrices && !free) {
         throw new ConfigError(`${where}: has no price; add "price" or mark it "free": true`);
       }
@@ -255,9 +256,9 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       requirePriced(prices, kind, own ? `${where}.price` : `${at}.price`);
       return {
         provider: d.provider,
-        upstream: d.upstream ?? (m.deployments ? m.upstream : undefined),
+        upstream: d.upstream ?? m.upstream,
         prices,
-        weight: ("weight" in d ? d.weight : undefined) ?? 1,
+        weight: d.weight ?? 1,
         maxConcurrent: d.maxConcurrent ?? m.maxConcurrent,
         rpm: d.rpm ?? m.rpm,
       };

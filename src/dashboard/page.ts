@@ -21,7 +21,7 @@ function sha256(text: string): string {
 }
 
 /** The `content-security-policy` the page is served with. */
-export const DASHBOARD_CSP = [
+const DASHBOARD_CSP = [
   "default-src 'none'",
   `script-src ${sha256(DASHBOARD_SCRIPT)}`,
   `style-src ${sha256(DASHBOARD_STYLE)}`,

@@ -32,6 +32,23 @@ import { embedContents } from "./gemini_embeddings.ts";
 import { stats } from "./text.ts";
 import { KeyBook, type KeySpec, keySpecOf } from "./keys.ts";
 
+/**
+ * Where each built-in provider family lives on the emulator, and its type: a config's `baseUrl`
+ * (and `chatBaseUrl`) is the emulator's URL followed by these (demo mode and the tests use it).
+ */
+export const PROVIDER_PREFIXES: Record<
+  string,
+  { type: "openai" | "xai" | "anthropic" | "gemini"; baseUrl: string; chatBaseUrl?: string }
+> = {
+  openai: { type: "openai", baseUrl: "/openai/v1" },
+  xai: { type: "xai", baseUrl: "/xai/v1" },
+  anthropic: { type: "anthropic", baseUrl: "/anthropic" },
+  deepseek: { type: "anthropic", baseUrl: "/deepseek", chatBaseUrl: "/deepseek/compat" },
+  moonshot: { type: "anthropic", baseUrl: "/moonshot", chatBaseUrl: "/moonshot/compat" },
+  zhipu: { type: "anthropic", baseUrl: "/zhipu", chatBaseUrl: "/zhipu/compat" },
+  gemini: { type: "gemini", baseUrl: "/gemini" },
+};
+
 export interface EmulatorOptions {
   hostname?: string;
   port?: number;
@@ -182,19 +199,15 @@ function keyFault(family: Family, spec: KeySpec): Response {
     ? [family === ANTHROPIC ? 529 : 503, "Overloaded (emulated)."]
     : [500, "The server had an error while processing your request (emulated)."];
   const answer = family.error(status, message);
-  const headers = new Headers(answer.headers);
-  headers.delete("retry-after");
+  answer.headers.delete("retry-after");
   if (spec.fault === "exhausted" && (spec.retryAfter ?? 1) > 0) {
-    headers.set("retry-after", String(spec.retryAfter ?? 1));
+    answer.headers.set("retry-after", String(spec.retryAfter ?? 1));
   }
-  return new Response(answer.body, { status, headers });
+  return answer;
 }
 
 /** `GET /_emulator/keys` (each key's requests and fault) and `POST` (set one key's fault). */
-async function keysControl(req: Request, book: KeyBook | undefined): Promise<Response> {
-  if (!book) {
-    return Response.json({ error: "this emulator was started without keys" }, { status: 404 });
-  }
+async function keysControl(req: Request, book: KeyBook): Promise<Response> {
   if (req.method === "GET") return Response.json(book.report());
   try {
     return Response.json(book.set(keySpecOf(await req.json())));
@@ -213,11 +226,10 @@ function familyOf(pathname: string): Family {
 /** Starts the emulator on `port` (0 = a free one). */
 export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<Deno.NetAddr> {
   const seen: Seen[] = [];
-  // A required key is one more good key of the book.
-  const book = options.keys
-    ? new KeyBook([...options.keys, ...(options.requiredKey ? [{ key: options.requiredKey }] : [])])
-    : undefined;
-  const required = book ? undefined : options.requiredKey;
+  // A required key is one more good key of the book; with neither, any key is good.
+  const required = options.requiredKey ? [{ key: options.requiredKey }] : [];
+  const specs = [...(options.keys ?? []), ...required];
+  const book = new KeyBook(specs, specs.length === 0);
   return Deno.serve({
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 0,
@@ -242,12 +254,9 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
     }
     const key = family.key(req);
     const keyless = url.pathname.startsWith("/local/");
-    if (!keyless && (!key || (required && key !== required))) {
-      return keyRefused(url.pathname, key ?? "");
-    }
-    if (!keyless && book) {
-      const spec = book.take(key!);
-      if (!spec || spec.fault === "invalid") return keyRefused(url.pathname, key!);
+    if (!keyless) {
+      const spec = key ? book.take(key) : undefined;
+      if (!spec || spec.fault === "invalid") return keyRefused(url.pathname, key ?? "");
       if (spec.fault) {
         await req.body?.cancel();
         return keyFault(family, spec);

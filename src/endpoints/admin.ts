@@ -12,7 +12,7 @@ import { GatewayError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
 import { amountFields, usdToNano } from "../billing/money.ts";
-import { byModelFields, byUnitFields } from "../billing/spend_report.ts";
+import { byDayFields, byModelFields, byUnitFields } from "../billing/spend_report.ts";
 import { accountJson, CliError, createKey, creditAccount, keyJson } from "../cli/commands.ts";
 import type { Account, LedgerEntry } from "../store/store.ts";
 
@@ -185,11 +185,7 @@ export const accountUsage: Handler = admin((ctx) => {
     ...amountFields("spent", account.spent),
     ...amountFields("held", account.held),
     requests: summary.requests,
-    by_day: store.usageByDay(account.id, since).map((d) => ({
-      day: d.day,
-      requests: d.requests,
-      ...amountFields("spent", d.amount),
-    })),
+    by_day: byDayFields(store.usageByDay(account.id, since)),
     by_unit: byUnitFields(summary.byUnit),
     by_model: byModelFields(summary.byModel),
   });
@@ -209,11 +205,7 @@ export const totalUsage: Handler = admin((ctx) => {
     since: new Date(since).toISOString().slice(0, 10),
     requests: byDay.reduce((n, d) => n + d.requests, 0),
     ...amountFields("spent", byDay.reduce((n, d) => n + d.amount, 0)),
-    by_day: byDay.map((d) => ({
-      day: d.day,
-      requests: d.requests,
-      ...amountFields("spent", d.amount),
-    })),
+    by_day: byDayFields(byDay),
   });
 });
 

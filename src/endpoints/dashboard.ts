@@ -5,12 +5,10 @@
  */
 import type { Handler } from "../context.ts";
 import { DASHBOARD_HEADERS, DASHBOARD_HTML } from "../dashboard/page.ts";
-import { GatewayError } from "../http/errors.ts";
+import { requireAdminEnabled } from "../auth/admin.ts";
 
 /** The page, with its security headers. */
 export const getDashboard: Handler = (ctx) => {
-  if (ctx.services.config.adminToken === null) {
-    throw new GatewayError(404, "Not enabled: set admin.token (or SWITCHYARD_ADMIN_TOKEN).");
-  }
+  requireAdminEnabled(ctx.services.config);
   return new Response(DASHBOARD_HTML, { headers: { ...DASHBOARD_HEADERS } });
 };

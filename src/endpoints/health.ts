@@ -5,7 +5,9 @@
  * and calls in flight; it names providers and counts only (no URL, key or error text).
  */
 import { boardOf, type Handler, type Services } from "../context.ts";
-import { deploymentStates, providerKeys } from "../routing/status.ts";
+import { deploymentStates } from "../routing/status.ts";
+import { refusedKeys } from "../routing/keys.ts";
+import type { ProviderEntry } from "../catalog/catalog.ts";
 import { jsonResponse } from "../http/json.ts";
 import { log } from "../log.ts";
 import { everyThread } from "../metrics/gateway.ts";
@@ -36,11 +38,13 @@ function storeAnswers(services: Services): boolean {
   }
 }
 
-/** The enabled providers that serve a model of the catalog, by name. */
-function enabledProviders(services: Services): string[] {
+/** The enabled providers that serve a model of the catalog (any deployment of it), by name. */
+function enabledProviders(services: Services): ProviderEntry[] {
   const { catalog } = services.config;
-  const names = new Set(catalog.entries().map((entry) => entry.provider));
-  return [...names].filter((name) => catalog.provider(name)?.enabled).sort();
+  const names = new Set(
+    catalog.entries().flatMap((entry) => entry.deployments.map((d) => d.provider)),
+  );
+  return [...names].sort().map((name) => catalog.provider(name)!).filter((p) => p.enabled);
 }
 
 /**
@@ -51,19 +55,19 @@ export const getReady: Handler = async (ctx) => {
   const { services } = ctx;
   const store = storeAnswers(services);
   const outcomes = recentOutcomes(await everyThread(services));
+  const board = boardOf(services);
   const providers: Record<string, ProviderHealth> = {};
-  for (const name of enabledProviders(services)) {
-    const { calls, errors } = outcomes.get(name) ?? { calls: 0, errors: 0 };
-    providers[name] = {
+  for (const provider of enabledProviders(services)) {
+    const { calls, errors } = outcomes.get(provider.name) ?? { calls: 0, errors: 0 };
+    providers[provider.name] = {
       calls,
       errors,
       error_rate: calls ? Math.round((errors / calls) * 10_000) / 10_000 : null,
+      // A provider without a key (a local server) has none to count.
+      ...(provider.keys.length
+        ? { keys: provider.keys.length, refused: refusedKeys(board, provider) }
+        : {}),
     };
-  }
-  const board = boardOf(services);
-  const keys = providerKeys(board, services.config.catalog);
-  for (const [name, state] of Object.entries(keys)) {
-    if (providers[name]) providers[name] = { ...providers[name], ...state };
   }
   return jsonResponse(
     {

@@ -17,6 +17,11 @@ export interface ErrorOptions {
   headers?: Record<string, string>;
 }
 
+/** Whole seconds for a `retry-after` header, at least 1, for a wait of `ms`. */
+export function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
 /** An error the pipeline raises on purpose; rendered in the route's protocol format. */
 export class GatewayError extends Error {
   override name = "GatewayError";
@@ -134,4 +139,13 @@ export function formatForPath(pathname: string): ErrorFormat {
   if (pathname.startsWith("/v1beta/") || /^\/v1\/models\/[^/]+:/.test(pathname)) return "google";
   if (pathname === "/v1/messages" || pathname.startsWith("/v1/messages/")) return "anthropic";
   return "openai";
+}
+
+/** The 502 for an upstream that refused the operator's credentials (never the client's fault). */
+export function credentialsRefused(): GatewayError {
+  return new GatewayError(
+    502,
+    "The upstream provider refused the gateway's credentials; the operator has been notified.",
+    { code: "upstream_auth_failed" },
+  );
 }

@@ -135,7 +135,7 @@ export function render(families: readonly Family[], samples: Record<string, Samp
     lines.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} ${family.type}`);
     const entries = Object.entries(samples[family.name] ?? {}).sort(([a], [b]) => a < b ? -1 : 1);
     for (const [key, sample] of entries) {
-      const values = family.labels.length ? key.split(SEPARATOR) : [];
+      const values = family.labels.length ? labelsOf(key) : [];
       if (typeof sample === "number") {
         lines.push(`${family.name}${labelText(family.labels, values)} ${number(sample)}`);
         continue;

@@ -12,7 +12,7 @@ import { callRoute } from "../context.ts";
 import { type ErrorFormat, GatewayError } from "../http/errors.ts";
 import { metrics, recentCalls, UPSTREAM_ERRORS, UPSTREAM_TTFB } from "../metrics/gateway.ts";
 import { keyRefusal, readBounded } from "../providers/key_failure.ts";
-import { send, type UpstreamCall, upstreamDeadlines } from "../providers/index.ts";
+import { replayable, send, type UpstreamCall, upstreamDeadlines } from "../providers/index.ts";
 import type { FailureKind } from "../routing/attempts.ts";
 import type { PassThrough } from "./passthrough.ts";
 import { holdTokens } from "./reserve.ts";
@@ -71,8 +71,10 @@ async function sendWithHold(
   upstreamFormat: ErrorFormat,
 ): Promise<Extract<Attempted, { ok: true }> | Extract<Attempted, { ok: false }>> {
   const provider = model.provider.name;
-  const again = !(call.body instanceof ReadableStream);
+  const again = replayable(call.body);
   const sent = performance.now();
+  const route = callRoute(ctx);
+  const requests = route.count;
   let upstream: Response;
   try {
     upstream = await send(
@@ -80,13 +82,16 @@ async function sendWithHold(
       call,
       abort,
       upstreamDeadlines(ctx.services.config),
-      callRoute(ctx),
+      route,
     );
   } catch (error) {
-    metrics.add(UPSTREAM_ERRORS, [provider, "0"]);
-    recentCalls.record(provider, 0);
     await bill.release();
     if (!(error instanceof GatewayError)) throw error; // the client went away
+    // An upstream that could not be reached (not a call whose keys all rest: none was sent).
+    if (route.count > requests) {
+      metrics.add(UPSTREAM_ERRORS, [provider, "0"]);
+      recentCalls.record(provider, 0);
+    }
     return {
       ok: false,
       kind: thrownKind(error),

@@ -11,7 +11,7 @@ import type { StreamMeter } from "../billing/usage.ts";
 import type { Prices, ProviderEntry, ResolvedModel } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
 import type { JsonBody } from "../http/body.ts";
-import { type ErrorFormat, GatewayError } from "../http/errors.ts";
+import { type ErrorFormat, GatewayError, retryAfterSeconds } from "../http/errors.ts";
 import { readWhole, relayStream } from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
 import { keysResting, type UpstreamCall } from "../providers/index.ts";
@@ -225,7 +225,7 @@ function answerDeadline(idleMs: number, maxMs: number): number {
 
 /** A limit-bound wait that ran out, as the client sees it when nothing else could answer. */
 function atCapacity(retryMs: number): GatewayError {
-  const seconds = Math.max(1, Math.ceil(retryMs / 1000));
+  const seconds = retryAfterSeconds(retryMs);
   return new GatewayError(
     429,
     `The upstream deployments of this model are at capacity; retry after ${seconds}s.`,
@@ -278,7 +278,6 @@ export async function routeCall(
     else client.addEventListener("abort", gone, { once: true });
   };
   const stopWatch = deadline(WATCH_CLIENT_MS, watchClient);
-  const startedAt = Date.now();
   const r = model.route;
   route.alternatives = retarget &&
     (r.targets.length > 1 || r.fallbacks.length > 0 || r.contextFallback !== undefined);
@@ -295,17 +294,18 @@ export async function routeCall(
   /** The soonest a deployment at its limits may take a call (ms from then); 0: none was. */
   let limited = 0;
   const tried = new Set<string>();
-  let triedThisRound = 0;
-  let rounds = 0;
+  /** Upstream requests made when this round over the candidates began. */
+  let roundFrom = 0;
   try {
     for (;;) {
       if (abort.signal.aborted) throw GONE;
+      if (!route.canStart()) break;
       const next = queue.next();
       if (next.done) {
-        // Another round over the same upstreams, while attempts remain and the failure allows.
-        if (!failure?.again || !triedThisRound || !route.canStart()) break;
-        if (++rounds >= settings.maxAttempts) break;
-        triedThisRound = 0;
+        // Another round over the same upstreams, while the last made a request and the failure
+        // allows (attempts and budget are checked above).
+        if (!failure?.again || route.count === roundFrom) break;
+        roundFrom = route.count;
         queue = queueOf(root);
         continue;
       }
@@ -321,18 +321,11 @@ export async function routeCall(
         unbuilt ??= error;
         continue;
       }
-      if (!route.canStart()) {
-        passOver(candidate);
-        break;
-      }
       if (route.count > 0) watchClient();
       if (abort.signal.aborted) throw GONE;
       if (tried.has(candidate.target.name)) await route.backoff(abort.signal);
       // Waits for limits, too, end with the budget.
-      const queueMs = Math.max(
-        0,
-        Math.min(settings.queueMs, settings.budgetMs - (Date.now() - startedAt)),
-      );
+      const queueMs = Math.max(0, Math.min(settings.queueMs, route.remainingMs()));
       const place = await acquire(
         candidate.slot,
         candidate.target,
@@ -349,7 +342,6 @@ export async function routeCall(
       const lease = place;
       noteCalled(candidate.target);
       tried.add(candidate.target.name);
-      triedThisRound++;
       const sentBefore = route.count;
       let outcome: Attempted;
       try {
@@ -388,7 +380,7 @@ export async function routeCall(
           root = resolved.model;
           queue = queueOf(root);
           tried.clear();
-          triedThisRound = 0;
+          roundFrom = route.count;
           continue;
         }
       }

@@ -6,9 +6,9 @@
  * upstream model id is replaced by the public one.
  */
 import type { ResolvedModel } from "../catalog/catalog.ts";
-import { type ErrorFormat, GatewayError } from "../http/errors.ts";
+import { credentialsRefused, type ErrorFormat, GatewayError } from "../http/errors.ts";
 import { log } from "../log.ts";
-import { isKeyFailure, readBounded } from "../providers/key_failure.ts";
+import { readBounded } from "../providers/key_failure.ts";
 
 /** Operator identifiers and secrets as providers write them into error messages. */
 const SECRETS: [RegExp, string][] = [
@@ -17,6 +17,19 @@ const SECRETS: [RegExp, string][] = [
   [/\b(sk|xai|sy)-[A-Za-z0-9_*.-]{3,}/g, "[redacted key]"],
   [/\bAIza[0-9A-Za-z_-]{8,}/g, "[redacted key]"],
 ];
+
+/** How providers say the operator's key is wrong, whatever status they send it with. */
+const KEY_FAILURE =
+  /API_KEY_INVALID|API key not valid|api[_ -]?key[^"]{0,40}(invalid|incorrect|expired|revoked)|(invalid|incorrect|expired|revoked)[^"]{0,20}api[_ -]?key|invalid x-api-key|authentication_error|permission_error/i;
+
+/**
+ * Whether an error answer says the operator's credentials are at fault (any 401 or 403, or words
+ * to that effect): the client gets a 502 for it, never the upstream's words. Broader than
+ * `keyRefusal`, which takes a key out of turn and so reads only the provider's own fields.
+ */
+function isKeyFailure(status: number, text: string): boolean {
+  return status === 401 || status === 403 || (status < 500 && KEY_FAILURE.test(text));
+}
 
 /** `text` with operator identifiers redacted and the upstream model id replaced by the public one. */
 export function redact(text: string, model?: ResolvedModel): string {
@@ -49,11 +62,7 @@ export async function relayUpstreamError(
       status,
       body: redact(raw).slice(0, 2000),
     });
-    throw new GatewayError(
-      502,
-      "The upstream provider refused the gateway's credentials; the operator has been notified.",
-      { code: "upstream_auth_failed" },
-    );
+    throw credentialsRefused();
   }
   const text = redact(raw, model);
   let body: unknown;

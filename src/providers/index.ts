@@ -3,7 +3,7 @@
  * data, see `surfaces.ts`) and fixed headers; a family's quirks adjust the call's own headers.
  */
 import type { ProviderEntry, ProviderKey, Surface } from "../catalog/catalog.ts";
-import { GatewayError } from "../http/errors.ts";
+import { credentialsRefused, GatewayError, retryAfterSeconds } from "../http/errors.ts";
 import { type CallRoute, retryAfterMs } from "../routing/attempts.ts";
 import { keyAnswered, keyTurns, keyUsable, refuseKey, restKey } from "../routing/keys.ts";
 import { keyRefusal, readBounded } from "./key_failure.ts";
@@ -25,7 +25,7 @@ export function protocolsOf(provider: ProviderEntry): ProtocolId[] {
 }
 
 /** Whether a request body can be sent again (a streamed upload cannot). */
-function replayable(body: UpstreamCall["body"]): boolean {
+export function replayable(body: UpstreamCall["body"]): boolean {
   return body === undefined || body === null || typeof body === "string" ||
     body instanceof Uint8Array;
 }
@@ -131,19 +131,13 @@ export async function send(
 
 /** The error of a call with no key to use: all rest (429 until the first wakes), or all refused. */
 function noKey(wakes: number): GatewayError {
-  if (!wakes) {
-    return new GatewayError(
-      502,
-      "The upstream provider refused the gateway's credentials; the operator has been notified.",
-      { code: "upstream_auth_failed" },
-    );
-  }
+  if (!wakes) return credentialsRefused();
   return keysResting(wakes);
 }
 
 /** The 429 of a call whose keys all rest after rate limits, until `wakes` (ms since the epoch). */
 export function keysResting(wakes: number): GatewayError {
-  const seconds = Math.max(1, Math.ceil((wakes - Date.now()) / 1000));
+  const seconds = retryAfterSeconds(wakes - Date.now());
   return new GatewayError(
     429,
     `The upstream provider's rate limit is reached for now; retry after ${seconds}s.`,

@@ -1,7 +1,7 @@
 /**
- * Upstream error bodies: reading one (bounded in size and time), and telling from it whether the
- * upstream refused the operator's key — whatever status the provider reports that with (Gemini
- * and xAI answer 400).
+ * Upstream error bodies: reading one (bounded in size and time), and telling from the provider's
+ * own fields whether it refused the operator's key — whatever status it reports that with
+ * (Gemini and xAI answer 400).
  */
 import { concatBytes } from "../http/bytes.ts";
 
@@ -9,15 +9,6 @@ import { concatBytes } from "../http/bytes.ts";
 const MAX_ERROR_BYTES = 64 * 1024;
 /** The longest an error body may take to arrive. */
 const ERROR_BODY_MS = 10_000;
-
-/** How providers say the operator's key is wrong, whatever status they send it with. */
-const KEY_FAILURE =
-  /API_KEY_INVALID|API key not valid|api[_ -]?key[^"]{0,40}(invalid|incorrect|expired|revoked)|(invalid|incorrect|expired|revoked)[^"]{0,20}api[_ -]?key|invalid x-api-key|authentication_error|permission_error/i;
-
-/** Whether an upstream answer of `status` with body `text` refuses the key itself. */
-export function isKeyFailure(status: number, text: string): boolean {
-  return status === 401 || status === 403 || (status < 500 && KEY_FAILURE.test(text));
-}
 
 /**
  * Whether an upstream answer refuses the key itself, read from the provider's own structured

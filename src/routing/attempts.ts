@@ -1,6 +1,6 @@
 /**
  * One call's attempts at its upstreams: how many were made, whether another may start (at most
- * `maxAttempts`, none once `budgetMs` has passed since the first), the deadline of the next one's
+ * `maxAttempts`, none once `budgetMs` has passed since the call began), the deadline of the next one's
  * headers, and the backoff before trying a target that just failed again. Also what served the
  * call, for the `x-switchyard-*` headers.
  */
@@ -30,7 +30,8 @@ export type FailureKind =
 export class CallRoute {
   /** Upstream requests made so far. */
   count = 0;
-  #first = 0;
+  /** When the call began: the budget counts from here. */
+  readonly #began = Date.now();
   /** The provider and public model that answered, once one did. */
   served?: { provider: string; model: string };
   /**
@@ -43,21 +44,26 @@ export class CallRoute {
 
   constructor(readonly settings: RoutingSettings, readonly board: Board) {}
 
-  /** Whether another attempt may start now. */
+  /** What is left of `routing.budgetMs` (ms; ≤ 0 once spent). */
+  remainingMs(now = Date.now()): number {
+    return this.settings.budgetMs - (now - this.#began);
+  }
+
+  /** Whether another attempt may start now: the first always, the others within count and budget. */
   canStart(now = Date.now()): boolean {
     if (this.count === 0) return true;
-    return this.count < this.settings.maxAttempts && now - this.#first < this.settings.budgetMs;
+    return this.count < this.settings.maxAttempts && this.remainingMs(now) > 0;
   }
 
   /** Counts an attempt that starts now. */
-  start(now = Date.now()): void {
-    if (this.count++ === 0) this.#first = now;
+  start(): void {
+    this.count++;
   }
 
   /** The header deadline of the attempt about to start: the budget's rest, after the first. */
   headersMs(base: number, now = Date.now()): number {
     if (this.count <= 1) return base;
-    return Math.max(1, Math.min(base, this.settings.budgetMs - (now - this.#first)));
+    return Math.max(1, Math.min(base, this.remainingMs(now)));
   }
 
   /** Whether a failure of `kind` moves the call on (to another key, target or model). */
@@ -72,10 +78,7 @@ export class CallRoute {
    */
   async backoff(signal?: AbortSignal, now = Date.now()): Promise<void> {
     const base = this.settings.backoffMs * 2 ** Math.max(0, this.count - 1);
-    const ms = Math.min(
-      base * (0.5 + Math.random() / 2),
-      this.settings.budgetMs - (now - this.#first),
-    );
+    const ms = Math.min(base * (0.5 + Math.random() / 2), this.remainingMs(now));
     if (ms > 0) await sleep(ms, signal);
   }
 }

@@ -6,7 +6,8 @@
  *
  * A slot is 16 32-bit integers and 4 64-bit times (milliseconds since the epoch); what each field
  * means is up to the module that names the slot (`keys.ts`, `circuit.ts`, `limits.ts`). Names are
- * stable across reloads, so state outlives a config reload unless that module clears it.
+ * stable across reloads, so state outlives a config reload (refused keys end by a generation,
+ * see `keys.ts`).
  */
 
 /** Slots in the table; names past it get a slot of their own thread (not shared). */
@@ -61,12 +62,6 @@ export class Slot {
       BigInt(Math.round(ms)),
     ) ===
       e;
-  }
-
-  /** Zeroes every field of the slot but its name. */
-  clear(): void {
-    for (let f = HASH_B + 1; f < INTS; f++) this.set(f, 0);
-    for (let f = 0; f < TIMES; f++) this.setTime(f, 0);
   }
 }
 

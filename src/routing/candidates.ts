@@ -10,7 +10,7 @@ import {
   type ProviderEntry,
   type ResolvedModel,
   type Target,
-  targetName,
+  targetOf,
 } from "../catalog/catalog.ts";
 import type { CircuitSettings } from "../config/load.ts";
 import type { Board, Slot } from "./board.ts";
@@ -32,7 +32,7 @@ export interface Candidate {
 const TURN = 2;
 const turnsOf = new WeakMap<Target[], number[]>();
 
-/** The shared state of a deployment. */
+/** The shared state of a deployment (`status.ts` reads the same name). */
 export function targetSlot(board: Board, target: Target): Slot {
   return board.slot(`target:${target.name}`);
 }
@@ -119,20 +119,9 @@ export function* ownTarget(
   model: ResolvedModel,
   settings: CircuitSettings,
 ): Generator<Candidate> {
-  const target =
-    model.route.targets.find((t) =>
-      t.provider === model.provider && t.upstreamId === model.upstreamId
-    ) ?? {
-      provider: model.provider,
-      upstreamId: model.upstreamId,
-      prices: model.prices,
-      weight: 1,
-      name: targetName(model),
-    };
-  if (allResting(board, target.provider, target.name)) return;
-  const slot = targetSlot(board, target);
-  const admission = admit(slot, settings);
-  yield { model, target, slot, probe: admission === "probe" };
+  const open: Candidate[] = [];
+  const candidate = offer(board, model, targetOf(model), settings, open) ?? open[0];
+  if (candidate) yield candidate;
 }
 
 /** When the first resting key of `model`'s deployments wakes (ms since the epoch; 0: none rests). */

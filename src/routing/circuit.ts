@@ -38,11 +38,7 @@ export function admit(slot: Slot, settings: CircuitSettings, now = Date.now()): 
   const state = circuitState(slot, now);
   if (state === "closed") return "go";
   if (state === "open") return "skip";
-  if (slot.swap(PROBING, 0, 1)) {
-    slot.setTime(PROBE_AT, now);
-    return "probe";
-  }
-  if (now - slot.time(PROBE_AT) > settings.coolOffMs) {
+  if (slot.swap(PROBING, 0, 1) || now - slot.time(PROBE_AT) > settings.coolOffMs) {
     slot.setTime(PROBE_AT, now);
     return "probe";
   }

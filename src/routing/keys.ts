@@ -165,13 +165,8 @@ export function restoreKeys(board: Board): void {
   board.slot("generation").add(GENERATION, 1);
 }
 
-/** How many of `provider`'s keys are in use, and how many were refused for every model. */
-export function keyStates(
-  board: Board,
-  provider: ProviderEntry,
-): { usable: number; refused: number } {
+/** How many of `provider`'s keys were refused for every model (out until a reload). */
+export function refusedKeys(board: Board, provider: ProviderEntry): number {
   const current = generation(board);
-  const out = provider.keys.filter((key) => refused(board.find(keyName(provider, key)), current))
-    .length;
-  return { usable: provider.keys.length - out, refused: out };
+  return provider.keys.filter((key) => refused(board.find(keyName(provider, key)), current)).length;
 }

@@ -1,13 +1,11 @@
 /**
  * The routing state as operators see it (`/readyz`, `/metrics`): each deployment's circuit and
- * calls in flight, and each provider's keys in use and refused. Deployments are those the catalog
- * names, and those this thread has called (a pattern's ids are only known once called).
+ * calls in flight. Deployments are those the catalog names, and those this thread has called (a
+ * pattern's ids are only known once called).
  */
 import type { Catalog, Target } from "../catalog/catalog.ts";
 import type { Board } from "./board.ts";
 import { type CircuitState, circuitState } from "./circuit.ts";
-import { targetSlot } from "./candidates.ts";
-import { keyStates } from "./keys.ts";
 import { inFlight } from "./limits.ts";
 
 /** Deployments this thread has called, by name (bounded: the oldest are forgotten). */
@@ -38,24 +36,11 @@ export function deploymentStates(board: Board, catalog: Catalog): Record<string,
   }
   const out: Record<string, DeploymentState> = {};
   for (const name of [...targets.keys()].sort()) {
-    const slot = targetSlot(board, targets.get(name)!);
-    out[name] = { circuit: circuitState(slot), in_flight: inFlight(slot) };
-  }
-  return out;
-}
-
-/** Each enabled provider's keys: how many are in use and how many were refused. */
-export function providerKeys(
-  board: Board,
-  catalog: Catalog,
-): Record<string, { keys: number; refused: number }> {
-  const out: Record<string, { keys: number; refused: number }> = {};
-  for (const provider of catalog.providers()) {
-    if (!provider.enabled || !provider.keys.length) continue;
-    out[provider.name] = {
-      keys: provider.keys.length,
-      refused: keyStates(board, provider).refused,
-    };
+    // Read without claiming: a deployment no call has reached is closed with none in flight.
+    const slot = board.find(`target:${name}`);
+    out[name] = slot
+      ? { circuit: circuitState(slot), in_flight: inFlight(slot) }
+      : { circuit: "closed", in_flight: 0 };
   }
   return out;
 }

@@ -3,22 +3,11 @@
  * built-in provider is pointed at it, so that every endpoint can be tried with no upstream key and
  * nothing real is called.
  */
-import { startEmulator } from "../emulator/server.ts";
+import { PROVIDER_PREFIXES, startEmulator } from "../emulator/server.ts";
 import type { Overrides } from "../config/load.ts";
 
 /** The upstream key the emulator takes in demo mode (not a secret: nothing real is behind it). */
 const DEMO_KEY = "switchyard-demo";
-
-/** Each built-in provider's place on the emulator (see `emulator/server.ts`). */
-const PREFIXES: Record<string, { baseUrl: string; chatBaseUrl?: string }> = {
-  openai: { baseUrl: "/openai/v1" },
-  xai: { baseUrl: "/xai/v1" },
-  anthropic: { baseUrl: "/anthropic" },
-  deepseek: { baseUrl: "/deepseek", chatBaseUrl: "/deepseek/compat" },
-  moonshot: { baseUrl: "/moonshot", chatBaseUrl: "/moonshot/compat" },
-  zhipu: { baseUrl: "/zhipu", chatBaseUrl: "/zhipu/compat" },
-  gemini: { baseUrl: "/gemini" },
-};
 
 /** A running demo emulator and the provider overrides that point at it. */
 export interface Demo {
@@ -31,7 +20,7 @@ export function startDemo(): Demo {
   const server = startEmulator({ hostname: "127.0.0.1", port: 0, requiredKey: DEMO_KEY });
   const url = `http://127.0.0.1:${server.addr.port}`;
   const providers: Demo["providers"] = {};
-  for (const [name, at] of Object.entries(PREFIXES)) {
+  for (const [name, at] of Object.entries(PROVIDER_PREFIXES)) {
     providers[name] = {
       baseUrl: url + at.baseUrl,
       ...(at.chatBaseUrl ? { chatBaseUrl: url + at.chatBaseUrl } : {}),

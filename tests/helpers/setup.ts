@@ -1,5 +1,5 @@
 /** A gateway wired to an in-process provider emulator, with an account and key ready. */
-import { startEmulator } from "../../src/emulator/server.ts";
+import { PROVIDER_PREFIXES, startEmulator } from "../../src/emulator/server.ts";
 import { type Gateway, startGateway } from "./gateway.ts";
 
 export const UPSTREAM_KEY = "upstream-secret-1234";
@@ -62,13 +62,12 @@ export async function startStack(
       routing: { maxAttempts: 1 },
       defaultCatalog: false,
       providers: {
-        openai: provider("openai", "/openai/v1"),
-        xai: provider("xai", "/xai/v1"),
-        anthropic: provider("anthropic", "/anthropic"),
-        deepseek: provider("anthropic", "/deepseek", "/deepseek/compat"),
-        moonshot: provider("anthropic", "/moonshot", "/moonshot/compat"),
-        zhipu: provider("anthropic", "/zhipu", "/zhipu/compat"),
-        gemini: provider("gemini", "/gemini"),
+        // Every built-in family where the emulator serves it.
+        ...Object.fromEntries(
+          Object.entries(PROVIDER_PREFIXES).map((
+            [name, at],
+          ) => [name, provider(at.type, at.baseUrl, at.chatBaseUrl)]),
+        ),
         // A local OpenAI-compatible server: chat completions only, no key.
         local: { type: "openai-compatible", baseUrl: `${emulatorUrl}/local/v1` },
         // A provider given with a `baseUrl` path is on the emulator, under that prefix.

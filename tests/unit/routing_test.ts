@@ -151,14 +151,17 @@ Deno.test("attempts: bounded by count and by budget; retry-after read as seconds
     queueMs: 0,
     circuit: CIRCUIT,
   };
+  const t0 = Date.now();
   const route = new CallRoute(settings, new Board());
-  assert.ok(route.canStart(0));
-  route.start(0);
-  assert.ok(route.canStart(500));
-  assert.ok(!route.canStart(1001), "past the budget");
-  route.start(600);
-  assert.equal(route.headersMs(300_000, 600), 400, "the second attempt ends with the budget");
-  assert.ok(!route.canStart(700), "past the count");
+  assert.ok(route.canStart(t0 + 5000), "the first attempt, whenever");
+  route.start();
+  assert.ok(route.canStart(t0 + 500));
+  assert.ok(!route.canStart(Date.now() + 1001), "past the budget, counted from the call's start");
+  route.start();
+  const at = Date.now() + 600;
+  assert.ok(route.headersMs(300_000, at) <= 400, "the second attempt ends with the budget");
+  assert.ok(route.headersMs(300_000, at) > 390);
+  assert.ok(!route.canStart(t0 + 700), "past the count");
   assert.ok(route.retries("5xx") && !route.retries("429") && route.retries("limited"));
   assert.equal(retryAfterMs("3"), 3000);
   assert.equal(retryAfterMs(new Date(Date.now() + 10_000).toUTCString())! > 8000, true);
