@@ -448,6 +448,14 @@ Deno.test({
     const b = grown(before, after, KEYS.wb);
     assert.equal(a + b, 1000);
     assert.ok(Math.abs(a - 750) <= 30, `weight 3 got ${a} of 1000`);
+    // A provider that is only ever a second deployment is in /readyz too, its calls counted.
+    assert.deepEqual((await readyz()).providers.wb, {
+      calls: b,
+      errors: 0,
+      error_rate: 0,
+      keys: 1,
+      refused: 0,
+    });
   },
 });
 
