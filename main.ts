@@ -142,7 +142,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     if (command === "keys" && sub === "create") {
       if (!values.account) throw new CliError("keys create needs --account NAME");
-      const created = createKey(store, {
+      const created = await createKey(store, {
         account: values.account,
         rpm: values.rpm === undefined ? undefined : Number(values.rpm),
         creditUsd: values.credit,
@@ -154,24 +154,24 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === "keys" && sub === "list") {
-      const keys = store.listKeys().map(keyJson);
+      const keys = (await store.listKeys()).map(keyJson);
       print(keys, table(keys));
       return 0;
     }
     if (command === "keys" && sub === "revoke") {
       if (!rest[0]) throw new CliError("keys revoke needs the key id (see keys list)");
-      if (!store.revokeKey(rest[0])) throw new CliError(`no active key with id ${rest[0]}`);
+      if (!(await store.revokeKey(rest[0]))) throw new CliError(`no active key with id ${rest[0]}`);
       console.log(`revoked ${rest[0]}`);
       return 0;
     }
     if (command === "accounts" && sub === "list") {
-      const accounts = store.listAccounts().map(accountJson);
+      const accounts = (await store.listAccounts()).map(accountJson);
       print(accounts, table(accounts));
       return 0;
     }
     if (command === "accounts" && sub === "credit") {
       if (rest.length !== 2) throw new CliError("usage: accounts credit NAME USD");
-      const account = accountJson(creditAccount(store, rest[0], rest[1]));
+      const account = accountJson(await creditAccount(store, rest[0], rest[1]));
       print(account, `account ${account.name}: balance ${account.balance_usd} USD`);
       return 0;
     }
@@ -209,7 +209,7 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   const leftovers = await clearSpool(config.spoolDir);
   if (leftovers) log("warn", "removed uploads left by an earlier crash", { files: leftovers });
   const services: Services & { config: Config } = { config, store };
-  if (!store.listKeys().length) {
+  if (!(await store.listKeys()).length) {
     const command = firstKeyCommand({
       execPath: Deno.execPath(),
       configFile: source.configFile ?? Deno.env.get("SWITCHYARD_CONFIG"),

@@ -7,6 +7,7 @@ import type { Samples } from "./metrics/registry.ts";
 import type { CallSpan } from "./metrics/trace.ts";
 import { Board } from "./routing/board.ts";
 import { CallRoute } from "./routing/attempts.ts";
+import type { NamedState } from "./pipeline/named_state.ts";
 
 /** Long-lived services shared by every request. */
 export interface Services {
@@ -46,6 +47,8 @@ export interface RequestContext {
   trace?: CallSpan | null;
   /** The model call's attempts at its upstreams (see `callRoute`). */
   route?: CallRoute;
+  /** The stored state the request names (see `pipeline/named_state.ts`). */
+  named?: NamedState;
 }
 
 /** A route's handler. Throws `GatewayError` for anything the client should see as an error. */

@@ -2,7 +2,7 @@
  * The HTTP front: request id, route lookup, auth, rate limit, the handler, protocol-native errors,
  * and one JSON access-log line per request. `server.ts` only strings the steps together.
  */
-import { authenticate, presentedKey, type Principal } from "./auth/authenticate.ts";
+import { authenticate, presentedKey } from "./auth/authenticate.ts";
 import { type RateDecision, RateLimiter, rateLimitHeaders } from "./auth/ratelimit.ts";
 import type { RequestContext, Services } from "./context.ts";
 import { type ErrorFormat, errorResponse, formatForPath, GatewayError } from "./http/errors.ts";
@@ -90,7 +90,8 @@ export function createHandler(
       const route = match.route;
       if (route.auth !== "none") {
         const key = presentedKey(req, url, route.auth);
-        const principal: Principal = authenticate(store, key, config.defaultRpm);
+        let principal = authenticate(store, key, config.defaultRpm);
+        if (principal instanceof Promise) principal = await principal;
         ctx.principal = principal;
         let decision = limiter.check(principal.keyId, principal.rpm);
         if (decision instanceof Promise) decision = await decision;
@@ -231,6 +232,7 @@ export interface Background {
  * `RECOVERY_INTERVAL_MS`; startup recovery is the caller's).
  */
 export function startBackground(services: Services): Background {
+  const { store } = services;
   const poller = startVideoPoller(services);
   const metricsPort = services.config.metricsPort;
   const metricsServer = metricsPort === null ? null : Deno.serve({
@@ -239,20 +241,22 @@ export function startBackground(services: Services): Background {
     onListen: ({ port }) => log("info", "metrics listening", { host: "127.0.0.1", port }),
   }, (req) => metricsPortHandler(req, services));
   // Upstream objects are kept as long as providers keep stored responses (OpenAI: 30 days).
-  const prune = () => {
+  const prune = async () => {
     try {
-      services.store.pruneObjects(Date.now() - OBJECT_RETENTION_MS);
-      services.store.pruneResponses(Date.now() - services.config.conversationRetentionMs);
+      if (store.leading && !(await store.leading())) return;
+      await store.pruneObjects(Date.now() - OBJECT_RETENTION_MS);
+      await store.pruneResponses(Date.now() - services.config.conversationRetentionMs);
     } catch (error) {
       log("error", "pruning upstream objects failed", { error: String(error) });
     }
   };
-  prune();
+  void prune();
   const pruner = setInterval(prune, 6 * 3600 * 1000);
   // Calls held by another process on this store that has since died (see `store/owners.ts`).
   const recovery = setInterval(async () => {
     try {
-      const calls = await recoverHolds(services.store);
+      if (store.leading && !(await store.leading())) return;
+      const calls = await recoverHolds(store);
       if (calls) log("warn", "settled calls left open by a process that stopped", { calls });
     } catch (error) {
       log("error", "recovering held calls failed", { error: String(error) });

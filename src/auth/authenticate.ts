@@ -3,7 +3,7 @@
  * key in the store on every request, so a revoked key stops working at once.
  */
 import { GatewayError } from "../http/errors.ts";
-import type { Store } from "../store/store.ts";
+import type { KeyRecord, Store } from "../store/store.ts";
 import { hashKey, keyIdOf, timingSafeEqual } from "./keys.ts";
 
 /**
@@ -56,10 +56,23 @@ export function presentedKey(req: Request, url: URL, scheme: Exclude<AuthScheme,
 
 const DUMMY_HASH = new Uint8Array(32);
 
-/** Looks the key up and checks it in constant time; 401 for unknown or revoked keys. */
-export function authenticate(store: Store, key: string, defaultRpm: number): Principal {
+/**
+ * Looks the key up and checks it in constant time; 401 for unknown or revoked keys. Answers at
+ * once when the store has the key in memory.
+ */
+export function authenticate(
+  store: Store,
+  key: string,
+  defaultRpm: number,
+): Principal | Promise<Principal> {
   const id = keyIdOf(key);
   const record = id ? store.findKey(id) : undefined;
+  return record instanceof Promise
+    ? record.then((found) => principalOf(found, key, defaultRpm))
+    : principalOf(record, key, defaultRpm);
+}
+
+function principalOf(record: KeyRecord | undefined, key: string, defaultRpm: number): Principal {
   const matches = timingSafeEqual(hashKey(key), record?.hash ?? DUMMY_HASH);
   if (!record || !matches) throw new GatewayError(401, "Invalid API key.");
   if (record.revokedAt !== null) throw new GatewayError(401, "This API key has been revoked.");

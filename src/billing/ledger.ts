@@ -161,7 +161,7 @@ export async function openBill(store: Store, call: OpenBill): Promise<Bill> {
 
 /** Settles entries left held by a crash on their recorded estimate. Resolves to how many. */
 export async function recoverHolds(store: Store): Promise<number> {
-  const holds = store.pendingHolds();
+  const holds = await store.pendingHolds();
   for (const h of holds) await store.settle(h.id, { ...h.estimate, estimated: true });
   return holds.length;
 }

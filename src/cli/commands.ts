@@ -18,7 +18,7 @@ export interface CreateKeyOptions {
 }
 
 /** `keys create`: makes the account if needed, adds the credit, mints the key. */
-export function createKey(store: Store, o: CreateKeyOptions) {
+export async function createKey(store: Store, o: CreateKeyOptions) {
   if (!/^[\w.@-]{1,64}$/.test(o.account)) {
     throw new CliError("--account must be 1–64 characters of letters, digits, _ . @ -");
   }
@@ -26,10 +26,10 @@ export function createKey(store: Store, o: CreateKeyOptions) {
     throw new CliError("--rpm must be an integer from 0 (unlimited) to 1000000");
   }
   const credit = o.creditUsd === undefined ? 0 : parseUsd(o.creditUsd, "--credit");
-  let account = store.ensureAccount(o.account);
-  if (credit) account = store.credit(account.id, credit, "keys create --credit");
+  let account = await store.ensureAccount(o.account);
+  if (credit) account = await store.credit(account.id, credit, "keys create --credit");
   const key = mintKey();
-  store.insertKey({
+  await store.insertKey({
     id: key.id,
     accountId: account.id,
     hash: key.hash,
@@ -69,11 +69,11 @@ export function accountJson(a: Account) {
 }
 
 /** `accounts credit NAME USD`: adds (or, negative, removes) balance on an existing account. */
-export function creditAccount(store: Store, name: string, usd: string): Account {
-  const account = store.account(name);
+export async function creditAccount(store: Store, name: string, usd: string): Promise<Account> {
+  const account = await store.account(name);
   if (!account) throw new CliError(`no account named "${name}"`);
   const amount = parseUsd(usd, "the amount", true);
-  return store.credit(account.id, amount, "accounts credit");
+  return await store.credit(account.id, amount, "accounts credit");
 }
 
 function parseUsd(text: string, what: string, allowNegative = false): number {

@@ -48,9 +48,9 @@ const NewAccount = v.strictObject({ name: ACCOUNT_NAME });
 const Credit = v.strictObject({ usd: USD });
 
 /** Runs a CLI operation; its usage errors become 400s. */
-function operation<T>(run: () => T): T {
+async function operation<T>(run: () => Promise<T>): Promise<T> {
   try {
-    return run();
+    return await run();
   } catch (error) {
     if (error instanceof CliError) throw new GatewayError(400, error.message);
     throw error;
@@ -65,8 +65,8 @@ function admin(handle: Handler): Handler {
   };
 }
 
-function accountNamed(ctx: RequestContext, name: string): Account {
-  const account = ctx.services.store.account(name);
+async function accountNamed(ctx: RequestContext, name: string): Promise<Account> {
+  const account = await ctx.services.store.account(name);
   if (!account) throw new GatewayError(404, `No account named "${name}".`);
   return account;
 }
@@ -110,16 +110,18 @@ function entryJson(e: LedgerEntry) {
 }
 
 /** `GET /admin/api/keys[?account=NAME]`: every key (never a secret or hash). */
-export const listKeys: Handler = admin((ctx) => {
+export const listKeys: Handler = admin(async (ctx) => {
   const account = ctx.url.searchParams.get("account");
-  const keys = ctx.services.store.listKeys().filter((k) => !account || k.accountName === account);
+  const keys = (await ctx.services.store.listKeys()).filter((k) =>
+    !account || k.accountName === account
+  );
   return jsonResponse({ object: "list", data: keys.map(keyJson) });
 });
 
 /** `POST /admin/api/keys` `{account, rpm?, credit_usd?}`: the secret is shown this once. */
 export const createKeyRoute: Handler = admin(async (ctx) => {
   const body = validate(NewKey, (await readJsonObject(ctx.req, ctx.services.config)).value);
-  const created = operation(() =>
+  const created = await operation(() =>
     createKey(ctx.services.store, {
       account: body.account,
       rpm: body.rpm,
@@ -130,19 +132,19 @@ export const createKeyRoute: Handler = admin(async (ctx) => {
 });
 
 /** `DELETE /admin/api/keys/:id`: revokes an active key (404 when none has the id). */
-export const revokeKey: Handler = admin((ctx) => {
+export const revokeKey: Handler = admin(async (ctx) => {
   const id = ctx.params.id;
-  if (!ctx.services.store.revokeKey(id)) {
+  if (!(await ctx.services.store.revokeKey(id))) {
     throw new GatewayError(404, `No active key with id "${id}".`);
   }
   return jsonResponse({ object: "key", id, revoked: true });
 });
 
 /** `GET /admin/api/accounts`: every account with its balance, spend and held funds. */
-export const listAccounts: Handler = admin((ctx) =>
+export const listAccounts: Handler = admin(async (ctx) =>
   jsonResponse({
     object: "list",
-    data: ctx.services.store.listAccounts().map((a) => ({
+    data: (await ctx.services.store.listAccounts()).map((a) => ({
       ...accountJson(a),
       ...amountFields("held", a.held),
     })),
@@ -152,16 +154,16 @@ export const listAccounts: Handler = admin((ctx) =>
 /** `POST /admin/api/accounts` `{name}`: creates the account (200 with it when it exists). */
 export const createAccount: Handler = admin(async (ctx) => {
   const { name } = validate(NewAccount, (await readJsonObject(ctx.req, ctx.services.config)).value);
-  const existed = ctx.services.store.account(name) !== undefined;
-  const account = ctx.services.store.ensureAccount(name);
+  const existed = (await ctx.services.store.account(name)) !== undefined;
+  const account = await ctx.services.store.ensureAccount(name);
   return jsonResponse(accountJson(account), existed ? 200 : 201);
 });
 
 /** `POST /admin/api/accounts/:name/credit` `{usd}`: adds (negative: removes) balance. */
 export const creditAccountRoute: Handler = admin(async (ctx) => {
-  accountNamed(ctx, ctx.params.name);
+  await accountNamed(ctx, ctx.params.name);
   const { usd } = validate(Credit, (await readJsonObject(ctx.req, ctx.services.config)).value);
-  const account = operation(() => creditAccount(ctx.services.store, ctx.params.name, usd));
+  const account = await operation(() => creditAccount(ctx.services.store, ctx.params.name, usd));
   return jsonResponse(accountJson(account));
 });
 
@@ -172,11 +174,11 @@ function daysSince(days: number): number {
 }
 
 /** `GET /admin/api/accounts/:name/usage[?days=30]`: spend by day, unit and model. */
-export const accountUsage: Handler = admin((ctx) => {
-  const account = accountNamed(ctx, ctx.params.name);
+export const accountUsage: Handler = admin(async (ctx) => {
+  const account = await accountNamed(ctx, ctx.params.name);
   const days = countParam(ctx.url, "days", DEFAULT_DAYS, MAX_DAYS);
   const { store } = ctx.services;
-  const summary = store.usage(account.id);
+  const summary = await store.usage(account.id);
   const since = daysSince(days);
   return jsonResponse({
     object: "usage",
@@ -185,7 +187,7 @@ export const accountUsage: Handler = admin((ctx) => {
     ...amountFields("spent", account.spent),
     ...amountFields("held", account.held),
     requests: summary.requests,
-    by_day: byDayFields(store.usageByDay(account.id, since)),
+    by_day: byDayFields(await store.usageByDay(account.id, since)),
     by_unit: byUnitFields(summary.byUnit),
     by_model: byModelFields(summary.byModel),
   });
@@ -195,10 +197,10 @@ export const accountUsage: Handler = admin((ctx) => {
  * `GET /admin/api/usage[?days=30]`: every account's settled spend by UTC day (days without spend
  * are absent), from `since` (the first day's date) on, with the window's totals.
  */
-export const totalUsage: Handler = admin((ctx) => {
+export const totalUsage: Handler = admin(async (ctx) => {
   const days = countParam(ctx.url, "days", DEFAULT_DAYS, MAX_DAYS);
   const since = daysSince(days);
-  const byDay = ctx.services.store.totalUsageByDay(since);
+  const byDay = await ctx.services.store.totalUsageByDay(since);
   return jsonResponse({
     object: "usage",
     days,
@@ -213,16 +215,16 @@ export const totalUsage: Handler = admin((ctx) => {
  * `GET /admin/api/ledger[?account=NAME][&limit=N][&before=ID]`: entries newest first; `next`
  * is the `before` of the next page (null on the last).
  */
-export const ledger: Handler = admin((ctx) => {
+export const ledger: Handler = admin(async (ctx) => {
   const name = ctx.url.searchParams.get("account");
-  const account = name === null ? undefined : accountNamed(ctx, name);
+  const account = name === null ? undefined : await accountNamed(ctx, name);
   const limit = countParam(ctx.url, "limit", DEFAULT_PAGE, MAX_PAGE);
   const beforeText = ctx.url.searchParams.get("before");
   const before = beforeText === null
     ? undefined
     : countParam(ctx.url, "before", 0, Number.MAX_SAFE_INTEGER);
   // One more than asked tells whether there is a next page.
-  const entries = ctx.services.store.ledgerPage({
+  const entries = await ctx.services.store.ledgerPage({
     accountId: account?.id,
     before,
     limit: limit + 1,

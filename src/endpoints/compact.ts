@@ -13,6 +13,7 @@ import { type PassThrough, routeCall, withUpstreamModel } from "../pipeline/pass
 import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { responsesState, stateProvider } from "../pipeline/upstream_objects.ts";
+import { loadNamedState } from "../pipeline/named_state.ts";
 
 export const CompactRequest = v.looseObject({
   model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
@@ -28,6 +29,7 @@ export const compactResponse: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(CompactRequest, body.value);
   const model = resolveModel(ctx, request.model, "compact");
+  await loadNamedState(ctx, body.value);
   const state = responsesState(ctx, body.value);
   const build = (m: ResolvedModel): PassThrough => ({
     ctx,

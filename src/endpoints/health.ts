@@ -28,9 +28,9 @@ export interface ProviderHealth {
 }
 
 /** Whether a cheap read through the store succeeds (the count of held calls: one index lookup). */
-function storeAnswers(services: Services): boolean {
+async function storeAnswers(services: Services): Promise<boolean> {
   try {
-    services.store.holdsOutstanding();
+    await services.store.holdsOutstanding();
     return true;
   } catch (error) {
     log("error", "readiness: the store did not answer", { error: String(error) });
@@ -53,7 +53,7 @@ function enabledProviders(services: Services): ProviderEntry[] {
  */
 export const getReady: Handler = async (ctx) => {
   const { services } = ctx;
-  const store = storeAnswers(services);
+  const store = await storeAnswers(services);
   const outcomes = recentOutcomes(await everyThread(services));
   const board = boardOf(services);
   const providers: Record<string, ProviderHealth> = {};

@@ -269,7 +269,7 @@ export const editImage: Handler = async (ctx) => {
   // No upload is accepted for an account that could not pay for any image (unless some image
   // model is free: which one is asked for is only known once the body is read).
   const principal = ctx.principal!;
-  if (store.available(principal.accountId) <= 0 && !config.catalog.hasFree("image")) {
+  if ((await store.available(principal.accountId)) <= 0 && !config.catalog.hasFree("image")) {
     throw insufficientBalance(principal, 1);
   }
   const form = await spoolMultipart(ctx.req.body, boundary, {

@@ -16,7 +16,8 @@ export async function metricsText(services: Services): Promise<string> {
   const circuits = Object.fromEntries(
     Object.entries(states).map(([name, state]) => [name, state.circuit === "closed" ? 0 : 1]),
   );
-  return exposition(await everyThread(services), services.store.holdsOutstanding(), circuits);
+  const held = await services.store.holdsOutstanding();
+  return exposition(await everyThread(services), held, circuits);
 }
 
 /** The admin-token route. */

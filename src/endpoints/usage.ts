@@ -26,5 +26,5 @@ function usageBody(u: UsageSummary): Record<string, unknown> {
   };
 }
 
-export const getUsage: Handler = (ctx) =>
-  jsonResponse(usageBody(ctx.services.store.usage(ctx.principal!.accountId)));
+export const getUsage: Handler = async (ctx) =>
+  jsonResponse(usageBody(await ctx.services.store.usage(ctx.principal!.accountId)));

@@ -146,7 +146,7 @@ export const getVideo: Handler = async (ctx) => {
       param: "request_id",
     });
   }
-  const job = ctx.services.store.videoJob(id);
+  const job = await ctx.services.store.videoJob(id);
   if (!job || job.accountId !== ctx.principal!.accountId) {
     throw new GatewayError(404, `No video job found with request_id ${id}.`, {
       code: "not_found",

@@ -13,9 +13,7 @@ import type { ConversationState } from "../protocols/wire.ts";
 import type { Message } from "../translate/ir.ts";
 import { log } from "../log.ts";
 import { notFound } from "./upstream_objects.ts";
-
-/** The most answers a conversation walks back through. */
-const MAX_STEPS = 2_000;
+import { MAX_STEPS, namedState } from "./named_state.ts";
 
 function previousId(body: Record<string, unknown>): string | undefined {
   const id = body.previous_response_id;
@@ -24,7 +22,7 @@ function previousId(body: Record<string, unknown>): string | undefined {
 
 /** The kept step `id` if it is the caller's and within the retention (pruning runs only every 6 h). */
 function own(ctx: RequestContext, id: string) {
-  const step = ctx.services.store.storedResponse(id);
+  const step = namedState(ctx).steps.get(id);
   const oldest = Date.now() - ctx.services.config.conversationRetentionMs;
   return step && step.accountId === ctx.principal!.accountId && step.createdAt >= oldest
     ? step
@@ -47,7 +45,7 @@ export const responsesConversation: ConversationState = {
     for (let id: string | null = first; id !== null;) {
       const step = own(ctx, id);
       if (!step) {
-        const upstream = id === first ? ctx.services.store.upstreamObject(id) : undefined;
+        const upstream = id === first ? namedState(ctx).objects.get(id) : undefined;
         if (upstream?.kind === "response" && upstream.accountId === ctx.principal!.accountId) {
           throw new GatewayError(
             400,

@@ -20,6 +20,7 @@ import type { Json } from "../translate/ir.ts";
 import { planCall } from "../translate/plan.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
 import { resolveModel } from "./resolve.ts";
+import { loadNamedState } from "./named_state.ts";
 
 const MAX_COUNT_BYTES = 1 << 16;
 
@@ -29,6 +30,7 @@ export function countCall(client: WireProtocol): Handler {
     const body = await readJsonObject(ctx.req, ctx.services.config);
     const counting = client.countClient!;
     const request = counting.accept(ctx, body.value);
+    await loadNamedState(ctx, body.value);
     const model = request.model === undefined
       ? undefined
       : resolveModel(ctx, request.model, "text");

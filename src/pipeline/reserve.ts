@@ -95,7 +95,7 @@ export async function holdTokens(
   const capped = planTokenCall(
     model,
     call,
-    store.available(bill.principal.accountId),
+    await store.available(bill.principal.accountId),
     config.defaultMaxOutputTokens,
   );
   if (!capped.ok) throw insufficientBalance(bill.principal, capped.needed);

@@ -19,12 +19,14 @@ import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
 import { planCall } from "../translate/plan.ts";
 import { type PassThrough, routeCall, type Translation } from "./passthrough.ts";
 import { resolveModel } from "./resolve.ts";
+import { loadNamedState } from "./named_state.ts";
 
 /** The handler of a text route whose clients speak `client`. */
 export function textCall(client: WireProtocol): Handler {
   return async (ctx) => {
     const body = await readJsonObject(ctx.req, ctx.services.config);
     const accepted = client.accept(ctx, body);
+    await loadNamedState(ctx, body.value);
     const model = resolveModel(ctx, accepted.model, "text");
     // Each deployment (or fallback) the router tries gets the call built for its provider.
     const build = (target: ResolvedModel) => buildCall(ctx, client, accepted, body, target);

@@ -2,7 +2,8 @@
  * Upstream state — stored responses, containers, conversations, cached contents — lives under the
  * operator's one upstream key, so one account must never reach another's. The ids the gateway
  * sees in an account's answers are recorded as that account's; a request naming any other id is
- * refused as not found (404 in the route's format), exactly as an id that does not exist.
+ * refused as not found (404 in the route's format), exactly as an id that does not exist. The
+ * objects a request names are read before these checks run (see `named_state.ts`).
  * Conversations and cached contents cannot be created through the gateway, so naming one is
  * always refused.
  */
@@ -11,15 +12,13 @@ import { GatewayError } from "../http/errors.ts";
 import { textOf } from "../http/json.ts";
 import type { UpstreamObject } from "../store/store.ts";
 import { log } from "../log.ts";
+import { MAX_ID, namedState } from "./named_state.ts";
 
 /** An object an answer created: its id and kind. */
 export interface CreatedObject {
   id: string;
   kind: UpstreamObject["kind"];
 }
-
-/** The longest upstream object id a client may name. */
-const MAX_ID = 256;
 
 /** The caller's own upstream object `id`, or a thrown 404 naming `field`. */
 export function ownObject(
@@ -29,7 +28,7 @@ export function ownObject(
   field: string,
 ): UpstreamObject {
   const text = typeof id === "string" ? id : "";
-  const found = text && text.length <= MAX_ID ? ctx.services.store.upstreamObject(text) : undefined;
+  const found = text && text.length <= MAX_ID ? namedState(ctx).objects.get(text) : undefined;
   if (!found || found.kind !== kind || found.accountId !== ctx.principal!.accountId) {
     throw notFound(kind === "response" ? "Previous response" : "Container", text, field);
   }
@@ -135,7 +134,7 @@ export function stateProvider(
   }
   for (const id of ids) {
     if (typeof id !== "string" || !id || id.length > MAX_ID) continue;
-    const found = ctx.services.store.upstreamObject(id);
+    const found = namedState(ctx).objects.get(id);
     if (found?.provider && found.accountId === ctx.principal!.accountId) return found.provider;
   }
   return undefined;

@@ -106,7 +106,7 @@ async function pollUpstream(services: Services, job: VideoJob): Promise<JobView>
   const expired = Date.now() - job.createdAt > config.videoExpireAfterMs;
   const expire = async (result: string) => {
     await store.finishVideoJob(job.id, { status: "expired", result });
-    return { job: store.videoJob(job.id)! };
+    return { job: (await store.videoJob(job.id))! };
   };
   const expiredBody = JSON.stringify({
     status: "expired",
@@ -158,7 +158,7 @@ async function pollUpstream(services: Services, job: VideoJob): Promise<JobView>
   } else {
     await store.finishVideoJob(job.id, { status: state.status, result: text });
   }
-  return { job: store.videoJob(job.id)! };
+  return { job: (await store.videoJob(job.id))! };
 }
 
 /** A running background poller. */
@@ -176,7 +176,9 @@ export function startVideoPoller(services: Services): VideoPoller {
     if (running) return;
     running = true;
     try {
-      const jobs = services.store.pendingVideoJobs(200);
+      // On a store several hosts share, one of them polls (see `Store.leading`).
+      if (services.store.leading && !(await services.store.leading())) return;
+      const jobs = await services.store.pendingVideoJobs(200);
       for (let i = 0; i < jobs.length; i += CONCURRENCY) {
         await Promise.all(
           jobs.slice(i, i + CONCURRENCY).map((job) =>

@@ -12,6 +12,7 @@ import type { CheckpointerStart } from "./checkpointer.ts";
 import { COMMIT_SECONDS_FAMILY, metrics } from "../metrics/gateway.ts";
 import type {
   Account,
+  ChainBound,
   Charge,
   DayUsage,
   KeyRecord,
@@ -378,9 +379,17 @@ export class SqliteStore implements Store {
                                        created_at)
          VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
       ),
-      storedResponse: p(
-        `SELECT id, account_id, previous_id, items, context_tokens, created_at
-         FROM stored_responses WHERE id = ?`,
+      // Walks back from an answer while within the bounds (one step past the byte bound).
+      responseChain: p(
+        `WITH RECURSIVE chain (id, previous_id, n, bytes) AS (
+           SELECT id, previous_id, 1, length(items) FROM stored_responses WHERE id = ?1
+           UNION ALL
+           SELECT s.id, s.previous_id, c.n + 1, c.bytes + length(s.items)
+           FROM chain c JOIN stored_responses s ON s.id = c.previous_id
+           WHERE c.n < ?2 AND c.bytes <= ?3
+         )
+         SELECT s.id, s.account_id, s.previous_id, s.items, s.context_tokens, s.created_at
+         FROM chain c JOIN stored_responses s ON s.id = c.id ORDER BY c.n`,
       ),
       pruneResponses: p(
         `DELETE FROM stored_responses WHERE rowid < coalesce(
@@ -525,30 +534,40 @@ export class SqliteStore implements Store {
     });
   }
 
-  ensureAccount(name: string): Account {
-    this.#s.insertAccount.run(name, Date.now());
-    return this.account(name)!;
-  }
-
-  account(name: string): Account | undefined {
-    const row = this.#s.accountByName.get(name) as Row | undefined;
-    return row && toAccount(row);
-  }
-
-  listAccounts(): Account[] {
-    return (this.#s.accounts.all() as Row[]).map(toAccount);
-  }
-
-  credit(accountId: number, amount: number, note: string): Account {
-    return this.#tx(() => {
-      this.#s.addBalance.run(amount, accountId);
-      this.#s.insertCredit.run(accountId, amount, note, Date.now());
-      return toAccount(this.#s.accountById.get(accountId) as Row);
+  ensureAccount(name: string): Promise<Account> {
+    return answer(() => {
+      this.#s.insertAccount.run(name, Date.now());
+      return toAccount(this.#s.accountByName.get(name) as Row);
     });
   }
 
-  insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): void {
-    this.#s.insertKey.run(key.id, key.accountId, key.hash, key.prefix, key.rpm, key.createdAt);
+  account(name: string): Promise<Account | undefined> {
+    return answer(() => {
+      const row = this.#s.accountByName.get(name) as Row | undefined;
+      return row && toAccount(row);
+    });
+  }
+
+  listAccounts(): Promise<Account[]> {
+    return answer(() => {
+      return (this.#s.accounts.all() as Row[]).map(toAccount);
+    });
+  }
+
+  credit(accountId: number, amount: number, note: string): Promise<Account> {
+    return answer(() => {
+      return this.#tx(() => {
+        this.#s.addBalance.run(amount, accountId);
+        this.#s.insertCredit.run(accountId, amount, note, Date.now());
+        return toAccount(this.#s.accountById.get(accountId) as Row);
+      });
+    });
+  }
+
+  insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): Promise<void> {
+    return answer(() => {
+      this.#s.insertKey.run(key.id, key.accountId, key.hash, key.prefix, key.rpm, key.createdAt);
+    });
   }
 
   /**
@@ -572,21 +591,29 @@ export class SqliteStore implements Store {
     return key;
   }
 
-  listKeys(): KeyRecord[] {
-    return (this.#s.keys.all() as Row[]).map(toKey);
+  listKeys(): Promise<KeyRecord[]> {
+    return answer(() => {
+      return (this.#s.keys.all() as Row[]).map(toKey);
+    });
   }
 
-  revokeKey(id: string): boolean {
-    return Number(this.#s.revokeKey.run(Date.now(), id).changes) === 1;
+  revokeKey(id: string): Promise<boolean> {
+    return answer(() => {
+      return Number(this.#s.revokeKey.run(Date.now(), id).changes) === 1;
+    });
   }
 
-  holdsOutstanding(): number {
-    return Number((this.#s.heldCount.get() as Row).n);
+  holdsOutstanding(): Promise<number> {
+    return answer(() => {
+      return Number((this.#s.heldCount.get() as Row).n);
+    });
   }
 
-  available(accountId: number): number {
-    const row = this.#s.available.get(accountId) as Row | undefined;
-    return row ? Number(row.available) : 0;
+  available(accountId: number): Promise<number> {
+    return answer(() => {
+      const row = this.#s.available.get(accountId) as Row | undefined;
+      return row ? Number(row.available) : 0;
+    });
   }
 
   reserve(h: NewHold): Promise<number | null> {
@@ -630,22 +657,24 @@ export class SqliteStore implements Store {
    * Held entries whose owner is gone: no owner (older rows), or an owner whose lock can be taken
    * (its process died). The holds of live processes — this one's included — are left alone.
    */
-  pendingHolds(): PendingHold[] {
-    const alive = new Map<string, boolean>();
-    const gone = (owner: unknown): boolean => {
-      if (owner === null) return true;
-      const id = String(owner);
-      if (id === this.#owner) return false;
-      if (!alive.has(id)) alive.set(id, this.#locks?.alive(id) ?? false);
-      return !alive.get(id);
-    };
-    const holds = (this.#s.holds.all() as Row[]).filter((row) => gone(row.owner));
-    this.#locks?.sweep(new Set([...alive].filter(([, live]) => live).map(([id]) => id)));
-    return holds.map((row) => ({
-      id: Number(row.id),
-      accountId: Number(row.account_id),
-      estimate: JSON.parse(String(row.estimate)),
-    }));
+  pendingHolds(): Promise<PendingHold[]> {
+    return answer(() => {
+      const alive = new Map<string, boolean>();
+      const gone = (owner: unknown): boolean => {
+        if (owner === null) return true;
+        const id = String(owner);
+        if (id === this.#owner) return false;
+        if (!alive.has(id)) alive.set(id, this.#locks?.alive(id) ?? false);
+        return !alive.get(id);
+      };
+      const holds = (this.#s.holds.all() as Row[]).filter((row) => gone(row.owner));
+      this.#locks?.sweep(new Set([...alive].filter(([, live]) => live).map(([id]) => id)));
+      return holds.map((row) => ({
+        id: Number(row.id),
+        accountId: Number(row.account_id),
+        estimate: JSON.parse(String(row.estimate)),
+      }));
+    });
   }
 
   insertVideoJob(job: VideoJob): Promise<void> {
@@ -666,13 +695,17 @@ export class SqliteStore implements Store {
     ).then(() => {});
   }
 
-  videoJob(id: string): VideoJob | undefined {
-    const row = this.#s.videoJob.get(id) as Row | undefined;
-    return row && toVideoJob(row);
+  videoJob(id: string): Promise<VideoJob | undefined> {
+    return answer(() => {
+      const row = this.#s.videoJob.get(id) as Row | undefined;
+      return row && toVideoJob(row);
+    });
   }
 
-  pendingVideoJobs(limit: number): VideoJob[] {
-    return (this.#s.pendingVideoJobs.all(limit) as Row[]).map(toVideoJob);
+  pendingVideoJobs(limit: number): Promise<VideoJob[]> {
+    return answer(() => {
+      return (this.#s.pendingVideoJobs.all(limit) as Row[]).map(toVideoJob);
+    });
   }
 
   finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean> {
@@ -705,19 +738,23 @@ export class SqliteStore implements Store {
     });
   }
 
-  upstreamObject(id: string): UpstreamObject | undefined {
-    const row = this.#s.upstreamObject.get(id) as Row | undefined;
-    return row && {
-      id: String(row.id),
-      accountId: Number(row.account_id),
-      kind: String(row.kind) as UpstreamObject["kind"],
-      contextTokens: Number(row.context_tokens),
-      provider: row.provider === null ? null : String(row.provider),
-    };
+  upstreamObject(id: string): Promise<UpstreamObject | undefined> {
+    return answer(() => {
+      const row = this.#s.upstreamObject.get(id) as Row | undefined;
+      return row && {
+        id: String(row.id),
+        accountId: Number(row.account_id),
+        kind: String(row.kind) as UpstreamObject["kind"],
+        contextTokens: Number(row.context_tokens),
+        provider: row.provider === null ? null : String(row.provider),
+      };
+    });
   }
 
-  pruneObjects(before: number): number {
-    return Number(this.#tx(() => this.#s.pruneObjects.run(before)).changes);
+  pruneObjects(before: number): Promise<number> {
+    return answer(() => {
+      return Number(this.#tx(() => this.#s.pruneObjects.run(before)).changes);
+    });
   }
 
   saveResponse(r: StoredResponse): Promise<void> {
@@ -733,55 +770,62 @@ export class SqliteStore implements Store {
     });
   }
 
-  storedResponse(id: string): StoredResponse | undefined {
-    const row = this.#s.storedResponse.get(id) as Row | undefined;
-    return row && {
-      id: String(row.id),
-      accountId: Number(row.account_id),
-      previousId: row.previous_id === null ? null : String(row.previous_id),
-      items: String(row.items),
-      contextTokens: Number(row.context_tokens),
-      createdAt: Number(row.created_at),
-    };
+  responseChain(id: string, bound: ChainBound): Promise<StoredResponse[]> {
+    return answer(() => {
+      return (this.#s.responseChain.all(id, bound.steps, bound.bytes) as Row[]).map(
+        toStoredResponse,
+      );
+    });
   }
 
-  pruneResponses(before: number): number {
-    return Number(this.#tx(() => this.#s.pruneResponses.run(before)).changes);
+  pruneResponses(before: number): Promise<number> {
+    return answer(() => {
+      return Number(this.#tx(() => this.#s.pruneResponses.run(before)).changes);
+    });
   }
 
-  usage(accountId: number): UsageSummary {
-    const account = toAccount(this.#s.accountById.get(accountId) as Row);
-    const byUnit: UsageSummary["byUnit"] = {};
-    for (const row of this.#s.byUnit.all(accountId) as Row[]) {
-      byUnit[String(row.unit)] = { quantity: Number(row.quantity), amount: Number(row.amount) };
-    }
-    const byModel: UsageSummary["byModel"] = {};
-    for (const row of this.#s.byModel.all(accountId) as Row[]) {
-      byModel[String(row.model)] = { requests: Number(row.requests), amount: Number(row.amount) };
-    }
-    const heldByUnit: UsageSummary["heldByUnit"] = {};
-    for (const row of this.#s.heldByUnit.all(accountId) as Row[]) {
-      heldByUnit[String(row.unit)] = { quantity: Number(row.quantity), amount: Number(row.amount) };
-    }
-    const requests = Number((this.#s.requests.get(accountId) as Row).n);
-    return { account, requests, byUnit, byModel, heldByUnit };
+  usage(accountId: number): Promise<UsageSummary> {
+    return answer(() => {
+      const account = toAccount(this.#s.accountById.get(accountId) as Row);
+      const byUnit: UsageSummary["byUnit"] = {};
+      for (const row of this.#s.byUnit.all(accountId) as Row[]) {
+        byUnit[String(row.unit)] = { quantity: Number(row.quantity), amount: Number(row.amount) };
+      }
+      const byModel: UsageSummary["byModel"] = {};
+      for (const row of this.#s.byModel.all(accountId) as Row[]) {
+        byModel[String(row.model)] = { requests: Number(row.requests), amount: Number(row.amount) };
+      }
+      const heldByUnit: UsageSummary["heldByUnit"] = {};
+      for (const row of this.#s.heldByUnit.all(accountId) as Row[]) {
+        heldByUnit[String(row.unit)] = {
+          quantity: Number(row.quantity),
+          amount: Number(row.amount),
+        };
+      }
+      const requests = Number((this.#s.requests.get(accountId) as Row).n);
+      return { account, requests, byUnit, byModel, heldByUnit };
+    });
   }
 
-  usageByDay(accountId: number, since: number): DayUsage[] {
-    return (this.#s.byDay.all(accountId, since) as Row[]).map((row) => ({
-      day: String(row.day),
-      requests: Number(row.requests),
-      amount: Number(row.amount),
-    }));
+  usageByDay(accountId: number, since: number): Promise<DayUsage[]> {
+    return answer(() => {
+      return (this.#s.byDay.all(accountId, since) as Row[]).map((row) => ({
+        day: String(row.day),
+        requests: Number(row.requests),
+        amount: Number(row.amount),
+      }));
+    });
   }
 
-  totalUsageByDay(since: number): DayUsage[] {
-    const first = this.#firstEntryFrom(since - LEDGER_SKEW_MS);
-    return (this.#s.allByDay.all(since, first) as Row[]).map((row) => ({
-      day: String(row.day),
-      requests: Number(row.requests),
-      amount: Number(row.amount),
-    }));
+  totalUsageByDay(since: number): Promise<DayUsage[]> {
+    return answer(() => {
+      const first = this.#firstEntryFrom(since - LEDGER_SKEW_MS);
+      return (this.#s.allByDay.all(since, first) as Row[]).map((row) => ({
+        day: String(row.day),
+        requests: Number(row.requests),
+        amount: Number(row.amount),
+      }));
+    });
   }
 
   /**
@@ -804,29 +848,33 @@ export class SqliteStore implements Store {
     return lo;
   }
 
-  ledgerPage(page: { accountId?: number; before?: number; limit: number }): LedgerEntry[] {
-    const before = page.before ?? Number.MAX_SAFE_INTEGER;
-    const rows = page.accountId === undefined
-      ? this.#s.ledgerPage.all(before, page.limit)
-      : this.#s.accountLedgerPage.all(page.accountId, before, page.limit);
-    return (rows as Row[]).map((row) => ({
-      id: Number(row.id),
-      kind: String(row.kind) as LedgerEntry["kind"],
-      status: String(row.status) as LedgerEntry["status"],
-      account: String(row.account),
-      requestId: row.request_id === null ? null : String(row.request_id),
-      keyId: row.key_id === null ? null : String(row.key_id),
-      endpoint: row.endpoint === null ? null : String(row.endpoint),
-      model: row.model === null ? null : String(row.model),
-      provider: row.provider === null ? null : String(row.provider),
-      upstreamModel: row.upstream_model === null ? null : String(row.upstream_model),
-      amount: Number(row.amount),
-      units: JSON.parse(String(row.units)),
-      estimated: Number(row.estimated) === 1,
-      note: row.note === null ? null : String(row.note),
-      createdAt: Number(row.created_at),
-      settledAt: row.settled_at === null ? null : Number(row.settled_at),
-    }));
+  ledgerPage(
+    page: { accountId?: number; before?: number; limit: number },
+  ): Promise<LedgerEntry[]> {
+    return answer(() => {
+      const before = page.before ?? Number.MAX_SAFE_INTEGER;
+      const rows = page.accountId === undefined
+        ? this.#s.ledgerPage.all(before, page.limit)
+        : this.#s.accountLedgerPage.all(page.accountId, before, page.limit);
+      return (rows as Row[]).map((row) => ({
+        id: Number(row.id),
+        kind: String(row.kind) as LedgerEntry["kind"],
+        status: String(row.status) as LedgerEntry["status"],
+        account: String(row.account),
+        requestId: row.request_id === null ? null : String(row.request_id),
+        keyId: row.key_id === null ? null : String(row.key_id),
+        endpoint: row.endpoint === null ? null : String(row.endpoint),
+        model: row.model === null ? null : String(row.model),
+        provider: row.provider === null ? null : String(row.provider),
+        upstreamModel: row.upstream_model === null ? null : String(row.upstream_model),
+        amount: Number(row.amount),
+        units: JSON.parse(String(row.units)),
+        estimated: Number(row.estimated) === 1,
+        note: row.note === null ? null : String(row.note),
+        createdAt: Number(row.created_at),
+        settledAt: row.settled_at === null ? null : Number(row.settled_at),
+      }));
+    });
   }
 
   close(): void {
@@ -834,6 +882,15 @@ export class SqliteStore implements Store {
     this.#checkpointer?.terminate();
     this.#db.close();
     this.#locks?.release();
+  }
+}
+
+/** What a synchronous read or write gives, as the interface's promise (a throw: a rejection). */
+function answer<T>(work: () => T): Promise<T> {
+  try {
+    return Promise.resolve(work());
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 
@@ -858,6 +915,17 @@ function toKey(row: Row): KeyRecord {
     rpm: row.rpm === null ? null : Number(row.rpm),
     createdAt: Number(row.created_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+  };
+}
+
+function toStoredResponse(row: Row): StoredResponse {
+  return {
+    id: String(row.id),
+    accountId: Number(row.account_id),
+    previousId: row.previous_id === null ? null : String(row.previous_id),
+    items: String(row.items),
+    contextTokens: Number(row.context_tokens),
+    createdAt: Number(row.created_at),
   };
 }
 

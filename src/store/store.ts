@@ -1,7 +1,8 @@
 /**
  * The storage interface: accounts, keys (hashes only) and the ledger. Amounts are integer nanoUSD.
- * `sqlite.ts` is the embedded implementation; a server database can take its place.
+ * `sqlite.ts` is the embedded implementation, `postgres.ts` the one several hosts can share.
  */
+import type { RateDecision } from "../auth/ratelimit.ts";
 
 export interface Account {
   id: number;
@@ -177,22 +178,40 @@ export interface StoredResponse {
   createdAt: number;
 }
 
+/** A value, or a promise of it: what a store answers at once from memory when it can. */
+export type Awaitable<T> = T | Promise<T>;
+
+/** How far back `responseChain` walks: at most `steps` answers and about `bytes` of items. */
+export interface ChainBound {
+  steps: number;
+  bytes: number;
+}
+
+/**
+ * The storage interface, implemented by the embedded SQLite store (`sqlite.ts`) and the
+ * PostgreSQL store (`postgres.ts`). Reads and writes resolve asynchronously (a server database
+ * answers over the network); `findKey` answers at once when the key is cached.
+ */
 export interface Store {
   /** Finds or creates the account with this name. */
-  ensureAccount(name: string): Account;
-  account(name: string): Account | undefined;
-  listAccounts(): Account[];
+  ensureAccount(name: string): Promise<Account>;
+  account(name: string): Promise<Account | undefined>;
+  listAccounts(): Promise<Account[]>;
   /** Adds (or with a negative amount removes) balance, with a `credit` ledger entry. */
-  credit(accountId: number, amount: number, note: string): Account;
-  insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): void;
-  findKey(id: string): KeyRecord | undefined;
-  listKeys(): KeyRecord[];
+  credit(accountId: number, amount: number, note: string): Promise<Account>;
+  insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): Promise<void>;
+  /**
+   * The key with this id. Cached in memory: every change to a key anywhere (another thread,
+   * process or replica, the CLI) drops the cache before the next lookup, or within a second.
+   */
+  findKey(id: string): Awaitable<KeyRecord | undefined>;
+  listKeys(): Promise<KeyRecord[]>;
   /** Marks a key revoked; false when no such active key exists. */
-  revokeKey(id: string): boolean;
+  revokeKey(id: string): Promise<boolean>;
   /** Calls holding funds now, every process's (held ledger entries). */
-  holdsOutstanding(): number;
+  holdsOutstanding(): Promise<number>;
   /** The account's available balance (balance − held), nanoUSD. */
-  available(accountId: number): number;
+  available(accountId: number): Promise<number>;
   /*
    * The hot-path writes below are group-committed: writes made in the same event-loop turn share
    * one transaction, committed when the turn ends; each resolves once committed.
@@ -213,12 +232,12 @@ export interface Store {
    * Entries left `held` by calls that never settled (after a crash). Holds of unfinished video
    * jobs are not among them: those jobs go on after a restart.
    */
-  pendingHolds(): PendingHold[];
+  pendingHolds(): Promise<PendingHold[]>;
   /** Records a submitted video job (its hold already reserved); resolves once durable. */
   insertVideoJob(job: VideoJob): Promise<void>;
-  videoJob(id: string): VideoJob | undefined;
+  videoJob(id: string): Promise<VideoJob | undefined>;
   /** Unfinished jobs, oldest first. */
-  pendingVideoJobs(limit: number): VideoJob[];
+  pendingVideoJobs(limit: number): Promise<VideoJob[]>;
   /**
    * Finishes a pending job exactly once, in one transaction with its ledger entry: `done`
    * settles the hold on `charge`, `failed`/`expired` release it. Resolves, once committed, to
@@ -230,30 +249,48 @@ export interface Store {
    * The first account to record an id keeps it.
    */
   recordObject(object: UpstreamObject): Promise<void>;
-  upstreamObject(id: string): UpstreamObject | undefined;
+  upstreamObject(id: string): Promise<UpstreamObject | undefined>;
   /** Forgets objects recorded before `before` (ms since epoch); returns how many. */
-  pruneObjects(before: number): number;
+  pruneObjects(before: number): Promise<number>;
   /** Keeps a conversation step (group-committed with the call's settlement). */
   saveResponse(response: StoredResponse): Promise<void>;
-  storedResponse(id: string): StoredResponse | undefined;
+  /**
+   * The kept answer `id` and the ones it continued, newest first, as far back as `bound` allows
+   * (one step past the byte bound, so the caller can tell it was reached); [] when `id` is not
+   * kept. Whose they are is the caller's to check.
+   */
+  responseChain(id: string, bound: ChainBound): Promise<StoredResponse[]>;
   /** Forgets conversation steps kept before `before` (ms since epoch); returns how many. */
-  pruneResponses(before: number): number;
-  usage(accountId: number): UsageSummary;
+  pruneResponses(before: number): Promise<number>;
+  usage(accountId: number): Promise<UsageSummary>;
   /** Settled spend per UTC day from `since` (ms since epoch) on, oldest first. */
-  usageByDay(accountId: number, since: number): DayUsage[];
+  usageByDay(accountId: number, since: number): Promise<DayUsage[]>;
   /** Settled spend of every account per UTC day from `since` (ms since epoch) on, oldest first. */
-  totalUsageByDay(since: number): DayUsage[];
+  totalUsageByDay(since: number): Promise<DayUsage[]>;
   /**
    * Ledger entries, newest first: at most `limit`, with ids below `before` when given (the next
    * page), of one account when given.
    */
-  ledgerPage(page: { accountId?: number; before?: number; limit: number }): LedgerEntry[];
+  ledgerPage(page: { accountId?: number; before?: number; limit: number }): Promise<LedgerEntry[]>;
+  /**
+   * A store shared by several hosts counts requests per minute itself, for the key as a whole
+   * (absent: each process counts its own, see `auth/ratelimit.ts`). Counts one request of `keyId`
+   * when allowed.
+   */
+  countRequest?(keyId: string, limit: number): Promise<RateDecision>;
+  /**
+   * Whether this process should run the once-only background work now (video poller, recovery,
+   * pruning) — on a store shared by several hosts, one of them at a time; absent: always.
+   */
+  leading?(): Promise<boolean>;
+  /** Why the store cannot be reached now (for `/readyz`), or null when it can. */
+  unreachable?(): string | null;
   /**
    * Called once by a serving process, before its serving threads open their own connections:
    * starts the store's own helper thread, if it has one (SQLite: the checkpointer), and returns
    * what the threads need to share the store (SQLite: the process's write lock). `onError` hears
    * of a failure of the helper thread.
    */
-  prepareForServing?(onError?: (message: string) => void): SharedArrayBuffer;
-  close(): void;
+  prepareForServing?(onError?: (message: string) => void): SharedArrayBuffer | undefined;
+  close(): Promise<void> | void;
 }

@@ -9,7 +9,7 @@ import type { Route } from "../../src/routes.ts";
 Deno.test("a handler that throws gets 500 in OpenAI, Anthropic and Google shape", async () => {
   const config = { ...buildConfig({}, () => undefined), accessLog: false };
   const store = openSqliteStore(":memory:");
-  const { key } = createKey(store, { account: "a" });
+  const { key } = await createKey(store, { account: "a" });
   const boom = () => {
     throw new Error("secret detail at /srv/app.ts:12");
   };

@@ -33,8 +33,8 @@ Deno.test("a serving store's own holds are never pending; another store's are on
   await withDir(async (dir) => {
     const path = `${dir}/data/s.db`;
     const first = openSqliteStore(path, { owner: true });
-    const account = first.ensureAccount("a");
-    first.credit(account.id, 1_000_000, "test");
+    const account = await first.ensureAccount("a");
+    await first.credit(account.id, 1_000_000, "test");
     const hold = await first.reserve({
       requestId: "r1",
       keyId: "k",
@@ -45,11 +45,11 @@ Deno.test("a serving store's own holds are never pending; another store's are on
       reserve: 1000,
       estimate: { units: [], amount: 10 },
     });
-    assert.deepEqual(first.pendingHolds(), [], "its own live hold");
+    assert.deepEqual(await first.pendingHolds(), [], "its own live hold");
     const second = openSqliteStore(path, { owner: true });
-    assert.deepEqual(second.pendingHolds(), [], "another live process's hold");
+    assert.deepEqual(await second.pendingHolds(), [], "another live process's hold");
     first.close();
-    assert.deepEqual(second.pendingHolds().map((h) => h.id), [hold], "its owner is gone");
+    assert.deepEqual((await second.pendingHolds()).map((h) => h.id), [hold], "its owner is gone");
     second.close();
   });
 });
@@ -57,7 +57,7 @@ Deno.test("a serving store's own holds are never pending; another store's are on
 Deno.test("pruning removes the objects recorded before the cutoff, and only those", async () => {
   await withDir(async (dir) => {
     const store = openSqliteStore(`${dir}/s.db`);
-    const account = store.ensureAccount("a");
+    const account = await store.ensureAccount("a");
     const record = (id: string) =>
       store.recordObject({ id, accountId: account.id, kind: "response", contextTokens: 1 });
     for (const id of ["old1", "old2", "old3"]) record(id);
@@ -66,10 +66,10 @@ Deno.test("pruning removes the objects recorded before the cutoff, and only thos
     await new Promise((r) => setTimeout(r, 20));
     for (const id of ["new1", "new2"]) record(id);
     await new Promise((r) => setTimeout(r, 20));
-    assert.equal(store.pruneObjects(cutoff), 3);
-    assert.equal(store.upstreamObject("old2"), undefined);
-    assert.equal(store.upstreamObject("new1")?.accountId, account.id);
-    assert.equal(store.pruneObjects(Date.now() + 1), 2);
+    assert.equal(await store.pruneObjects(cutoff), 3);
+    assert.equal(await store.upstreamObject("old2"), undefined);
+    assert.equal((await store.upstreamObject("new1"))?.accountId, account.id);
+    assert.equal(await store.pruneObjects(Date.now() + 1), 2);
     store.close();
   });
 });
@@ -77,7 +77,7 @@ Deno.test("pruning removes the objects recorded before the cutoff, and only thos
 Deno.test("kept conversation steps are read back whole and pruned by age", async () => {
   await withDir(async (dir) => {
     const store = openSqliteStore(`${dir}/s.db`);
-    const account = store.ensureAccount("a");
+    const account = await store.ensureAccount("a");
     const step = (id: string, previousId: string | null, createdAt: number) => ({
       id,
       accountId: account.id,
@@ -89,10 +89,21 @@ Deno.test("kept conversation steps are read back whole and pruned by age", async
     store.saveResponse(step("resp_old", null, 1_000));
     store.saveResponse(step("resp_new", "resp_old", 5_000));
     await new Promise((r) => setTimeout(r, 20));
-    assert.deepEqual(store.storedResponse("resp_new"), step("resp_new", "resp_old", 5_000));
-    assert.equal(store.pruneResponses(2_000), 1);
-    assert.equal(store.storedResponse("resp_old"), undefined);
-    assert.equal(store.storedResponse("resp_new")?.previousId, "resp_old");
+    const bound = { steps: 10, bytes: 1_000_000 };
+    assert.deepEqual(await store.responseChain("resp_new", bound), [
+      step("resp_new", "resp_old", 5_000),
+      step("resp_old", null, 1_000),
+    ]);
+    assert.deepEqual(
+      (await store.responseChain("resp_new", { steps: 1, bytes: 1_000_000 })).map((r) => r.id),
+      ["resp_new"],
+      "no further back than asked",
+    );
+    assert.equal(await store.pruneResponses(2_000), 1);
+    assert.deepEqual(await store.responseChain("resp_old", bound), []);
+    assert.deepEqual((await store.responseChain("resp_new", bound)).map((r) => r.id), [
+      "resp_new",
+    ]);
     store.close();
   });
 });
@@ -100,8 +111,8 @@ Deno.test("kept conversation steps are read back whole and pruned by age", async
 Deno.test("holds, charges and releases move the account's funds with the ledger row, exactly", async () => {
   await withDir(async (dir) => {
     const store = openSqliteStore(`${dir}/s.db`);
-    const account = store.ensureAccount("funds");
-    store.credit(account.id, 10_000, "test");
+    const account = await store.ensureAccount("funds");
+    await store.credit(account.id, 10_000, "test");
     const hold = (reserve: number) =>
       store.reserve({
         requestId: `r${reserve}`,
@@ -118,7 +129,7 @@ Deno.test("holds, charges and releases move the account's funds with the ledger 
     assert.ok(a !== null && b !== null);
     assert.equal(none, null, "nothing is left to hold");
     assert.notEqual(zero, null, "a zero hold is always taken");
-    assert.equal(store.available(account.id), 0);
+    assert.equal(await store.available(account.id), 0);
     const charge = {
       units: [{ unit: "output_tokens", quantity: 7, amount: 2_500 }],
       amount: 2_500,
@@ -127,9 +138,9 @@ Deno.test("holds, charges and releases move the account's funds with the ledger 
     assert.equal(await store.settle(a, { ...charge, estimated: false }), false, "once");
     assert.equal(await store.settle(b, null), true, "released");
     assert.equal(await store.settle(b, null), false);
-    const after = store.account("funds")!;
+    const after = (await store.account("funds"))!;
     assert.deepEqual([after.balance, after.held, after.spent], [7_500, 0, 2_500]);
-    assert.equal(store.available(account.id), 7_500);
+    assert.equal(await store.available(account.id), 7_500);
     store.close();
   });
 });
@@ -156,32 +167,35 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
         VALUES ('charge', 'held', 1, 3000, 0, 0);`);
     db.close();
     const store = openSqliteStore(path);
-    const id = Number(store.pendingHolds()[0].id);
+    const id = Number((await store.pendingHolds())[0].id);
     assert.equal(await store.settle(id, { units: [], amount: 1_200, estimated: true }), true);
-    const account = store.account("old")!;
+    const account = (await store.account("old"))!;
     assert.deepEqual([account.balance, account.held, account.spent], [3_800, 0, 1_200]);
     store.close();
   });
 });
 
 Deno.test("a key added or revoked by another connection is seen at the next lookup, unknown ids are not remembered", async () => {
-  await withDir((dir) => {
+  await withDir(async (dir) => {
     const path = `${dir}/s.db`;
     const serving = openSqliteStore(path);
     const cli = openSqliteStore(path);
-    const account = cli.ensureAccount("k");
-    cli.credit(account.id, 1_000, "test");
+    const account = await cli.ensureAccount("k");
+    await cli.credit(account.id, 1_000, "test");
     const key = { accountId: account.id, hash: new Uint8Array(32), prefix: "sy-x", createdAt: 0 };
-    cli.insertKey({ ...key, id: "aaaaaaaaaaaa", rpm: null });
-    assert.equal(serving.findKey("aaaaaaaaaaaa")?.revokedAt, null);
-    assert.equal(serving.findKey("bbbbbbbbbbbb"), undefined);
-    cli.insertKey({ ...key, id: "bbbbbbbbbbbb", rpm: 5 });
-    assert.equal(serving.findKey("bbbbbbbbbbbb")?.rpm, 5, "an unknown id is not remembered");
-    assert.equal(cli.revokeKey("aaaaaaaaaaaa"), true);
-    assert.notEqual(serving.findKey("aaaaaaaaaaaa")?.revokedAt, null, "revoked at once");
+    await cli.insertKey({ ...key, id: "aaaaaaaaaaaa", rpm: null });
+    assert.equal((await serving.findKey("aaaaaaaaaaaa"))?.revokedAt, null);
+    assert.equal(await serving.findKey("bbbbbbbbbbbb"), undefined);
+    await cli.insertKey({ ...key, id: "bbbbbbbbbbbb", rpm: 5 });
+    assert.equal(
+      (await serving.findKey("bbbbbbbbbbbb"))?.rpm,
+      5,
+      "an unknown id is not remembered",
+    );
+    assert.equal(await cli.revokeKey("aaaaaaaaaaaa"), true);
+    assert.notEqual((await serving.findKey("aaaaaaaaaaaa"))?.revokedAt, null, "revoked at once");
     serving.close();
     cli.close();
-    return Promise.resolve();
   });
 });
 
@@ -189,18 +203,18 @@ Deno.test("shared with threads, the store's log is checkpointed by its own threa
   await withDir(async (dir) => {
     const path = `${dir}/s.db`;
     const store = openSqliteStore(path);
-    const account = store.ensureAccount("a");
+    const account = await store.ensureAccount("a");
     const size = () => Deno.statSync(path).size;
     store.prepareForServing();
     const before = size();
     // About 600 pages of ledger rows: far below the commits' own checkpoint threshold.
-    for (let i = 0; i < 2_000; i++) store.credit(account.id, 1, "x".repeat(1_000));
+    for (let i = 0; i < 2_000; i++) await store.credit(account.id, 1, "x".repeat(1_000));
     const deadline = Date.now() + 5_000;
     while (size() < before + 2_000_000 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.ok(size() >= before + 2_000_000, `the database file grew from ${before} to ${size()}`);
-    assert.equal(store.account("a")!.balance, 2_000);
+    assert.equal((await store.account("a"))!.balance, 2_000);
     store.close();
   });
 });

@@ -15,8 +15,8 @@ Deno.test("spend by day of every account equals a scan of the ledger, for any wi
   try {
     const path = `${dir}/s.db`;
     const store = openSqliteStore(path);
-    const accounts = ["a", "b"].map((name) => store.ensureAccount(name));
-    for (const a of accounts) store.credit(a.id, 1_000_000_000, "test");
+    const accounts = [await store.ensureAccount("a"), await store.ensureAccount("b")];
+    for (const a of accounts) await store.credit(a.id, 1_000_000_000, "test");
     const charge = (amount: number) => ({
       units: [{ unit: "output_tokens", quantity: 1, amount }],
       amount,
@@ -58,9 +58,9 @@ Deno.test("spend by day of every account equals a scan of the ledger, for any wi
       const since = start + 60 * DAY - days * DAY;
       const expected = (scan.all(since) as { day: string; requests: number; amount: number }[])
         .map((r) => ({ day: r.day, requests: r.requests, amount: r.amount }));
-      assert.deepEqual(store.totalUsageByDay(since), expected, `the last ${days} days`);
+      assert.deepEqual(await store.totalUsageByDay(since), expected, `the last ${days} days`);
     }
-    const all = store.totalUsageByDay(start);
+    const all = await store.totalUsageByDay(start);
     assert.equal(all.reduce((n, d) => n + d.requests, 0), settled, "every settled charge");
     assert.ok(all.length > 50, "one entry per day with spend");
     db.close();
@@ -74,7 +74,7 @@ Deno.test("an empty ledger has no spend", async () => {
   const dir = await Deno.makeTempDir({ prefix: "switchyard-total-usage-" });
   try {
     const store = openSqliteStore(`${dir}/s.db`);
-    assert.deepEqual(store.totalUsageByDay(0), []);
+    assert.deepEqual(await store.totalUsageByDay(0), []);
     store.close();
   } finally {
     await Deno.remove(dir, { recursive: true });
