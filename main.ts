@@ -9,7 +9,7 @@
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "./src/config/load.ts";
 import { MAX_WORKERS } from "./src/config/schema.ts";
-import { openSqliteStore } from "./src/store/sqlite.ts";
+import { openStore, storeName } from "./src/store/open.ts";
 import { startServer } from "./src/server.ts";
 import { flushLog, log } from "./src/log.ts";
 import { recoverHolds } from "./src/billing/ledger.ts";
@@ -130,7 +130,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "config" && sub === "check") {
     for (const notice of config.notices) console.log(notice);
-    console.log(`config ok: ${config.catalog.entries().length} models, store ${config.dbPath}`);
+    console.log(`config ok: ${config.catalog.entries().length} models, store ${storeName(config)}`);
     return 0;
   }
   if (command === "serve") {
@@ -138,7 +138,7 @@ async function main(argv: string[]): Promise<number> {
     return serve(config, { configFile: values.config, overrides });
   }
 
-  const store = openSqliteStore(config.dbPath);
+  const store = await openStore(config);
   try {
     if (command === "keys" && sub === "create") {
       if (!values.account) throw new CliError("keys create needs --account NAME");
@@ -176,7 +176,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
   } finally {
-    store.close();
+    await store.close();
   }
   throw new CliError(`unknown command: ${positionals.join(" ")}\n\n${USAGE}`);
 }
@@ -201,7 +201,7 @@ async function threads(services: Services & { config: Config }, source: ConfigSo
 }
 
 async function serve(config: Config, source: ConfigSource): Promise<number> {
-  const store = openSqliteStore(config.dbPath, { owner: true });
+  const store = await openStore(config, { owner: true });
   for (const notice of config.notices) log("warn", notice);
   // Once per process, before any thread serves.
   const recovered = await recoverHolds(store);
@@ -253,13 +253,13 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   log("info", "listening", {
     host: config.host,
     port,
-    store: config.dbPath,
+    store: storeName(config),
     workers,
   });
   flushLog();
   await stopped.promise;
   stopReloads();
-  store.close();
+  await store.close();
   flushLog();
   return 0;
 }

@@ -3,7 +3,8 @@
  * and one JSON access-log line per request. `server.ts` only strings the steps together.
  */
 import { authenticate, presentedKey } from "./auth/authenticate.ts";
-import { type RateDecision, RateLimiter, rateLimitHeaders } from "./auth/ratelimit.ts";
+import { type RateDecision, RateLimiter, rateLimitHeaders, UNLIMITED } from "./auth/ratelimit.ts";
+import { type Store, StoreUnavailable } from "./store/store.ts";
 import type { RequestContext, Services } from "./context.ts";
 import { type ErrorFormat, errorResponse, formatForPath, GatewayError } from "./http/errors.ts";
 import { Router } from "./router.ts";
@@ -32,14 +33,33 @@ export interface Limiter {
   check(key: string, limit: number): RateDecision | Promise<RateDecision>;
 }
 
+/**
+ * A store several hosts share counts requests per minute itself (see `Store.countRequest`), for
+ * the key as a whole; else `fallback` counts them in this process.
+ */
+function limiterFor(store: Store, fallback: Limiter): Limiter {
+  const count = store.countRequest?.bind(store);
+  return count ? { check: (key, limit) => limit <= 0 ? UNLIMITED : count(key, limit) } : fallback;
+}
+
+/** The 503 of a call the gateway cannot bill now: its store cannot be reached. */
+function storeUnavailable(): GatewayError {
+  return new GatewayError(
+    503,
+    "The gateway cannot reach its database right now, so it cannot bill this call; retry shortly.",
+    { headers: { "retry-after": "1" } },
+  );
+}
+
 /** Builds the request handler for the given services (and routing table, for tests). */
 export function createHandler(
   services: Services,
   routes: readonly Route[] = defaultRoutes,
-  limiter: Limiter = new RateLimiter(),
+  fallbackLimiter: Limiter = new RateLimiter(),
 ): (req: Request) => Promise<Response> {
   const router = new Router(routes);
   const { store } = services;
+  const limiter = limiterFor(store, fallbackLimiter);
 
   return async (req) => {
     const started = performance.now();
@@ -111,11 +131,13 @@ export function createHandler(
         return route.handle(ctx);
       });
     } catch (error) {
-      if (!(error instanceof GatewayError)) {
+      if (!(error instanceof GatewayError) && !(error instanceof StoreUnavailable)) {
         log("error", "unhandled error", { request_id: requestId, error: String(error) });
       }
       const gatewayError = error instanceof GatewayError
         ? error
+        : error instanceof StoreUnavailable
+        ? storeUnavailable()
         : new GatewayError(500, "The gateway had an internal error while handling the request.");
       if (gatewayError.status < 500) {
         metrics.add(REFUSED, [match.route?.path ?? "", String(gatewayError.status)]);

@@ -60,6 +60,10 @@ export interface Config {
   /** The loopback port serving `/metrics` without a token; null: none. */
   metricsPort: number | null;
   dbPath: string;
+  /** The PostgreSQL store's URL (`store.url`, `SWITCHYARD_DB_URL`); null: the SQLite file. */
+  dbUrl: string | null;
+  /** Connections per serving thread to PostgreSQL. */
+  dbPoolSize: number;
   /** Where uploads are spooled while they arrive: `tmp/` beside the store file. */
   spoolDir: string;
   defaultRpm: number;
@@ -290,6 +294,17 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
   const workers = overrides.workers ?? envInt(env, "SWITCHYARD_WORKERS", 1, MAX_WORKERS) ??
     file.server?.workers;
   const dbPath = env("SWITCHYARD_DB") ?? file.store?.path ?? "./data/switchyard.db";
+  let dbUrl = env("SWITCHYARD_DB_URL") ?? file.store?.url ?? null;
+  if (dbUrl?.startsWith("env:")) {
+    const name = dbUrl.slice(4);
+    dbUrl = env(name) ?? null;
+    if (dbUrl === null) {
+      throw new ConfigError(`store.url: the environment variable ${name} is not set`);
+    }
+  }
+  if (dbUrl !== null && !/^postgres(ql)?:\/\//.test(dbUrl)) {
+    throw new ConfigError("store.url (or SWITCHYARD_DB_URL): must be a postgres:// URL");
+  }
   const accessLogEnv = env("SWITCHYARD_ACCESS_LOG");
   if (accessLogEnv !== undefined && !["0", "1"].includes(accessLogEnv)) {
     throw new ConfigError(`SWITCHYARD_ACCESS_LOG: must be 0 or 1`);
@@ -318,6 +333,8 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     workersSet: workers !== undefined,
     accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,
     dbPath,
+    dbUrl,
+    dbPoolSize: file.store?.poolSize ?? 8,
     spoolDir: `${storeDir(dbPath)}/tmp`,
     defaultRpm: envInt(env, "SWITCHYARD_DEFAULT_RPM", 0, 1_000_000) ?? file.limits?.defaultRpm ??
       120,

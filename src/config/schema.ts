@@ -299,8 +299,29 @@ export const ConfigSchema = v.strictObject({
     token: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
   })),
   store: v.optional(v.strictObject({
-    /** The SQLite file holding accounts, keys, ledger and jobs. */
+    /**
+     * The SQLite file holding accounts, keys, ledger and jobs; with `url`, the directory beside
+     * it still holds the process's local files (reload requests, upload and settlement spools).
+     */
     path: v.optional(v.pipe(v.string(), v.minLength(1, "must not be empty"))),
+    /**
+     * A PostgreSQL database instead of the SQLite file, shared by every replica:
+     * `postgres://user:password@host:5432/db` (`env:NAME` reads it from the environment).
+     */
+    url: v.optional(v.pipe(
+      v.string(),
+      v.check(
+        (url) => url.startsWith("env:") || /^postgres(ql)?:\/\//.test(url),
+        "must be a postgres:// URL (or env:NAME)",
+      ),
+    )),
+    /** Connections each serving thread keeps to PostgreSQL (default 8). */
+    poolSize: v.optional(v.pipe(
+      v.number(),
+      v.integer("must be an integer"),
+      v.minValue(1, "must be at least 1"),
+      v.maxValue(100, "must be at most 100"),
+    )),
   })),
   limits: v.optional(v.strictObject({
     /** Requests per minute for a key created without `--rpm`; 0 means unlimited. */

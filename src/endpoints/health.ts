@@ -4,6 +4,7 @@
  * every serving thread's added up, its keys in use and refused, and each deployment's circuit
  * and calls in flight; it names providers and counts only (no URL, key or error text).
  */
+import { StoreUnavailable } from "../store/store.ts";
 import { boardOf, type Handler, type Services } from "../context.ts";
 import { deploymentStates } from "../routing/status.ts";
 import { refusedKeys } from "../routing/keys.ts";
@@ -33,7 +34,10 @@ async function storeAnswers(services: Services): Promise<boolean> {
     await services.store.holdsOutstanding();
     return true;
   } catch (error) {
-    log("error", "readiness: the store did not answer", { error: String(error) });
+    // A store that cannot be reached has said so in the log already.
+    if (!(error instanceof StoreUnavailable)) {
+      log("error", "readiness: the store did not answer", { error: String(error) });
+    }
     return false;
   }
 }
@@ -73,6 +77,9 @@ export const getReady: Handler = async (ctx) => {
     {
       status: store ? "ready" : "unavailable",
       store: store ? "ok" : "error",
+      ...(store
+        ? {}
+        : { store_error: services.store.unreachable?.() ?? "the store did not answer" }),
       window_seconds: WINDOW_MINUTES * 60,
       providers,
       deployments: deploymentStates(board, services.config.catalog),

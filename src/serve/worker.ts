@@ -7,7 +7,7 @@ import { type RateDecision, UNLIMITED } from "../auth/ratelimit.ts";
 import { loadConfig } from "../config/load.ts";
 import { flushLog } from "../log.ts";
 import { type Limiter, type RunningServer, startHttp } from "../server.ts";
-import { openSqliteStore } from "../store/sqlite.ts";
+import { openStore } from "../store/open.ts";
 import { drainServer } from "./drain.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 import type { LiveStream } from "../http/relay.ts";
@@ -77,7 +77,7 @@ scope.onmessage = async ({ data }) => {
       (name) => Deno.env.get(name),
       data.overrides,
     );
-    const store = openSqliteStore(config.dbPath, { owner: true, writeLock: data.shared });
+    const store = await openStore(config, { owner: true, writeLock: data.shared });
     source = { configFile: data.configFile, overrides: data.overrides };
     services = {
       config,
@@ -96,7 +96,7 @@ scope.onmessage = async ({ data }) => {
   } else if (data.type === "stop") {
     if (server && services) await drainServer(server, services.config);
     flushLog();
-    services?.store.close();
+    await services?.store.close();
     scope.postMessage({ type: "stopped" });
     scope.close();
   }

@@ -9,6 +9,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { OwnerLock } from "./owners.ts";
 import { WriteLock } from "./write_lock.ts";
 import type { CheckpointerStart } from "./checkpointer.ts";
+import { type Row, toAccount, toDay, toKey, toStoredResponse, toVideoJob } from "./rows.ts";
 import { COMMIT_SECONDS_FAMILY, metrics } from "../metrics/gateway.ts";
 import type {
   Account,
@@ -24,7 +25,6 @@ import type {
   UpstreamObject,
   UsageSummary,
   VideoJob,
-  VideoJobStatus,
   VideoOutcome,
 } from "./store.ts";
 
@@ -168,8 +168,6 @@ const MIGRATIONS: string[] = [
   // The upstream key a video job was submitted with: its polls use the same one.
   `ALTER TABLE video_jobs ADD COLUMN upstream_key TEXT;`,
 ];
-
-type Row = Record<string, unknown>;
 
 /** Keys kept in memory at most (only keys that exist, so bounded by the store as well). */
 const MAX_CACHED_KEYS = 100_000;
@@ -809,22 +807,14 @@ export class SqliteStore implements Store {
 
   usageByDay(accountId: number, since: number): Promise<DayUsage[]> {
     return answer(() => {
-      return (this.#s.byDay.all(accountId, since) as Row[]).map((row) => ({
-        day: String(row.day),
-        requests: Number(row.requests),
-        amount: Number(row.amount),
-      }));
+      return (this.#s.byDay.all(accountId, since) as Row[]).map(toDay);
     });
   }
 
   totalUsageByDay(since: number): Promise<DayUsage[]> {
     return answer(() => {
       const first = this.#firstEntryFrom(since - LEDGER_SKEW_MS);
-      return (this.#s.allByDay.all(since, first) as Row[]).map((row) => ({
-        day: String(row.day),
-        requests: Number(row.requests),
-        amount: Number(row.amount),
-      }));
+      return (this.#s.allByDay.all(since, first) as Row[]).map(toDay);
     });
   }
 
@@ -892,61 +882,4 @@ function answer<T>(work: () => T): Promise<T> {
   } catch (error) {
     return Promise.reject(error);
   }
-}
-
-function toAccount(row: Row): Account {
-  return {
-    id: Number(row.id),
-    name: String(row.name),
-    balance: Number(row.balance),
-    spent: Number(row.spent),
-    held: Number(row.held),
-    createdAt: Number(row.created_at),
-  };
-}
-
-function toKey(row: Row): KeyRecord {
-  return {
-    id: String(row.id),
-    accountId: Number(row.account_id),
-    accountName: String(row.account_name),
-    hash: new Uint8Array(row.hash as Uint8Array),
-    prefix: String(row.prefix),
-    rpm: row.rpm === null ? null : Number(row.rpm),
-    createdAt: Number(row.created_at),
-    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
-  };
-}
-
-function toStoredResponse(row: Row): StoredResponse {
-  return {
-    id: String(row.id),
-    accountId: Number(row.account_id),
-    previousId: row.previous_id === null ? null : String(row.previous_id),
-    items: String(row.items),
-    contextTokens: Number(row.context_tokens),
-    createdAt: Number(row.created_at),
-  };
-}
-
-function toVideoJob(row: Row): VideoJob {
-  const num = (value: unknown) => value === null ? null : Number(value);
-  return {
-    id: String(row.id),
-    upstreamId: String(row.upstream_id),
-    accountId: Number(row.account_id),
-    keyId: String(row.key_id),
-    ledgerId: Number(row.ledger_id),
-    model: String(row.model),
-    provider: String(row.provider),
-    upstreamKey: row.upstream_key == null ? null : String(row.upstream_key),
-    rate: Number(row.rate),
-    heldSeconds: Number(row.held_seconds),
-    status: String(row.status) as VideoJobStatus,
-    billedSeconds: num(row.billed_seconds),
-    amount: num(row.amount),
-    result: row.result === null ? null : String(row.result),
-    createdAt: Number(row.created_at),
-    finishedAt: num(row.finished_at),
-  };
 }

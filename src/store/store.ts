@@ -178,6 +178,14 @@ export interface StoredResponse {
   createdAt: number;
 }
 
+/**
+ * The store cannot be reached now (a server database is down or cut off): a new call is refused
+ * with 503 in the client's protocol, never served unbilled.
+ */
+export class StoreUnavailable extends Error {
+  override name = "StoreUnavailable";
+}
+
 /** A value, or a promise of it: what a store answers at once from memory when it can. */
 export type Awaitable<T> = T | Promise<T>;
 

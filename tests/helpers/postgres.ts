@@ -42,6 +42,12 @@ export interface Postgres {
   port: number;
   /** Stops the server (fast shutdown) and removes its directory. */
   stop(): Promise<void>;
+  /** Stops the server but keeps its data (the database goes away, as in an outage). */
+  pause(): Promise<void>;
+  /** Starts the paused server again, on the same port with the same data. */
+  resume(): Promise<void>;
+  /** A new, empty database on this server; its URL. */
+  database(name: string): Promise<string>;
 }
 
 function isRoot(): boolean {
@@ -116,45 +122,72 @@ export async function startPostgres(): Promise<Postgres> {
   }
   const port = freePort();
   const log = `${dir}/postgres.log`;
-  const server = command("postgres", [
-    "-D",
-    data,
-    "-p",
-    String(port),
-    "-h",
-    "127.0.0.1",
-    "-k",
-    dir,
-    "-c",
-    "fsync=off",
-    "-c",
-    "synchronous_commit=off",
-    "-c",
-    "full_page_writes=off",
-    "-c",
-    `log_directory=${dir}`,
-    "-c",
-    "logging_collector=off",
-  ], false).spawn();
-  const until = Date.now() + 30_000;
-  while (!(await listening(port))) {
-    if (Date.now() > until) {
-      server.kill("SIGKILL");
-      await server.status;
-      const text = await Deno.readTextFile(log).catch(() => "");
-      await Deno.remove(dir, { recursive: true });
-      throw new Error(`postgres did not start on port ${port}: ${text}`);
+  const spawn = async () => {
+    const child = command("postgres", [
+      "-D",
+      data,
+      "-p",
+      String(port),
+      "-h",
+      "127.0.0.1",
+      "-k",
+      dir,
+      "-c",
+      "fsync=off",
+      "-c",
+      "synchronous_commit=off",
+      "-c",
+      "full_page_writes=off",
+      "-c",
+      `log_directory=${dir}`,
+      "-c",
+      "logging_collector=off",
+      "-c",
+      "max_connections=300",
+    ], false).spawn();
+    const until = Date.now() + 30_000;
+    while (!(await listening(port))) {
+      if (Date.now() > until) {
+        child.kill("SIGKILL");
+        await child.status;
+        const text = await Deno.readTextFile(log).catch(() => "");
+        await Deno.remove(dir, { recursive: true });
+        throw new Error(`postgres did not start on port ${port}: ${text}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
     }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return child;
+  };
+  let server: Deno.ChildProcess | null = await spawn();
+  const halt = async () => {
+    if (!server) return;
+    // SIGINT: fast shutdown (clients disconnected, no checkpoint wait worth having here).
+    server.kill("SIGINT");
+    await server.status;
+    server = null;
+  };
+  const url = `postgres://switchyard@127.0.0.1:${port}/postgres`;
   return {
-    url: `postgres://switchyard@127.0.0.1:${port}/postgres`,
+    url,
     port,
     async stop() {
-      // SIGINT: fast shutdown (clients disconnected, no checkpoint wait worth having here).
-      server.kill("SIGINT");
-      await server.status;
+      await halt();
       await Deno.remove(dir, { recursive: true });
+    },
+    pause: halt,
+    async resume() {
+      server ??= await spawn();
+    },
+    async database(name: string) {
+      if (!/^\w+$/.test(name)) throw new Error(`not a database name: ${name}`);
+      const { default: postgres } = await import("postgres");
+      const sql = postgres(url, { max: 1, onnotice: () => {} });
+      try {
+        await sql.unsafe(`CREATE DATABASE ${name}`);
+      } finally {
+        await sql.end();
+      }
+      return url.replace(/\/postgres$/, `/${name}`);
     },
   };
 }

@@ -15,6 +15,11 @@ export interface Stack {
   emulatorStats(): Promise<Record<string, number>>;
   /** Starts a new gateway on the same config and store (after `gateway.crash()`); returns it. */
   restart(): Promise<Gateway>;
+  /**
+   * Starts another gateway on the same config in a directory of its own (a replica, when the
+   * config names a shared PostgreSQL store); `stop` stops it too.
+   */
+  replica(): Promise<Gateway>;
   stop(): Promise<void>;
 }
 
@@ -170,6 +175,7 @@ export async function startStack(
     workers: typeof workers === "number" ? workers : undefined,
   };
   let gateway = await startGateway(gatewayOptions);
+  const replicas: Gateway[] = [];
   return {
     get gateway() {
       return gateway;
@@ -182,8 +188,13 @@ export async function startStack(
       gateway = await startGateway({ ...gatewayOptions, dir: gateway.dir });
       return gateway;
     },
+    async replica() {
+      const replica = await startGateway(gatewayOptions);
+      replicas.push(replica);
+      return replica;
+    },
     async stop() {
-      await gateway.stop();
+      await Promise.all([gateway, ...replicas].map((g) => g.stop()));
       await emulator.shutdown();
     },
   };

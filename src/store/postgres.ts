@@ -1,0 +1,745 @@
+/**
+ * The PostgreSQL store, for several gateway replicas on one database (`store.url`). Every money
+ * change is one statement (or one statement of data-modifying CTEs) that cannot overdraw: a hold
+ * is taken by a conditional `UPDATE … WHERE balance - held >= amount`, and a settlement moves the
+ * funds in the statement that settles its ledger row, only while the row is held — so it happens
+ * once, whichever replica gets there first. Requests per minute are counted in the database for
+ * the key as a whole (`switchyard_count_request`). Keys are cached per process and dropped when
+ * any replica changes a key (`LISTEN/NOTIFY`, and a check every second should that connection
+ * drop). Each serving process holds an advisory lock as the owner of its calls, so a replica
+ * that dies has its held calls settled by another; background work runs on the replica holding
+ * the leader lock. While the database cannot be reached, new calls are refused (`StoreUnavailable`,
+ * a 503) and settlements are queued — in memory up to a bound, then in a local spool file — and
+ * written once it is back (a settlement applies only to a held row, so replaying is exact).
+ *
+ * The driver (`npm:postgres`, pure JavaScript) is loaded only by this module, which `open.ts`
+ * imports only when a PostgreSQL URL is configured.
+ */
+import postgres from "postgres";
+import { KEYS_CHANNEL, LOCKS, MIGRATIONS } from "./postgres_schema.ts";
+import {
+  type Account,
+  type ChainBound,
+  type Charge,
+  type DayUsage,
+  type KeyRecord,
+  type LedgerEntry,
+  type NewHold,
+  type PendingHold,
+  type Store,
+  type StoredResponse,
+  StoreUnavailable,
+  type UpstreamObject,
+  type UsageSummary,
+  type VideoJob,
+  type VideoOutcome,
+} from "./store.ts";
+import type { RateDecision } from "../auth/ratelimit.ts";
+import { log } from "../log.ts";
+import { text, toAccount, toDay, toKey, toStoredResponse, toVideoJob } from "./rows.ts";
+
+type Sql = postgres.Sql<Record<string, never>>;
+
+/** How a PostgreSQL store is opened. */
+export interface PostgresOptions {
+  /**
+   * This process serves calls: it registers as an owner (its held calls are recovered only once
+   * it dies), watches key changes, and may lead the background work.
+   */
+  owner?: boolean;
+  /** Where settlements are spooled while the database cannot be reached (a file path). */
+  spoolFile?: string;
+  /** Connections in the pool (default 8). */
+  poolSize?: number;
+}
+
+/** Keys kept in memory at most. */
+const MAX_CACHED_KEYS = 100_000;
+/** Settlements kept in memory while the database is away; later ones go to the spool file. */
+const MAX_QUEUED = 10_000;
+/** How often key changes are checked without a notification, and queued settlements retried. */
+const TICK_MS = 1_000;
+/** Seconds to wait for a connection before the database counts as unreachable. */
+const CONNECT_TIMEOUT_S = 3;
+
+/** `bigint` columns as numbers (amounts in nanoUSD stay below 2^53). */
+const BIGINT = {
+  to: 20,
+  from: [20],
+  serialize: (value: number) => String(value),
+  parse: (value: string) => Number(value),
+};
+
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EPIPE",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+]);
+
+/** Whether `error` means the database could not be reached (rather than a refused statement). */
+function isConnectionError(error: unknown): boolean {
+  if (error instanceof Deno.errors.ConnectionRefused) return true;
+  if (error instanceof Deno.errors.ConnectionReset) return true;
+  if (error instanceof Deno.errors.TimedOut) return true;
+  const code = String((error as { code?: unknown } | null)?.code ?? "");
+  return CONNECTION_CODES.has(code) || code.startsWith("08");
+}
+
+/** A settlement waiting for the database. */
+interface Deferred {
+  id: number;
+  charge: Charge | null;
+}
+
+function connect(url: string, max: number): Sql {
+  return postgres(url, {
+    max,
+    onnotice: () => {},
+    connect_timeout: CONNECT_TIMEOUT_S,
+    types: { bigint: BIGINT },
+    connection: { application_name: "switchyard" },
+  }) as unknown as Sql;
+}
+
+/**
+ * Opens the store at `url`: connects, migrates (once, under an advisory lock, whichever replica
+ * comes first), and for a serving process registers it as an owner and replays its spool.
+ */
+export async function openPostgresStore(
+  url: string,
+  options: PostgresOptions = {},
+): Promise<PostgresStore> {
+  const sql = connect(url, options.poolSize ?? 8);
+  // Session state — the owner and leader locks — lives on a connection of its own.
+  const session = connect(url, 1);
+  try {
+    await migrate(sql);
+    const store = new PostgresStore(sql, session, options);
+    if (options.owner) await store.serve();
+    return store;
+  } catch (error) {
+    await Promise.all([sql.end({ timeout: 1 }), session.end({ timeout: 1 })]);
+    if (isConnectionError(error)) throw new StoreUnavailable(describe(error));
+    throw error;
+  }
+}
+
+async function migrate(sql: Sql): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${LOCKS.GATEWAY}, ${LOCKS.MIGRATE})`;
+    await tx`CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)`;
+    const [row] = await tx`SELECT version FROM schema_version`;
+    const version = row ? Number(row.version) : 0;
+    if (!row) await tx`INSERT INTO schema_version (version) VALUES (0)`;
+    for (let v = version; v < MIGRATIONS.length; v++) await tx.unsafe(MIGRATIONS[v]);
+    if (version < MIGRATIONS.length) {
+      await tx`UPDATE schema_version SET version = ${MIGRATIONS.length}`;
+    }
+  });
+}
+
+/** A connection failure as a log line can show it (never the URL or its password). */
+function describe(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code ? `the database is unreachable (${String(code)})` : "the database is unreachable";
+}
+
+const ACCOUNT = "id, name, balance, spent, held, created_at";
+const KEY = `k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm, k.created_at,
+  k.revoked_at`;
+const ENTRY = `l.id, l.kind, l.status, a.name AS account, l.request_id, l.key_id, l.endpoint,
+  l.model, l.provider, l.upstream_model, l.amount, l.units, l.estimated, l.note, l.created_at,
+  l.settled_at`;
+/** A ledger row's UTC day, `YYYY-MM-DD`. */
+const DAY = `to_char(to_timestamp(created_at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
+
+/** The PostgreSQL implementation of `Store`. */
+export class PostgresStore implements Store {
+  readonly #sql: Sql;
+  readonly #session: Sql;
+  readonly #options: PostgresOptions;
+  readonly #keys = new Map<string, KeyRecord>();
+  /** Bumped when keys change: a lookup begun before a change is not cached. */
+  #keyGeneration = 0;
+  #keyChanges = -1;
+  /** This process's owner id (`owners.id`) when it serves calls. */
+  #owner: number | null = null;
+  #deferred: Deferred[] = [];
+  #spooled = false;
+  #down: string | null = null;
+  #timer: ReturnType<typeof setInterval> | null = null;
+  #ticking = false;
+  #unlisten: (() => Promise<void>) | null = null;
+
+  constructor(sql: Sql, session: Sql, options: PostgresOptions) {
+    this.#sql = sql;
+    this.#session = session;
+    this.#options = options;
+  }
+
+  /** Registers this process as an owner, watches key changes, replays spooled settlements. */
+  async serve(): Promise<void> {
+    const [row] = await this.#sql`INSERT INTO owners (pid, started_at)
+      VALUES (${Deno.pid}, ${Date.now()}) RETURNING id`;
+    this.#owner = Number(row.id);
+    await this.#holdOwnerLock();
+    const listening = await this.#sql.listen(
+      KEYS_CHANNEL,
+      () => this.#keysChanged(),
+      // (Re)connected: a change may have been missed meanwhile.
+      () => this.#keysChanged(),
+    );
+    this.#unlisten = listening.unlisten;
+    const timer = setInterval(() => void this.#tick(), TICK_MS);
+    Deno.unrefTimer(timer);
+    this.#timer = timer;
+    await this.#tick();
+  }
+
+  /** Takes (again, after a reconnect) this process's owner lock. */
+  async #holdOwnerLock(): Promise<void> {
+    if (this.#owner === null) return;
+    await this.#session`SELECT ${this.#heldOrTaken(LOCKS.OWNER, this.#owner)} AS held`;
+  }
+
+  /** SQL: true when the session holds the advisory lock (a, b), else an attempt to take it. */
+  #heldOrTaken(a: number, b: number) {
+    return this.#session`coalesce(
+      (SELECT true FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
+         AND classid = ${a} AND objid = ${b} AND objsubid = 2 AND granted),
+      pg_try_advisory_lock(${a}, ${b}))`;
+  }
+
+  /** Every second: key changes, the owner lock, queued settlements. */
+  async #tick(): Promise<void> {
+    if (this.#ticking) return;
+    this.#ticking = true;
+    try {
+      const [row] = await this.#run(this.#sql`SELECT n FROM key_changes`);
+      const n = Number(row.n);
+      if (n !== this.#keyChanges) {
+        this.#keyChanges = n;
+        this.#keysChanged();
+      }
+      await this.#holdOwnerLock();
+      await this.#replay();
+    } catch (error) {
+      if (!(error instanceof StoreUnavailable)) {
+        log("error", "store housekeeping failed", { error: String(error) });
+      }
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  #keysChanged(): void {
+    this.#keyGeneration++;
+    this.#keys.clear();
+  }
+
+  /** Runs a query; a connection failure marks the store unreachable and is `StoreUnavailable`. */
+  async #run<T>(query: Promise<T>): Promise<T> {
+    try {
+      const result = await query;
+      this.#down = null;
+      return result;
+    } catch (error) {
+      if (!isConnectionError(error)) throw error;
+      const reason = describe(error);
+      if (this.#down === null) log("error", "the store cannot be reached", { error: reason });
+      this.#down = reason;
+      throw new StoreUnavailable(reason);
+    }
+  }
+
+  /** A `jsonb` parameter. */
+  #json(value: unknown) {
+    return this.#sql.json(value as postgres.JSONValue);
+  }
+
+  unreachable(): string | null {
+    return this.#down;
+  }
+
+  async ensureAccount(name: string): Promise<Account> {
+    const [row] = await this.#run(this.#sql`
+      WITH made AS (
+        INSERT INTO accounts (name, created_at) VALUES (${name}, ${Date.now()})
+        ON CONFLICT (name) DO NOTHING RETURNING ${this.#sql.unsafe(ACCOUNT)}
+      )
+      SELECT * FROM made
+      UNION ALL SELECT ${this.#sql.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name}
+      LIMIT 1`);
+    return toAccount(row);
+  }
+
+  async account(name: string): Promise<Account | undefined> {
+    const [row] = await this.#run(
+      this.#sql`SELECT ${this.#sql.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name}`,
+    );
+    return row && toAccount(row);
+  }
+
+  async listAccounts(): Promise<Account[]> {
+    const rows = await this.#run(
+      this.#sql`SELECT ${this.#sql.unsafe(ACCOUNT)} FROM accounts ORDER BY name`,
+    );
+    return rows.map(toAccount);
+  }
+
+  async credit(accountId: number, amount: number, note: string): Promise<Account> {
+    const now = Date.now();
+    const [row] = await this.#run(this.#sql`
+      WITH a AS (
+        UPDATE accounts SET balance = balance + ${amount}::bigint WHERE id = ${accountId}
+        RETURNING ${this.#sql.unsafe(ACCOUNT)}
+      ), l AS (
+        INSERT INTO ledger (kind, status, account_id, amount, note, created_at, settled_at)
+        SELECT 'credit', 'settled', id, ${amount}::bigint, ${note}, ${now}, ${now} FROM a
+      )
+      SELECT * FROM a`);
+    if (!row) throw new Error(`no account ${accountId}`);
+    return toAccount(row);
+  }
+
+  async insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): Promise<void> {
+    await this.#run(this.#sql`
+      INSERT INTO keys (id, account_id, hash, prefix, rpm, created_at)
+      VALUES (${key.id}, ${key.accountId}, ${key.hash}, ${key.prefix}, ${key.rpm},
+              ${key.createdAt})`);
+  }
+
+  /** From memory when cached (see the module's note on how changes drop the cache). */
+  findKey(id: string): KeyRecord | undefined | Promise<KeyRecord | undefined> {
+    const cached = this.#keys.get(id);
+    if (cached) return cached;
+    const generation = this.#keyGeneration;
+    return this.#run(this.#sql`
+      SELECT ${this.#sql.unsafe(KEY)} FROM keys k JOIN accounts a ON a.id = k.account_id
+      WHERE k.id = ${id}`).then(([row]) => {
+      if (!row) return undefined; // ids that name no key are not kept: clients choose them
+      const key = toKey(row);
+      if (generation === this.#keyGeneration) {
+        if (this.#keys.size >= MAX_CACHED_KEYS) this.#keys.clear();
+        this.#keys.set(id, key);
+      }
+      return key;
+    });
+  }
+
+  async listKeys(): Promise<KeyRecord[]> {
+    const rows = await this.#run(this.#sql`
+      SELECT ${this.#sql.unsafe(KEY)} FROM keys k JOIN accounts a ON a.id = k.account_id
+      ORDER BY k.created_at, k.id`);
+    return rows.map(toKey);
+  }
+
+  async revokeKey(id: string): Promise<boolean> {
+    const result = await this.#run(this.#sql`
+      UPDATE keys SET revoked_at = ${Date.now()} WHERE id = ${id} AND revoked_at IS NULL`);
+    this.#keysChanged();
+    return result.count === 1;
+  }
+
+  async holdsOutstanding(): Promise<number> {
+    const [row] = await this.#run(this.#sql`SELECT count(*) AS n FROM ledger
+      WHERE status = 'held'`);
+    return Number(row.n);
+  }
+
+  async available(accountId: number): Promise<number> {
+    const [row] = await this.#run(this.#sql`
+      SELECT balance - held AS available FROM accounts WHERE id = ${accountId}`);
+    return row ? Number(row.available) : 0;
+  }
+
+  async reserve(h: NewHold): Promise<number | null> {
+    if (h.reserve < 0) return null;
+    const [row] = await this.#run(this.#sql`
+      WITH a AS (
+        UPDATE accounts SET held = held + ${h.reserve}::bigint
+        WHERE id = ${h.accountId} AND (${h.reserve}::bigint = 0 OR balance - held >= ${h.reserve})
+        RETURNING id
+      )
+      INSERT INTO ledger (kind, status, request_id, key_id, account_id, endpoint, model, provider,
+                          upstream_model, reserved, amount, estimate, owner, created_at)
+      SELECT 'charge', 'held', ${h.requestId}, ${h.keyId}, id, ${h.endpoint}, ${h.model},
+             ${h.provider}, ${h.upstreamModel ?? null}, ${h.reserve}, 0,
+             ${this.#json(h.estimate)}, ${this.#owner}, ${Date.now()}
+      FROM a RETURNING id`);
+    return row ? Number(row.id) : null;
+  }
+
+  /**
+   * Settles now, or — the database being away — queues the settlement (resolving true: it will
+   * be written once, when the database is back).
+   */
+  async settle(id: number, charge: Charge | null): Promise<boolean> {
+    try {
+      return await this.#settle(id, charge);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailable)) throw error;
+      this.#defer({ id, charge });
+      return true;
+    }
+  }
+
+  async #settle(id: number, charge: Charge | null): Promise<boolean> {
+    const now = Date.now();
+    const [row] = charge
+      ? await this.#run(this.#sql`
+        WITH l AS (
+          UPDATE ledger SET status = 'settled', amount = ${charge.amount}::bigint,
+                            units = ${this.#json(charge.units)},
+                            estimated = ${charge.estimated}, settled_at = ${now}
+          WHERE id = ${id} AND status = 'held' RETURNING account_id, reserved
+        ), a AS (
+          UPDATE accounts SET held = accounts.held - l.reserved,
+                              balance = accounts.balance - ${charge.amount}::bigint,
+                              spent = accounts.spent + ${charge.amount}::bigint
+          FROM l WHERE accounts.id = l.account_id RETURNING 1
+        )
+        SELECT count(*) AS n FROM a`)
+      : await this.#run(this.#sql`
+        WITH l AS (
+          DELETE FROM ledger WHERE id = ${id} AND status = 'held' RETURNING account_id, reserved
+        ), a AS (
+          UPDATE accounts SET held = accounts.held - l.reserved
+          FROM l WHERE accounts.id = l.account_id RETURNING 1
+        )
+        SELECT count(*) AS n FROM a`);
+    return Number(row.n) === 1;
+  }
+
+  #defer(settlement: Deferred): void {
+    if (this.#deferred.length < MAX_QUEUED || !this.#options.spoolFile) {
+      this.#deferred.push(settlement);
+    } else {
+      // Past the bound: to disk, so neither memory nor the charge is lost.
+      Deno.writeTextFileSync(this.#options.spoolFile, JSON.stringify(settlement) + "\n", {
+        append: true,
+      });
+      this.#spooled = true;
+    }
+    if (this.#deferred.length === 1) {
+      log("warn", "settlements queued until the store is back", { queued: 1 });
+    }
+  }
+
+  /** Writes the queued and spooled settlements (each once: only a held row is settled). */
+  async #replay(): Promise<void> {
+    while (this.#deferred.length) {
+      const next = this.#deferred[0];
+      await this.#settle(next.id, next.charge);
+      this.#deferred.shift();
+    }
+    const file = this.#options.spoolFile;
+    if (!file || (!this.#spooled && !exists(file))) return;
+    const lines = Deno.readTextFileSync(file).split("\n").filter((line) => line);
+    for (const line of lines) {
+      const { id, charge } = JSON.parse(line) as Deferred;
+      await this.#settle(id, charge);
+    }
+    Deno.removeSync(file);
+    this.#spooled = false;
+    if (lines.length) log("info", "spooled settlements written", { settlements: lines.length });
+  }
+
+  async pendingHolds(): Promise<PendingHold[]> {
+    const rows = await this.#run(this.#sql`
+      SELECT l.id, l.account_id, l.estimate, l.owner FROM ledger l
+      WHERE l.status = 'held' AND l.kind = 'charge'
+        AND NOT EXISTS (SELECT 1 FROM video_jobs v WHERE v.ledger_id = l.id
+                          AND v.status = 'pending')
+      ORDER BY l.id`);
+    const gone = new Map<number, boolean>();
+    for (const row of rows) {
+      if (row.owner === null || Number(row.owner) === this.#owner) continue;
+      const owner = Number(row.owner);
+      if (!gone.has(owner)) gone.set(owner, await this.#ownerGone(owner));
+    }
+    return rows
+      .filter((row) => row.owner === null || gone.get(Number(row.owner)))
+      .map((row) => ({
+        id: Number(row.id),
+        accountId: Number(row.account_id),
+        estimate: row.estimate as PendingHold["estimate"],
+      }));
+  }
+
+  /** Whether owner `id`'s process is gone: its lock can be taken (and is given back at once). */
+  async #ownerGone(id: number): Promise<boolean> {
+    const [row] = await this.#run(this.#session`
+      SELECT pg_try_advisory_lock(${LOCKS.OWNER}, ${id}) AS free`);
+    if (!row.free) return false;
+    await this.#run(this.#session`SELECT pg_advisory_unlock(${LOCKS.OWNER}, ${id})`);
+    return true;
+  }
+
+  async insertVideoJob(job: VideoJob): Promise<void> {
+    await this.#run(this.#sql`
+      INSERT INTO video_jobs (id, upstream_id, account_id, key_id, ledger_id, model, provider,
+                              upstream_key, rate, held_seconds, status, created_at)
+      VALUES (${job.id}, ${job.upstreamId}, ${job.accountId}, ${job.keyId}, ${job.ledgerId},
+              ${job.model}, ${job.provider}, ${job.upstreamKey ?? null}, ${job.rate},
+              ${job.heldSeconds}, 'pending', ${job.createdAt})`);
+  }
+
+  async videoJob(id: string): Promise<VideoJob | undefined> {
+    const [row] = await this.#run(this.#sql`SELECT * FROM video_jobs WHERE id = ${id}`);
+    return row && toVideoJob(row);
+  }
+
+  async pendingVideoJobs(limit: number): Promise<VideoJob[]> {
+    const rows = await this.#run(this.#sql`
+      SELECT * FROM video_jobs WHERE status = 'pending' ORDER BY created_at LIMIT ${limit}`);
+    return rows.map(toVideoJob);
+  }
+
+  /** One statement: the job, its ledger row and the account's funds move together, once. */
+  async finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean> {
+    const done = outcome.status === "done";
+    const amount = done ? outcome.charge?.amount ?? 0 : null;
+    const now = Date.now();
+    const finish = this.#sql`
+      UPDATE video_jobs SET status = ${outcome.status},
+             billed_seconds = ${done ? outcome.billedSeconds ?? 0 : null},
+             amount = ${amount}::bigint, result = ${outcome.result}, finished_at = ${now}
+      WHERE id = ${id} AND status = 'pending' RETURNING ledger_id`;
+    const [row] = done
+      ? await this.#run(this.#sql`
+        WITH j AS (${finish}), l AS (
+          UPDATE ledger SET status = 'settled', amount = ${amount}::bigint,
+                 units = ${this.#json(outcome.charge?.units ?? [])},
+                 estimated = ${outcome.charge?.estimated ?? false}, settled_at = ${now}
+          WHERE id IN (SELECT ledger_id FROM j) AND status = 'held'
+          RETURNING account_id, reserved
+        ), a AS (
+          UPDATE accounts SET held = accounts.held - l.reserved,
+                              balance = accounts.balance - ${amount}::bigint,
+                              spent = accounts.spent + ${amount}::bigint
+          FROM l WHERE accounts.id = l.account_id RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM j) AS n, (SELECT count(*) FROM a) AS moved`)
+      : await this.#run(this.#sql`
+        WITH j AS (${finish}), l AS (
+          DELETE FROM ledger WHERE id IN (SELECT ledger_id FROM j) AND status = 'held'
+          RETURNING account_id, reserved
+        ), a AS (
+          UPDATE accounts SET held = accounts.held - l.reserved
+          FROM l WHERE accounts.id = l.account_id RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM j) AS n, (SELECT count(*) FROM a) AS moved`);
+    return Number(row.n) === 1;
+  }
+
+  async recordObject(o: UpstreamObject): Promise<void> {
+    await this.#run(this.#sql`
+      INSERT INTO upstream_objects (id, account_id, kind, context_tokens, provider, created_at)
+      VALUES (${o.id}, ${o.accountId}, ${o.kind}, ${o.contextTokens}, ${o.provider ?? null},
+              ${Date.now()})
+      ON CONFLICT (id) DO NOTHING`);
+  }
+
+  async upstreamObject(id: string): Promise<UpstreamObject | undefined> {
+    const [row] = await this.#run(this.#sql`
+      SELECT id, account_id, kind, context_tokens, provider FROM upstream_objects
+      WHERE id = ${id}`);
+    return row && {
+      id: String(row.id),
+      accountId: Number(row.account_id),
+      kind: String(row.kind) as UpstreamObject["kind"],
+      contextTokens: Number(row.context_tokens),
+      provider: row.provider === null ? null : String(row.provider),
+    };
+  }
+
+  async pruneObjects(before: number): Promise<number> {
+    const result = await this.#run(this.#sql`
+      DELETE FROM upstream_objects WHERE created_at < ${before}`);
+    return result.count;
+  }
+
+  async saveResponse(r: StoredResponse): Promise<void> {
+    await this.#run(this.#sql`
+      INSERT INTO stored_responses (id, account_id, previous_id, items, context_tokens,
+                                    created_at)
+      VALUES (${r.id}, ${r.accountId}, ${r.previousId}, ${r.items}, ${r.contextTokens},
+              ${r.createdAt})
+      ON CONFLICT (id) DO NOTHING`);
+  }
+
+  async responseChain(id: string, bound: ChainBound): Promise<StoredResponse[]> {
+    const rows = await this.#run(this.#sql`
+      WITH RECURSIVE chain (id, previous_id, n, bytes) AS (
+        SELECT id, previous_id, 1, length(items)::bigint FROM stored_responses WHERE id = ${id}
+        UNION ALL
+        SELECT s.id, s.previous_id, c.n + 1, c.bytes + length(s.items)
+        FROM chain c JOIN stored_responses s ON s.id = c.previous_id
+        WHERE c.n < ${bound.steps} AND c.bytes <= ${bound.bytes}
+      )
+      SELECT s.id, s.account_id, s.previous_id, s.items, s.context_tokens, s.created_at
+      FROM chain c JOIN stored_responses s ON s.id = c.id ORDER BY c.n`);
+    return rows.map(toStoredResponse);
+  }
+
+  async pruneResponses(before: number): Promise<number> {
+    const result = await this.#run(this.#sql`
+      DELETE FROM stored_responses WHERE created_at < ${before}`);
+    return result.count;
+  }
+
+  async usage(accountId: number): Promise<UsageSummary> {
+    const sql = this.#sql;
+    const settled = sql`l.account_id = ${accountId} AND l.kind = 'charge'
+      AND l.status = 'settled'`;
+    const [accounts, requests, units, models, held] = await this.#run(Promise.all([
+      sql`SELECT ${sql.unsafe(ACCOUNT)} FROM accounts WHERE id = ${accountId}`,
+      sql`SELECT count(*) AS n FROM ledger l WHERE ${settled}`,
+      sql`SELECT u->>'unit' AS unit, sum((u->>'quantity')::numeric) AS quantity,
+                 sum((u->>'amount')::numeric) AS amount
+          FROM ledger l, jsonb_array_elements(l.units) u WHERE ${settled}
+          GROUP BY 1 ORDER BY 1`,
+      sql`SELECT model, count(*) AS requests, sum(amount) AS amount FROM ledger l
+          WHERE ${settled} GROUP BY model ORDER BY model`,
+      sql`SELECT u->>'unit' AS unit, sum((u->>'quantity')::numeric) AS quantity,
+                 sum((u->>'amount')::numeric) AS amount
+          FROM ledger l, jsonb_array_elements(l.estimate->'units') u
+          WHERE l.account_id = ${accountId} AND l.kind = 'charge' AND l.status = 'held'
+          GROUP BY 1 ORDER BY 1`,
+    ]));
+    const byUnit: UsageSummary["byUnit"] = {};
+    for (const row of units) {
+      byUnit[String(row.unit)] = { quantity: Number(row.quantity), amount: Number(row.amount) };
+    }
+    const byModel: UsageSummary["byModel"] = {};
+    for (const row of models) {
+      byModel[String(row.model)] = { requests: Number(row.requests), amount: Number(row.amount) };
+    }
+    const heldByUnit: UsageSummary["heldByUnit"] = {};
+    for (const row of held) {
+      heldByUnit[String(row.unit)] = { quantity: Number(row.quantity), amount: Number(row.amount) };
+    }
+    return {
+      account: toAccount(accounts[0]),
+      requests: Number(requests[0].n),
+      byUnit,
+      byModel,
+      heldByUnit,
+    };
+  }
+
+  async usageByDay(accountId: number, since: number): Promise<DayUsage[]> {
+    const rows = await this.#run(this.#sql`
+      SELECT ${this.#sql.unsafe(DAY)} AS day, count(*) AS requests, sum(amount) AS amount
+      FROM ledger WHERE account_id = ${accountId} AND kind = 'charge' AND status = 'settled'
+        AND created_at >= ${since}
+      GROUP BY 1 ORDER BY 1`);
+    return rows.map(toDay);
+  }
+
+  async totalUsageByDay(since: number): Promise<DayUsage[]> {
+    const rows = await this.#run(this.#sql`
+      SELECT ${this.#sql.unsafe(DAY)} AS day, count(*) AS requests, sum(amount) AS amount
+      FROM ledger WHERE kind = 'charge' AND status = 'settled' AND created_at >= ${since}
+      GROUP BY 1 ORDER BY 1`);
+    return rows.map(toDay);
+  }
+
+  async ledgerPage(
+    page: { accountId?: number; before?: number; limit: number },
+  ): Promise<LedgerEntry[]> {
+    const sql = this.#sql;
+    const before = page.before ?? Number.MAX_SAFE_INTEGER;
+    const account = page.accountId === undefined
+      ? sql``
+      : sql`AND l.account_id = ${page.accountId}`;
+    const rows = await this.#run(sql`
+      SELECT ${sql.unsafe(ENTRY)} FROM ledger l JOIN accounts a ON a.id = l.account_id
+      WHERE l.id < ${before} ${account} ORDER BY l.id DESC LIMIT ${page.limit}`);
+    return rows.map((row) => ({
+      id: Number(row.id),
+      kind: String(row.kind) as LedgerEntry["kind"],
+      status: String(row.status) as LedgerEntry["status"],
+      account: String(row.account),
+      requestId: text(row.request_id),
+      keyId: text(row.key_id),
+      endpoint: text(row.endpoint),
+      model: text(row.model),
+      provider: text(row.provider),
+      upstreamModel: text(row.upstream_model),
+      amount: Number(row.amount),
+      units: row.units as LedgerEntry["units"],
+      estimated: row.estimated === true,
+      note: text(row.note),
+      createdAt: Number(row.created_at),
+      settledAt: row.settled_at === null ? null : Number(row.settled_at),
+    }));
+  }
+
+  /** One statement per request: the key's window is shared by every replica. */
+  async countRequest(keyId: string, limit: number): Promise<RateDecision> {
+    const [row] = await this.#run(this.#sql`
+      SELECT allowed, remaining, reset_ms FROM switchyard_count_request(${keyId}, ${limit})`);
+    return {
+      allowed: row.allowed === true,
+      limit,
+      remaining: Number(row.remaining),
+      resetMs: Number(row.reset_ms),
+    };
+  }
+
+  /** Whether this process holds (or just took) the leader lock; false when it cannot ask. */
+  async leading(): Promise<boolean> {
+    try {
+      const [row] = await this.#run(
+        this.#session`SELECT ${this.#heldOrTaken(LOCKS.GATEWAY, LOCKS.LEADER)} AS lead`,
+      );
+      return row.lead === true;
+    } catch (error) {
+      if (error instanceof StoreUnavailable) return false;
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    try {
+      if (this.#deferred.length || this.#spooled) await this.#replay();
+    } catch {
+      // Still away: what is in memory goes to the spool file, for the next start.
+      const file = this.#options.spoolFile;
+      if (file && this.#deferred.length) {
+        const lines = this.#deferred.map((d) => JSON.stringify(d) + "\n").join("");
+        Deno.writeTextFileSync(file, lines, { append: true });
+        this.#deferred = [];
+      } else if (this.#deferred.length) {
+        log("error", "settlements lost: no spool file and the store is away", {
+          settlements: this.#deferred.length,
+        });
+      }
+    }
+    await this.#unlisten?.().catch(() => {});
+    await Promise.all([this.#sql.end({ timeout: 2 }), this.#session.end({ timeout: 2 })]);
+  }
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * The PostgreSQL store's schema: forward-only migrations, applied at startup in one transaction
+ * under an advisory lock, so replicas starting together migrate once. Amounts are `bigint`
+ * nanoUSD; times are ms since the epoch, as in the SQLite store.
+ */
+
+/** Advisory lock keys (two-int form): the namespace, then what is locked in it. */
+export const LOCKS = {
+  /** `(GATEWAY, MIGRATE)` is held while migrating; `(GATEWAY, LEADER)` by the leading replica. */
+  GATEWAY: 53_470,
+  MIGRATE: 1,
+  LEADER: 2,
+  /** `(OWNER, id)` is held by the live process that registered as owner `id`. */
+  OWNER: 53_471,
+} as const;
+
+/** The channel a key change is announced on (see `postgres.ts`, `findKey`). */
+export const KEYS_CHANNEL = "switchyard_keys";
+
+export const MIGRATIONS: string[] = [
+  `CREATE TABLE accounts (
+     id bigserial PRIMARY KEY,
+     name text NOT NULL UNIQUE,
+     balance bigint NOT NULL DEFAULT 0,
+     spent bigint NOT NULL DEFAULT 0,
+     held bigint NOT NULL DEFAULT 0,
+     created_at bigint NOT NULL
+   );
+   CREATE TABLE keys (
+     id text PRIMARY KEY,
+     account_id bigint NOT NULL REFERENCES accounts (id),
+     hash bytea NOT NULL,
+     prefix text NOT NULL,
+     rpm integer,
+     created_at bigint NOT NULL,
+     revoked_at bigint
+   );
+   -- One row per billed call ('held' while it runs, then 'settled') and per credit, as in the
+   -- SQLite store; owner: the process holding the call (see owners below).
+   CREATE TABLE ledger (
+     id bigserial PRIMARY KEY,
+     kind text NOT NULL CHECK (kind IN ('charge', 'credit')),
+     status text NOT NULL CHECK (status IN ('held', 'settled')),
+     request_id text,
+     key_id text,
+     account_id bigint NOT NULL REFERENCES accounts (id),
+     endpoint text,
+     model text,
+     provider text,
+     upstream_model text,
+     reserved bigint NOT NULL DEFAULT 0,
+     amount bigint NOT NULL,
+     units jsonb NOT NULL DEFAULT '[]',
+     estimate jsonb,
+     estimated boolean NOT NULL DEFAULT false,
+     note text,
+     owner integer,
+     created_at bigint NOT NULL,
+     settled_at bigint
+   );
+   CREATE INDEX ledger_account ON ledger (account_id, kind);
+   CREATE INDEX ledger_held ON ledger (account_id) WHERE status = 'held';
+   CREATE INDEX ledger_created ON ledger (created_at);
+   CREATE TABLE video_jobs (
+     id text PRIMARY KEY,
+     upstream_id text NOT NULL,
+     account_id bigint NOT NULL REFERENCES accounts (id),
+     key_id text NOT NULL,
+     ledger_id bigint NOT NULL,
+     model text NOT NULL,
+     provider text NOT NULL,
+     upstream_key text,
+     rate bigint NOT NULL,
+     held_seconds integer NOT NULL,
+     status text NOT NULL CHECK (status IN ('pending', 'done', 'failed', 'expired')),
+     billed_seconds integer,
+     amount bigint,
+     result text,
+     created_at bigint NOT NULL,
+     finished_at bigint
+   );
+   CREATE INDEX video_jobs_pending ON video_jobs (created_at) WHERE status = 'pending';
+   CREATE TABLE upstream_objects (
+     id text PRIMARY KEY,
+     account_id bigint NOT NULL REFERENCES accounts (id),
+     kind text NOT NULL,
+     context_tokens bigint NOT NULL DEFAULT 0,
+     provider text,
+     created_at bigint NOT NULL
+   );
+   CREATE INDEX upstream_objects_age ON upstream_objects (created_at);
+   CREATE TABLE stored_responses (
+     id text PRIMARY KEY,
+     account_id bigint NOT NULL REFERENCES accounts (id),
+     previous_id text,
+     items text NOT NULL,
+     context_tokens bigint NOT NULL DEFAULT 0,
+     created_at bigint NOT NULL
+   );
+   CREATE INDEX stored_responses_age ON stored_responses (created_at);
+   -- Serving processes: each holds the advisory lock (OWNER, id) while it lives, so its held calls
+   -- are recovered only once it has died.
+   CREATE TABLE owners (
+     id serial PRIMARY KEY,
+     pid integer NOT NULL,
+     started_at bigint NOT NULL
+   );
+   -- Key changes are counted and announced, so every replica drops its cached keys.
+   CREATE TABLE key_changes (n bigint NOT NULL);
+   INSERT INTO key_changes (n) VALUES (0);
+   CREATE FUNCTION switchyard_key_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     UPDATE key_changes SET n = n + 1;
+     PERFORM pg_notify('${KEYS_CHANNEL}', '');
+     RETURN NULL;
+   END $$;
+   CREATE TRIGGER keys_changed AFTER INSERT OR UPDATE OR DELETE ON keys
+     FOR EACH STATEMENT EXECUTE FUNCTION switchyard_key_changed();
+   -- Requests per minute per key, for the key as a whole: counts per 100 ms bucket of the
+   -- database's clock; the window is the current bucket and the 599 before it.
+   CREATE TABLE rate_buckets (
+     key_id text NOT NULL,
+     bucket bigint NOT NULL,
+     n integer NOT NULL,
+     PRIMARY KEY (key_id, bucket)
+   );
+   CREATE FUNCTION switchyard_count_request(k text, lim integer)
+     RETURNS TABLE (allowed boolean, remaining integer, reset_ms bigint)
+     LANGUAGE plpgsql AS $$
+   DECLARE
+     now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+     b bigint := now_ms / 100;
+     total integer;
+     oldest bigint;
+   BEGIN
+     -- One key's requests are counted one at a time, whichever replica they reach.
+     PERFORM pg_advisory_xact_lock(53472, hashtext(k));
+     DELETE FROM rate_buckets WHERE key_id = k AND bucket <= b - 600;
+     SELECT coalesce(sum(n), 0), min(bucket) INTO total, oldest
+       FROM rate_buckets WHERE key_id = k;
+     IF total >= lim THEN
+       RETURN QUERY SELECT false, 0, greatest((oldest + 600) * 100 - now_ms, 1);
+       RETURN;
+     END IF;
+     INSERT INTO rate_buckets (key_id, bucket, n) VALUES (k, b, 1)
+       ON CONFLICT (key_id, bucket) DO UPDATE SET n = rate_buckets.n + 1;
+     total := total + 1;
+     IF total < lim THEN
+       RETURN QUERY SELECT true, lim - total, 0::bigint;
+       RETURN;
+     END IF;
+     SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
+     RETURN QUERY SELECT true, 0, greatest((oldest + 600) * 100 - now_ms, 1);
+   END $$;`,
+];

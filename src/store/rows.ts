@@ -1,0 +1,81 @@
+/** Rows of either store's tables as the store interface's records. */
+import type {
+  Account,
+  DayUsage,
+  KeyRecord,
+  StoredResponse,
+  VideoJob,
+  VideoJobStatus,
+} from "./store.ts";
+
+/** A row as a driver gives it: column name to value. */
+export type Row = Record<string, unknown>;
+
+/** A nullable text column. */
+export function text(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+function num(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
+export function toAccount(row: Row): Account {
+  return {
+    id: Number(row.id),
+    name: String(row.name),
+    balance: Number(row.balance),
+    spent: Number(row.spent),
+    held: Number(row.held),
+    createdAt: Number(row.created_at),
+  };
+}
+
+export function toKey(row: Row): KeyRecord {
+  return {
+    id: String(row.id),
+    accountId: Number(row.account_id),
+    accountName: String(row.account_name),
+    hash: new Uint8Array(row.hash as Uint8Array),
+    prefix: String(row.prefix),
+    rpm: num(row.rpm),
+    createdAt: Number(row.created_at),
+    revokedAt: num(row.revoked_at),
+  };
+}
+
+export function toStoredResponse(row: Row): StoredResponse {
+  return {
+    id: String(row.id),
+    accountId: Number(row.account_id),
+    previousId: text(row.previous_id),
+    items: String(row.items),
+    contextTokens: Number(row.context_tokens),
+    createdAt: Number(row.created_at),
+  };
+}
+
+export function toDay(row: Row): DayUsage {
+  return { day: String(row.day), requests: Number(row.requests), amount: Number(row.amount) };
+}
+
+export function toVideoJob(row: Row): VideoJob {
+  return {
+    id: String(row.id),
+    upstreamId: String(row.upstream_id),
+    accountId: Number(row.account_id),
+    keyId: String(row.key_id),
+    ledgerId: Number(row.ledger_id),
+    model: String(row.model),
+    provider: String(row.provider),
+    upstreamKey: text(row.upstream_key),
+    rate: Number(row.rate),
+    heldSeconds: Number(row.held_seconds),
+    status: String(row.status) as VideoJobStatus,
+    billedSeconds: num(row.billed_seconds),
+    amount: num(row.amount),
+    result: text(row.result),
+    createdAt: Number(row.created_at),
+    finishedAt: num(row.finished_at),
+  };
+}

@@ -1,0 +1,468 @@
+/**
+ * The store's contract, run against both implementations: the embedded SQLite file and a real
+ * PostgreSQL server (a throw-away one, see `helpers/postgres.ts`; skipped with a message when its
+ * binaries are missing). Two handles on one store stand for two processes (or replicas).
+ */
+import assert from "node:assert/strict";
+import { openSqliteStore } from "../src/store/sqlite.ts";
+import { openPostgresStore } from "../src/store/postgres.ts";
+import type { Store } from "../src/store/store.ts";
+import {
+  HAS_POSTGRES,
+  type Postgres,
+  POSTGRES_MISSING,
+  startPostgres,
+} from "./helpers/postgres.ts";
+
+if (!HAS_POSTGRES) console.warn(`skipping the PostgreSQL store tests: ${POSTGRES_MISSING}`);
+
+/** One store under test: handles on it, and its removal. */
+interface Place {
+  open(options?: { owner?: boolean }): Promise<Store>;
+  remove(): Promise<void>;
+}
+
+let server: Promise<Postgres> | null = null;
+let databases = 0;
+
+const BACKENDS: { name: string; ignore: boolean; place(): Promise<Place> }[] = [
+  {
+    name: "sqlite",
+    ignore: false,
+    async place() {
+      const dir = await Deno.makeTempDir({ prefix: "switchyard-contract-" });
+      return {
+        open: (options) => Promise.resolve(openSqliteStore(`${dir}/s.db`, options)),
+        remove: () => Deno.remove(dir, { recursive: true }),
+      };
+    },
+  },
+  {
+    name: "postgres",
+    ignore: !HAS_POSTGRES,
+    async place() {
+      server ??= startPostgres();
+      const url = await (await server).database(`contract_${++databases}`);
+      return {
+        open: (options) => openPostgresStore(url, options),
+        remove: () => Promise.resolve(),
+      };
+    },
+  },
+];
+
+/** Runs `body` against each backend, with a fresh store. */
+function contract(name: string, body: (place: Place) => Promise<void>) {
+  for (const backend of BACKENDS) {
+    Deno.test({
+      name: `[${backend.name}] ${name}`,
+      ignore: backend.ignore,
+      // The PostgreSQL server outlives each test (one per file, stopped by the last test).
+      sanitizeResources: backend.name !== "postgres",
+      sanitizeOps: backend.name !== "postgres",
+      async fn() {
+        const place = await backend.place();
+        try {
+          await body(place);
+        } finally {
+          await place.remove();
+        }
+      },
+    });
+  }
+}
+
+function holdOf(accountId: number, reserve: number, i = 0) {
+  return {
+    requestId: `r${i}`,
+    keyId: "k",
+    accountId,
+    endpoint: "responses",
+    model: "m",
+    provider: "p",
+    upstreamModel: "m-up",
+    reserve,
+    estimate: { units: [{ unit: "input_tokens", quantity: 3, amount: 30 }], amount: 30 },
+  };
+}
+
+const charge = (amount: number) => ({
+  units: [{ unit: "output_tokens", quantity: 7, amount }],
+  amount,
+  estimated: false,
+});
+
+contract("accounts are made once and credited with a ledger entry", async (place) => {
+  const store = await place.open();
+  try {
+    const a = await store.ensureAccount("b-acct");
+    assert.equal((await store.ensureAccount("b-acct")).id, a.id, "made once");
+    await store.ensureAccount("a-acct");
+    const credited = await store.credit(a.id, 2_500, "test");
+    assert.deepEqual([credited.balance, credited.spent, credited.held], [2_500, 0, 0]);
+    assert.equal((await store.account("b-acct"))?.balance, 2_500);
+    assert.equal(await store.account("nobody"), undefined);
+    assert.deepEqual((await store.listAccounts()).map((x) => x.name), ["a-acct", "b-acct"]);
+    const [entry] = await store.ledgerPage({ accountId: a.id, limit: 10 });
+    assert.deepEqual([entry.kind, entry.status, entry.amount, entry.note], [
+      "credit",
+      "settled",
+      2_500,
+      "test",
+    ]);
+    assert.equal(await store.available(a.id), 2_500);
+  } finally {
+    await store.close();
+  }
+});
+
+contract(
+  "holds, charges and releases move the funds with the ledger row, exactly once",
+  async (place) => {
+    const store = await place.open({ owner: true });
+    try {
+      const account = await store.ensureAccount("funds");
+      await store.credit(account.id, 10_000, "test");
+      const hold = (reserve: number, i: number) => store.reserve(holdOf(account.id, reserve, i));
+      const [a, b, none, zero] = await Promise.all([
+        hold(6_000, 1),
+        hold(4_000, 2),
+        hold(1, 3),
+        hold(0, 4),
+      ]);
+      assert.ok(a !== null && b !== null);
+      assert.equal(none, null, "nothing is left to hold");
+      assert.notEqual(zero, null, "a zero hold is always taken");
+      assert.equal(await store.available(account.id), 0);
+      assert.equal(await store.holdsOutstanding(), 3);
+      const settled = await Promise.all([
+        store.settle(a, charge(2_500)),
+        store.settle(a, charge(2_500)),
+      ]);
+      assert.deepEqual(settled.sort(), [false, true], "settled once");
+      assert.equal(await store.settle(b, null), true, "released");
+      assert.equal(await store.settle(b, null), false);
+      assert.equal(await store.settle(zero!, null), true);
+      const after = (await store.account("funds"))!;
+      assert.deepEqual([after.balance, after.held, after.spent], [7_500, 0, 2_500]);
+      const entries = await store.ledgerPage({ limit: 10 });
+      assert.deepEqual(entries.map((e) => [e.kind, e.status, e.amount]), [
+        ["charge", "settled", 2_500],
+        ["credit", "settled", 10_000],
+      ]);
+      assert.deepEqual(entries[0].units, charge(2_500).units);
+      assert.deepEqual([entries[0].provider, entries[0].upstreamModel], ["p", "m-up"]);
+      const usage = await store.usage(account.id);
+      assert.equal(usage.requests, 1);
+      assert.deepEqual(usage.byUnit, { output_tokens: { quantity: 7, amount: 2_500 } });
+      assert.deepEqual(usage.byModel, { m: { requests: 1, amount: 2_500 } });
+      const day = new Date().toISOString().slice(0, 10);
+      assert.deepEqual(await store.usageByDay(account.id, Date.now() - 60_000), [
+        { day, requests: 1, amount: 2_500 },
+      ]);
+      assert.deepEqual(await store.totalUsageByDay(Date.now() - 60_000), [
+        { day, requests: 1, amount: 2_500 },
+      ]);
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+contract(
+  "concurrent holds from two handles never overdraw; the ledger sum is the balance change",
+  async (place) => {
+    const one = await place.open({ owner: true });
+    const two = await place.open({ owner: true });
+    try {
+      const account = await one.ensureAccount("race");
+      await one.credit(account.id, 20 * 1_000, "test");
+      const calls = Array.from({ length: 60 }, async (_, i): Promise<number> => {
+        const store = i % 2 ? one : two;
+        const id = await store.reserve(holdOf(account.id, 1_000, i));
+        if (id === null) return 0;
+        await store.settle(id, charge(600 + (i % 3) * 100));
+        return 1;
+      });
+      const taken = (await Promise.all(calls)).reduce((n, x) => n + x, 0);
+      assert.ok(taken >= 20, `at least 20 holds were taken (${taken})`);
+      const after = (await two.account("race"))!;
+      assert.ok(after.balance >= 0, `balance ${after.balance}`);
+      assert.equal(after.held, 0);
+      const entries = await one.ledgerPage({ accountId: account.id, limit: 1000 });
+      const charged = entries.filter((e) => e.kind === "charge").reduce((n, e) => n + e.amount, 0);
+      assert.equal(20_000 - after.balance, charged, "ledger == balance change");
+      assert.equal(after.spent, charged);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  },
+);
+
+contract(
+  "a key added or revoked through one handle is seen by another within a second",
+  async (place) => {
+    const serving = await place.open({ owner: true });
+    const cli = await place.open();
+    try {
+      const account = await cli.ensureAccount("k");
+      const key = { accountId: account.id, hash: new Uint8Array(32).fill(7), prefix: "sy-x" };
+      await cli.insertKey({ ...key, id: "aaaaaaaaaaaa", rpm: null, createdAt: 1 });
+      const found = await serving.findKey("aaaaaaaaaaaa");
+      assert.deepEqual(found?.hash, key.hash);
+      assert.equal(found?.accountName, "k");
+      assert.equal(found?.revokedAt, null);
+      assert.equal(await serving.findKey("bbbbbbbbbbbb"), undefined);
+      await cli.insertKey({ ...key, id: "bbbbbbbbbbbb", rpm: 5, createdAt: 2 });
+      assert.equal((await serving.findKey("bbbbbbbbbbbb"))?.rpm, 5, "unknown ids are not kept");
+      assert.equal(await cli.revokeKey("aaaaaaaaaaaa"), true);
+      assert.equal(await cli.revokeKey("aaaaaaaaaaaa"), false, "already revoked");
+      const until = Date.now() + 1_000;
+      while ((await serving.findKey("aaaaaaaaaaaa"))?.revokedAt === null && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.notEqual((await serving.findKey("aaaaaaaaaaaa"))?.revokedAt, null, "revoked");
+      assert.deepEqual((await cli.listKeys()).map((k) => k.id), ["aaaaaaaaaaaa", "bbbbbbbbbbbb"]);
+    } finally {
+      await serving.close();
+      await cli.close();
+    }
+  },
+);
+
+contract("a serving handle's own holds are never pending; a closed one's are", async (place) => {
+  const first = await place.open({ owner: true });
+  const second = await place.open({ owner: true });
+  try {
+    const account = await first.ensureAccount("a");
+    await first.credit(account.id, 1_000_000, "test");
+    const hold = await first.reserve(holdOf(account.id, 1_000));
+    assert.deepEqual(await first.pendingHolds(), [], "its own live hold");
+    assert.deepEqual(await second.pendingHolds(), [], "another live process's hold");
+    await first.close();
+    const pending = await second.pendingHolds();
+    assert.deepEqual(pending.map((h) => h.id), [hold], "its owner is gone");
+    assert.equal(pending[0].estimate.amount, 30);
+  } finally {
+    await second.close();
+  }
+});
+
+contract("a video job finishes once, with its hold, whoever polls", async (place) => {
+  const store = await place.open({ owner: true });
+  try {
+    const account = await store.ensureAccount("v");
+    await store.credit(account.id, 100_000, "test");
+    const ledgerId = (await store.reserve(holdOf(account.id, 50_000)))!;
+    const job = {
+      id: "vid_1",
+      upstreamId: "up_1",
+      accountId: account.id,
+      keyId: "k",
+      ledgerId,
+      model: "video",
+      provider: "p",
+      upstreamKey: "abc",
+      rate: 100,
+      heldSeconds: 8,
+      status: "pending" as const,
+      billedSeconds: null,
+      amount: null,
+      result: null,
+      createdAt: Date.now(),
+      finishedAt: null,
+    };
+    await store.insertVideoJob(job);
+    assert.deepEqual((await store.pendingVideoJobs(10)).map((j) => j.id), ["vid_1"]);
+    assert.deepEqual(await store.pendingHolds(), [], "a pending job's hold is not a crash's");
+    const outcome = {
+      status: "done" as const,
+      billedSeconds: 5,
+      charge: {
+        units: [{ unit: "video_seconds", quantity: 5, amount: 500 }],
+        amount: 500,
+        estimated: false,
+      },
+      result: "{}",
+    };
+    const finished = await Promise.all([
+      store.finishVideoJob("vid_1", outcome),
+      store.finishVideoJob("vid_1", outcome),
+      store.finishVideoJob("vid_1", { status: "failed", result: "{}" }),
+    ]);
+    assert.equal(finished.filter(Boolean).length, 1, "finished once");
+    const done = (await store.videoJob("vid_1"))!;
+    const after = (await store.account("v"))!;
+    assert.equal(after.held, 0);
+    if (done.status === "done") {
+      assert.deepEqual([done.billedSeconds, done.amount, after.balance], [5, 500, 99_500]);
+    } else {
+      assert.equal(after.balance, 100_000, "a failed job charges nothing");
+    }
+    assert.equal(done.upstreamKey, "abc");
+    assert.deepEqual(await store.pendingVideoJobs(10), []);
+  } finally {
+    await store.close();
+  }
+});
+
+contract(
+  "upstream objects and kept conversations are read back, walked and pruned",
+  async (place) => {
+    const store = await place.open();
+    try {
+      const account = await store.ensureAccount("o");
+      const record = (id: string) =>
+        store.recordObject({
+          id,
+          accountId: account.id,
+          kind: "response",
+          contextTokens: 9,
+          provider: "p",
+        });
+      await record("old1");
+      await new Promise((r) => setTimeout(r, 20));
+      const cutoff = Date.now();
+      await new Promise((r) => setTimeout(r, 20));
+      await record("new1");
+      await store.recordObject({ id: "new1", accountId: 999, kind: "container", contextTokens: 0 });
+      assert.deepEqual(await store.upstreamObject("new1"), {
+        id: "new1",
+        accountId: account.id,
+        kind: "response",
+        contextTokens: 9,
+        provider: "p",
+      }, "the first account to record an id keeps it");
+      assert.equal(await store.pruneObjects(cutoff), 1);
+      assert.equal(await store.upstreamObject("old1"), undefined);
+      const step = (id: string, previousId: string | null, createdAt: number) => ({
+        id,
+        accountId: account.id,
+        previousId,
+        items: JSON.stringify([{ role: "user", content: [{ type: "text", text: id }] }]),
+        contextTokens: 7,
+        createdAt,
+      });
+      await store.saveResponse(step("resp_1", null, 1_000));
+      await store.saveResponse(step("resp_2", "resp_1", 2_000));
+      await store.saveResponse(step("resp_3", "resp_2", 5_000));
+      const bound = { steps: 10, bytes: 1_000_000 };
+      assert.deepEqual(await store.responseChain("resp_3", bound), [
+        step("resp_3", "resp_2", 5_000),
+        step("resp_2", "resp_1", 2_000),
+        step("resp_1", null, 1_000),
+      ]);
+      assert.equal((await store.responseChain("resp_3", { steps: 2, bytes: 1e6 })).length, 2);
+      assert.equal(
+        (await store.responseChain("resp_3", { steps: 10, bytes: 100 })).length,
+        2,
+        "one step past the byte bound",
+      );
+      assert.equal(await store.pruneResponses(3_000), 2);
+      assert.deepEqual((await store.responseChain("resp_3", bound)).map((s) => s.id), ["resp_3"]);
+      assert.deepEqual(await store.responseChain("nope", bound), []);
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+Deno.test({
+  name: "[postgres] requests per minute are counted for the key across handles, exactly",
+  ignore: !HAS_POSTGRES,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const place = await BACKENDS[1].place();
+    const stores = await Promise.all([1, 2, 3].map(() => place.open({ owner: true })));
+    try {
+      const decisions = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => stores[i % 3].countRequest!("key-1", 10)),
+      );
+      assert.equal(decisions.filter((d) => d.allowed).length, 10, "exactly the limit");
+      const refused = decisions.find((d) => !d.allowed)!;
+      assert.equal(refused.remaining, 0);
+      assert.ok(refused.resetMs > 59_000 && refused.resetMs <= 60_000, `${refused.resetMs}`);
+      const other = await stores[0].countRequest!("key-2", 10);
+      assert.deepEqual([other.allowed, other.remaining, other.resetMs], [true, 9, 0]);
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  },
+});
+
+Deno.test({
+  name: "[postgres] one handle leads at a time; another takes over when it goes",
+  ignore: !HAS_POSTGRES,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const place = await BACKENDS[1].place();
+    const stores = await Promise.all([1, 2, 3].map(() => place.open({ owner: true })));
+    try {
+      const first = await Promise.all(stores.map((s) => s.leading!()));
+      assert.equal(first.filter(Boolean).length, 1, "one leader");
+      assert.deepEqual(await Promise.all(stores.map((s) => s.leading!())), first, "it stays");
+      const leader = first.indexOf(true);
+      await stores[leader].close();
+      const rest = stores.filter((_, i) => i !== leader);
+      const next = await Promise.all(rest.map((s) => s.leading!()));
+      assert.equal(next.filter(Boolean).length, 1, "another took over");
+      stores.splice(leader, 1);
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "[postgres] while the database is away new holds are refused and settlements queue, then land once",
+  ignore: !HAS_POSTGRES,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const pg = await startPostgres();
+    const dir = await Deno.makeTempDir({ prefix: "switchyard-spool-" });
+    try {
+      const spoolFile = `${dir}/settlements.jsonl`;
+      const store = await openPostgresStore(pg.url, { owner: true, spoolFile });
+      const account = await store.ensureAccount("away");
+      await store.credit(account.id, 100_000, "test");
+      const ids = await Promise.all(
+        [1, 2, 3].map((i) => store.reserve(holdOf(account.id, 10_000, i))),
+      );
+      await pg.pause();
+      await assert.rejects(store.reserve(holdOf(account.id, 1, 9)), { name: "StoreUnavailable" });
+      assert.match(store.unreachable!() ?? "", /unreachable/);
+      // Settled while away: queued, and answered at once.
+      assert.equal(await store.settle(ids[0]!, charge(1_000)), true);
+      assert.equal(await store.settle(ids[1]!, null), true);
+      await pg.resume();
+      const until = Date.now() + 10_000;
+      let after = await store.account("away").catch(() => undefined);
+      while ((!after || after.held !== 10_000) && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 200));
+        after = await store.account("away").catch(() => undefined);
+      }
+      assert.deepEqual([after?.balance, after?.held, after?.spent], [99_000, 10_000, 1_000]);
+      assert.equal(store.unreachable!(), null);
+      assert.equal(await store.settle(ids[0]!, charge(1_000)), false, "once");
+      await store.close();
+    } finally {
+      await pg.stop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "[postgres] stop the shared throw-away server",
+  ignore: !HAS_POSTGRES,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    if (server) await (await server).stop();
+  },
+});
