@@ -124,12 +124,10 @@ contract(
       const account = await store.ensureAccount("funds");
       await store.credit(account.id, 10_000, "test");
       const hold = (reserve: number, i: number) => store.reserve(holdOf(account.id, reserve, i));
-      const [a, b, none, zero] = await Promise.all([
-        hold(6_000, 1),
-        hold(4_000, 2),
-        hold(1, 3),
-        hold(0, 4),
-      ]);
+      const a = await hold(6_000, 1);
+      const b = await hold(4_000, 2);
+      const none = await hold(1, 3);
+      const zero = await hold(0, 4);
       assert.ok(a !== null && b !== null);
       assert.equal(none, null, "nothing is left to hold");
       assert.notEqual(zero, null, "a zero hold is always taken");
@@ -418,7 +416,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "[postgres] while the database is away new holds are refused and settlements queue, then land once",
+    "[postgres] while the database is away new holds are refused and settlements queue (memory, then the spool file), then land once",
   ignore: !HAS_POSTGRES,
   sanitizeResources: false,
   sanitizeOps: false,
@@ -426,19 +424,23 @@ Deno.test({
     const pg = await startPostgres();
     const dir = await Deno.makeTempDir({ prefix: "switchyard-spool-" });
     try {
-      const spoolFile = `${dir}/settlements.jsonl`;
-      const store = await openPostgresStore(pg.url, { owner: true, spoolFile });
+      const spoolFile = `${dir}/settlements.spool`;
+      const options = { owner: true, spoolFile, maxQueued: 1 };
+      const store = await openPostgresStore(pg.url, options);
       const account = await store.ensureAccount("away");
       await store.credit(account.id, 100_000, "test");
       const ids = await Promise.all(
-        [1, 2, 3].map((i) => store.reserve(holdOf(account.id, 10_000, i))),
+        [1, 2, 3, 4].map((i) => store.reserve(holdOf(account.id, 10_000, i))),
       );
       await pg.pause();
       await assert.rejects(store.reserve(holdOf(account.id, 1, 9)), { name: "StoreUnavailable" });
       assert.match(store.unreachable!() ?? "", /unreachable/);
-      // Settled while away: queued, and answered at once.
+      // Kept in memory (one at most here): the release of the refused hold, in case it was written
+      // before the connection went. The settlements made while away go to the spool file.
       assert.equal(await store.settle(ids[0]!, charge(1_000)), true);
       assert.equal(await store.settle(ids[1]!, null), true);
+      assert.equal(await store.settle(ids[2]!, charge(2_000)), true);
+      assert.equal((await Deno.readTextFile(spoolFile)).trim().split("\n").length, 3);
       await pg.resume();
       const until = Date.now() + 10_000;
       let after = await store.account("away").catch(() => undefined);
@@ -446,10 +448,21 @@ Deno.test({
         await new Promise((r) => setTimeout(r, 200));
         after = await store.account("away").catch(() => undefined);
       }
-      assert.deepEqual([after?.balance, after?.held, after?.spent], [99_000, 10_000, 1_000]);
+      assert.deepEqual([after?.balance, after?.held, after?.spent], [97_000, 10_000, 3_000]);
       assert.equal(store.unreachable!(), null);
+      await assert.rejects(Deno.stat(spoolFile), "the spool is gone once written");
       assert.equal(await store.settle(ids[0]!, charge(1_000)), false, "once");
+
+      // Closed while away: what is queued goes to the spool file, written by the next start.
+      await pg.pause();
+      assert.equal(await store.settle(ids[3]!, charge(4_000)), true);
       await store.close();
+      await pg.resume();
+      const next = await openPostgresStore(pg.url, options);
+      const last = (await next.account("away"))!;
+      assert.deepEqual([last.balance, last.held, last.spent], [93_000, 0, 7_000]);
+      await assert.rejects(Deno.stat(spoolFile));
+      await next.close();
     } finally {
       await pg.stop();
       await Deno.remove(dir, { recursive: true });

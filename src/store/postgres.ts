@@ -51,6 +51,8 @@ export interface PostgresOptions {
   spoolFile?: string;
   /** Connections in the pool (default 8). */
   poolSize?: number;
+  /** Settlements kept in memory while the database is away (default 10,000); then the spool. */
+  maxQueued?: number;
 }
 
 /** Keys kept in memory at most. */
@@ -96,17 +98,20 @@ function isConnectionError(error: unknown): boolean {
   return CONNECTION_CODES.has(code) || code.startsWith("08");
 }
 
-/** A settlement waiting for the database. */
-interface Deferred {
-  id: number;
-  charge: Charge | null;
-}
+/**
+ * A settlement waiting for the database: of a held entry, or the release of a hold whose answer
+ * was lost with the connection (by the token it was written with).
+ */
+type Deferred = { id: number; charge: Charge | null } | { token: string };
 
 function connect(url: string, max: number): Sql {
   return postgres(url, {
     max,
     onnotice: () => {},
     connect_timeout: CONNECT_TIMEOUT_S,
+    // Reconnect within a second of the database coming back (the driver's own backoff reaches
+    // 20 s after a few failed attempts).
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
     types: { bigint: BIGINT },
     connection: { application_name: "switchyard" },
   }) as unknown as Sql;
@@ -366,6 +371,7 @@ export class PostgresStore implements Store {
 
   async reserve(h: NewHold): Promise<number | null> {
     if (h.reserve < 0) return null;
+    const token = crypto.randomUUID();
     const [row] = await this.#run(this.#sql`
       WITH a AS (
         UPDATE accounts SET held = held + ${h.reserve}::bigint
@@ -373,11 +379,17 @@ export class PostgresStore implements Store {
         RETURNING id
       )
       INSERT INTO ledger (kind, status, request_id, key_id, account_id, endpoint, model, provider,
-                          upstream_model, reserved, amount, estimate, owner, created_at)
+                          upstream_model, reserved, amount, estimate, owner, token,
+                          created_at)
       SELECT 'charge', 'held', ${h.requestId}, ${h.keyId}, id, ${h.endpoint}, ${h.model},
              ${h.provider}, ${h.upstreamModel ?? null}, ${h.reserve}, 0,
-             ${this.#json(h.estimate)}, ${this.#owner}, ${Date.now()}
-      FROM a RETURNING id`);
+             ${this.#json(h.estimate)}, ${this.#owner}, ${token}, ${Date.now()}
+      FROM a RETURNING id`).catch((error) => {
+      // The hold may have been written before the connection went: the call is refused (503),
+      // so whatever it holds is released once the database is back.
+      if (error instanceof StoreUnavailable) this.#defer({ token });
+      throw error;
+    });
     return row ? Number(row.id) : null;
   }
 
@@ -423,7 +435,8 @@ export class PostgresStore implements Store {
   }
 
   #defer(settlement: Deferred): void {
-    if (this.#deferred.length < MAX_QUEUED || !this.#options.spoolFile) {
+    const bound = this.#options.maxQueued ?? MAX_QUEUED;
+    if (this.#deferred.length < bound || !this.#options.spoolFile) {
       this.#deferred.push(settlement);
     } else {
       // Past the bound: to disk, so neither memory nor the charge is lost.
@@ -440,20 +453,26 @@ export class PostgresStore implements Store {
   /** Writes the queued and spooled settlements (each once: only a held row is settled). */
   async #replay(): Promise<void> {
     while (this.#deferred.length) {
-      const next = this.#deferred[0];
-      await this.#settle(next.id, next.charge);
+      await this.#apply(this.#deferred[0]);
       this.#deferred.shift();
     }
     const file = this.#options.spoolFile;
     if (!file || (!this.#spooled && !exists(file))) return;
     const lines = Deno.readTextFileSync(file).split("\n").filter((line) => line);
-    for (const line of lines) {
-      const { id, charge } = JSON.parse(line) as Deferred;
-      await this.#settle(id, charge);
-    }
+    for (const line of lines) await this.#apply(JSON.parse(line) as Deferred);
     Deno.removeSync(file);
     this.#spooled = false;
     if (lines.length) log("info", "spooled settlements written", { settlements: lines.length });
+  }
+
+  async #apply(deferred: Deferred): Promise<void> {
+    if ("id" in deferred) {
+      await this.#settle(deferred.id, deferred.charge);
+      return;
+    }
+    const [row] = await this.#run(this.#sql`
+      SELECT id FROM ledger WHERE token = ${deferred.token} AND status = 'held'`);
+    if (row) await this.#settle(Number(row.id), null);
   }
 
   async pendingHolds(): Promise<PendingHold[]> {

@@ -55,11 +55,14 @@ export const MIGRATIONS: string[] = [
      estimated boolean NOT NULL DEFAULT false,
      note text,
      owner integer,
+     -- Names a hold before its id is known (a hold whose answer was lost with the connection).
+     token uuid,
      created_at bigint NOT NULL,
      settled_at bigint
    );
    CREATE INDEX ledger_account ON ledger (account_id, kind);
    CREATE INDEX ledger_held ON ledger (account_id) WHERE status = 'held';
+   CREATE INDEX ledger_token ON ledger (token) WHERE status = 'held';
    CREATE INDEX ledger_created ON ledger (created_at);
    CREATE TABLE video_jobs (
      id text PRIMARY KEY,
