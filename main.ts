@@ -4,6 +4,7 @@
  *   keys create --account NAME [--rpm N] [--credit USD] [--json] · keys list [--json] · keys revoke ID
  *   accounts list [--json] · accounts credit NAME USD
  *   config check [--config FILE] · reload [--config FILE]
+ *   store copy --from sqlite:PATH --to postgres://…
  *   emulate [--host H] [--port N] [--key K[:fault]]...
  */
 import { parseArgs } from "node:util";
@@ -46,11 +47,14 @@ const USAGE = `usage: switchyard <command> [options]
   config check [--config FILE]                     validate the configuration and exit
   reload [--config FILE]                           make the running server re-read its config
                                                    (as SIGHUP does)
+  store copy [--from sqlite:PATH] [--to URL]       copy the SQLite store into an empty PostgreSQL
+                                                   database and check the copy (defaults:
+                                                   store.path and store.url)
   emulate [--host H] [--port N] [--key K[:fault]]... run the offline provider emulator
                                                    (faults: exhausted[=S], invalid, failing, overloaded)
 
-Every command takes --config FILE (or SWITCHYARD_CONFIG); the store is store.path
-(default ./data/switchyard.db, or SWITCHYARD_DB).`;
+Every command takes --config FILE (or SWITCHYARD_CONFIG); the store is store.url (or
+SWITCHYARD_DB_URL) when set, else store.path (default ./data/switchyard.db, or SWITCHYARD_DB).`;
 
 const OPTIONS = {
   config: { type: "string" },
@@ -63,6 +67,8 @@ const OPTIONS = {
   json: { type: "boolean" },
   key: { type: "string", multiple: true },
   emulate: { type: "boolean" },
+  from: { type: "string" },
+  to: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -133,6 +139,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(`config ok: ${config.catalog.entries().length} models, store ${storeName(config)}`);
     return 0;
   }
+  if (command === "store" && sub === "copy") return await storeCopy(config, values.from, values.to);
   if (command === "serve") {
     if (sub !== undefined) throw new CliError(`serve takes no argument "${sub}"\n\n${USAGE}`);
     return serve(config, { configFile: values.config, overrides });
@@ -179,6 +186,26 @@ async function main(argv: string[]): Promise<number> {
     await store.close();
   }
   throw new CliError(`unknown command: ${positionals.join(" ")}\n\n${USAGE}`);
+}
+
+/** `store copy`: the SQLite file into an empty PostgreSQL database, checked. */
+async function storeCopy(config: Config, from?: string, to?: string): Promise<number> {
+  const source = from === undefined ? config.dbPath : from.replace(/^sqlite:/, "");
+  const target = to ?? config.dbUrl;
+  if (!target || !/^postgres(ql)?:\/\//.test(target)) {
+    throw new CliError("store copy needs --to postgres://… (or store.url in the config)");
+  }
+  const { copyStore, CopyError } = await import("./src/store/copy.ts");
+  try {
+    const report = await copyStore(source, target);
+    const rows = Object.entries(report.rows).map(([table, n]) => `${table} ${n}`).join(", ");
+    console.log(`copied ${source} to ${storeName({ dbPath: source, dbUrl: target })}: ${rows}`);
+    console.log("counts and sums checked: equal on both sides");
+    return 0;
+  } catch (error) {
+    if (error instanceof CopyError) throw new CliError(error.message);
+    throw error;
+  }
 }
 
 /**

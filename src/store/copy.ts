@@ -1,0 +1,236 @@
+/**
+ * `store copy`: moves a SQLite store into an empty PostgreSQL database — accounts, keys (their
+ * hashes), the ledger, video jobs, upstream objects and kept conversations — with their ids, in
+ * one transaction, and checks the copy: row counts and money sums must be equal on both sides, or
+ * nothing is committed. A target that already holds data is refused.
+ *
+ * Calls still held in the file are copied as held without an owner, so the first replica that
+ * starts settles them on their estimate (as after a crash): stop the gateway before copying.
+ */
+import { DatabaseSync } from "node:sqlite";
+import postgres from "postgres";
+import { openSqliteStore } from "./sqlite.ts";
+import { openPostgresStore } from "./postgres.ts";
+
+/** A copy that cannot be made or did not check out; nothing was written. */
+export class CopyError extends Error {
+  override name = "CopyError";
+}
+
+/** What was copied: rows per table, and the money totals both sides agree on. */
+export interface CopyReport {
+  rows: Record<string, number>;
+  sums: Record<string, number>;
+}
+
+/** A table to copy: its columns with their PostgreSQL types, and how a SQLite row becomes JSON. */
+interface Table {
+  name: string;
+  columns: [string, string][];
+  /** Money columns whose sums are compared. */
+  sums?: string[];
+  /** The serial sequence to move past the copied ids. */
+  sequence?: string;
+  row?: (row: Record<string, unknown>) => Record<string, unknown>;
+}
+
+const json = (value: unknown) => value === null ? null : JSON.parse(String(value));
+
+const TABLES: Table[] = [
+  {
+    name: "accounts",
+    columns: [["id", "bigint"], ["name", "text"], ["balance", "bigint"], ["spent", "bigint"], [
+      "held",
+      "bigint",
+    ], ["created_at", "bigint"]],
+    sums: ["balance", "spent", "held"],
+    sequence: "accounts_id_seq",
+  },
+  {
+    name: "keys",
+    columns: [
+      ["id", "text"],
+      ["account_id", "bigint"],
+      ["hash", "text"],
+      ["prefix", "text"],
+      [
+        "rpm",
+        "integer",
+      ],
+      ["created_at", "bigint"],
+      ["revoked_at", "bigint"],
+    ],
+    row: (r) => ({ ...r, hash: toHex(r.hash as Uint8Array) }),
+  },
+  {
+    name: "ledger",
+    columns: [
+      ["id", "bigint"],
+      ["kind", "text"],
+      ["status", "text"],
+      ["request_id", "text"],
+      ["key_id", "text"],
+      ["account_id", "bigint"],
+      ["endpoint", "text"],
+      ["model", "text"],
+      ["provider", "text"],
+      ["upstream_model", "text"],
+      ["reserved", "bigint"],
+      ["amount", "bigint"],
+      ["units", "jsonb"],
+      ["estimate", "jsonb"],
+      ["estimated", "boolean"],
+      ["note", "text"],
+      ["created_at", "bigint"],
+      ["settled_at", "bigint"],
+    ],
+    sums: ["amount", "reserved"],
+    sequence: "ledger_id_seq",
+    row: (r) => ({
+      ...r,
+      units: json(r.units),
+      estimate: json(r.estimate),
+      estimated: Number(r.estimated) === 1,
+    }),
+  },
+  {
+    name: "video_jobs",
+    columns: [
+      ["id", "text"],
+      ["upstream_id", "text"],
+      ["account_id", "bigint"],
+      ["key_id", "text"],
+      ["ledger_id", "bigint"],
+      ["model", "text"],
+      ["provider", "text"],
+      ["upstream_key", "text"],
+      ["rate", "bigint"],
+      ["held_seconds", "integer"],
+      ["status", "text"],
+      ["billed_seconds", "integer"],
+      ["amount", "bigint"],
+      ["result", "text"],
+      ["created_at", "bigint"],
+      ["finished_at", "bigint"],
+    ],
+    sums: ["amount"],
+  },
+  {
+    name: "upstream_objects",
+    columns: [
+      ["id", "text"],
+      ["account_id", "bigint"],
+      ["kind", "text"],
+      [
+        "context_tokens",
+        "bigint",
+      ],
+      ["provider", "text"],
+      ["created_at", "bigint"],
+    ],
+  },
+  {
+    name: "stored_responses",
+    columns: [
+      ["id", "text"],
+      ["account_id", "bigint"],
+      ["previous_id", "text"],
+      [
+        "items",
+        "text",
+      ],
+      ["context_tokens", "bigint"],
+      ["created_at", "bigint"],
+    ],
+  },
+];
+
+/** Rows sent to PostgreSQL per statement. */
+const BATCH = 1_000;
+
+function toHex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Copies the SQLite store at `from` into the empty PostgreSQL database at `to`. */
+export async function copyStore(from: string, to: string): Promise<CopyReport> {
+  try {
+    Deno.statSync(from);
+  } catch {
+    throw new CopyError(`no SQLite store at ${from}`);
+  }
+  // Both schemas brought up to date first (the file's, as any start of the gateway would).
+  openSqliteStore(from).close();
+  await (await openPostgresStore(to)).close();
+  const source = new DatabaseSync(from, { readOnly: true });
+  const target = postgres(to, { max: 1, onnotice: () => {} });
+  try {
+    const report: CopyReport = { rows: {}, sums: {} };
+    await target.begin(async (tx) => {
+      for (const table of TABLES) {
+        const [{ n }] = await tx.unsafe(`SELECT count(*)::int AS n FROM ${table.name}`);
+        if (n > 0) {
+          throw new CopyError(`the target is not empty: ${table.name} has ${n} rows`);
+        }
+      }
+      for (const table of TABLES) {
+        const names = table.columns.map(([name]) => name);
+        const select = source.prepare(`SELECT ${names.join(", ")} FROM ${table.name}`);
+        const expand = names.map((name) => name === "hash" ? "decode(r.hash, 'hex')" : `r.${name}`);
+        const record = table.columns.map(([name, type]) => `${name} ${type}`).join(", ");
+        const insert = `INSERT INTO ${table.name} (${names.join(", ")})
+          SELECT ${expand.join(", ")} FROM jsonb_to_recordset($1::jsonb) AS r(${record})`;
+        let batch: Record<string, unknown>[] = [];
+        let copied = 0;
+        const flush = async () => {
+          if (!batch.length) return;
+          await tx.unsafe(insert, [tx.json(batch as postgres.JSONValue)]);
+          copied += batch.length;
+          batch = [];
+        };
+        for (const row of select.iterate() as Iterable<Record<string, unknown>>) {
+          batch.push(table.row ? table.row(row) : row);
+          if (batch.length >= BATCH) await flush();
+        }
+        await flush();
+        if (table.sequence) {
+          await tx.unsafe(
+            `SELECT setval('${table.sequence}', coalesce((SELECT max(id) FROM ${table.name}), 1))`,
+          );
+        }
+        await check(source, tx, table, copied, report);
+      }
+    });
+    return report;
+  } finally {
+    source.close();
+    await target.end();
+  }
+}
+
+/** Compares counts and sums of one table on both sides; throws (rolling back) when they differ. */
+async function check(
+  source: DatabaseSync,
+  target: postgres.TransactionSql,
+  table: Table,
+  copied: number,
+  report: CopyReport,
+): Promise<void> {
+  const sums = table.sums ?? [];
+  const columns = ["count(*) AS n", ...sums.map((s) => `coalesce(sum(${s}), 0) AS ${s}`)];
+  const query = `SELECT ${columns.join(", ")} FROM ${table.name}`;
+  const mine = source.prepare(query).get() as Record<string, unknown>;
+  const [theirs] = await target.unsafe(query);
+  for (const key of ["n", ...sums]) {
+    if (Number(mine[key]) !== Number(theirs[key])) {
+      throw new CopyError(
+        `${table.name}: ${key === "n" ? "rows" : `sum of ${key}`} is ${mine[key]} in the file but ${
+          theirs[key]
+        } in the copy`,
+      );
+    }
+    if (key !== "n") report.sums[`${table.name}.${key}`] = Number(mine[key]);
+  }
+  if (copied !== Number(mine.n)) throw new CopyError(`${table.name}: ${copied} rows read`);
+  report.rows[table.name] = copied;
+}
