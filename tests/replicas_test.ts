@@ -1,5 +1,6 @@
 /**
- * Three gateway replicas (separate processes, as on three hosts) on one PostgreSQL store: a key's
+ * Three gateway replicas (separate processes, as on three hosts; one of them with two serving
+ * threads) on one PostgreSQL store: a key's
  * requests per minute hold for the key as a whole, 1,000 concurrent mixed calls of one account
  * never overdraw it and leave the ledger equal to the balance change, a revoked key is refused by
  * every replica within a second, one replica polls video jobs (and another takes over when it
@@ -30,7 +31,8 @@ if (HAS_POSTGRES) {
     videos: { pollIntervalMs: POLL_MS },
   });
   // Started one after the other: the first takes the leader lock (it runs the background work).
-  replicas.push(stack.gateway, await stack.replica(), await stack.replica());
+  // The third serves on two threads, each with its own connections.
+  replicas.push(stack.gateway, await stack.replica(), await stack.replica({ workers: 2 }));
 }
 
 Deno.test.afterAll(async () => {

@@ -19,7 +19,7 @@ export interface Stack {
    * Starts another gateway on the same config in a directory of its own (a replica, when the
    * config names a shared PostgreSQL store); `stop` stops it too.
    */
-  replica(): Promise<Gateway>;
+  replica(options?: { workers?: number }): Promise<Gateway>;
   stop(): Promise<void>;
 }
 
@@ -188,8 +188,8 @@ export async function startStack(
       gateway = await startGateway({ ...gatewayOptions, dir: gateway.dir });
       return gateway;
     },
-    async replica() {
-      const replica = await startGateway(gatewayOptions);
+    async replica(options = {}) {
+      const replica = await startGateway({ ...gatewayOptions, ...options });
       replicas.push(replica);
       return replica;
     },
