@@ -151,7 +151,8 @@ function header(selected: Scenario[], withMemory: boolean): string {
   const minutes = Math.ceil(estimateSeconds(selected.length, withMemory) / 60);
   return `${s.seconds} s per run, median of ${s.runs}, ${s.concurrency} connections (wrk -t2), ` +
     `${s.warmupSeconds} s warm-up per target, ${s.latencySeconds} s at one connection; ` +
-    `gateway workers ${s.workers.join(",")}; ${selected.length} scenarios` +
+    `gateway workers ${s.workers.join(",")}; store ${s.store}; key rpm ${s.rpm || "unlimited"}; ` +
+    `${selected.length} scenarios` +
     (withMemory ? ` + memory (${s.streams} streams)` : "") + `; about ${minutes} min`;
 }
 
@@ -167,6 +168,7 @@ async function main(): Promise<void> {
     console.log(lines.join("\n"));
   } finally {
     await Promise.all([setup.proxy, setup.emulator].map(stopServer));
+    await setup.postgres?.stop();
     await Deno.remove(setup.dir, { recursive: true });
   }
 }

@@ -20,6 +20,15 @@ function workerCounts(): number[] {
   return [...new Set(counts)];
 }
 
+function storeKind(): "sqlite" | "postgres" {
+  const raw = Deno.env.get("BENCH_STORE") || "sqlite";
+  if (raw !== "sqlite" && raw !== "postgres") {
+    console.error(`BENCH_STORE must be sqlite or postgres, not "${raw}"`);
+    Deno.exit(2);
+  }
+  return raw;
+}
+
 /** Everything a run is told from outside. */
 export const SETTINGS = {
   /** Seconds of each measured wrk run (BENCH_SECONDS). */
@@ -34,6 +43,13 @@ export const SETTINGS = {
   only: Deno.env.get("BENCH_ONLY") ?? "",
   /** A directory for the gateway's CPU profiles (BENCH_PROFILE). */
   profile: Deno.env.get("BENCH_PROFILE") || undefined,
+  /**
+   * The gateway's store (BENCH_STORE): `sqlite` (the default), or `postgres` — a throw-away
+   * PostgreSQL server from the Debian package, as in the tests.
+   */
+  store: storeKind(),
+  /** The bench key's requests per minute (BENCH_RPM; 0, the default, is unlimited). */
+  rpm: Number(Deno.env.get("BENCH_RPM") || 0),
   /** Concurrent streams of the memory scenario (BENCH_STREAMS). */
   streams: positiveInt("BENCH_STREAMS", 10_000),
   /** The warm-up before each target's measurements. */

@@ -1,9 +1,12 @@
 /**
  * The servers under test: the provider emulator, the bare proxy and gateway processes — each
- * gateway with the compiled permissions, a funded key without a rate limit, the full pipeline and
- * its access log — all in one temporary working directory.
+ * gateway with the compiled permissions, a funded key (no rate limit unless BENCH_RPM says), the
+ * full pipeline and its access log — all in one temporary working directory, with the SQLite store
+ * in it or (BENCH_STORE=postgres) a throw-away PostgreSQL server.
  */
 import { EarlyExit, freePort, type Server, spawnServer } from "./procs.ts";
+import { SETTINGS } from "./settings.ts";
+import { type Postgres, startPostgres } from "../tests/helpers/postgres.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const UPSTREAM_KEY = "bench-upstream";
@@ -33,6 +36,8 @@ export interface Setup {
   key: string;
   /** The `--allow-*` flags of the compile task. */
   permissions: string[];
+  /** The throw-away PostgreSQL server of `BENCH_STORE=postgres`. */
+  postgres?: Postgres;
 }
 
 const portField = (line: Record<string, unknown>) =>
@@ -52,10 +57,15 @@ export async function startSetup(): Promise<Setup> {
     cwd: dir,
     portOf: portField,
   });
-  await Deno.writeTextFile(`${dir}/switchyard.json`, JSON.stringify(config(emulatorUrl)));
+  const postgres = SETTINGS.store === "postgres" ? await startPostgres() : undefined;
+  const store = postgres ? { store: { url: postgres.url } } : {};
+  await Deno.writeTextFile(
+    `${dir}/switchyard.json`,
+    JSON.stringify({ ...config(emulatorUrl), ...store }),
+  );
   const permissions = await compilePermissions();
   const key = await createKey(dir, permissions);
-  return { dir, emulator, emulatorUrl, proxy, key, permissions };
+  return { dir, emulator, emulatorUrl, proxy, key, permissions, postgres };
 }
 
 function config(emulatorUrl: string) {
@@ -92,7 +102,8 @@ function mainArgs(permissions: string[], ...args: string[]): string[] {
 }
 
 async function createKey(dir: string, permissions: string[]): Promise<string> {
-  const args = mainArgs(permissions, "keys", "create", "--account", "bench", "--rpm", "0");
+  const rpm = String(SETTINGS.rpm);
+  const args = mainArgs(permissions, "keys", "create", "--account", "bench", "--rpm", rpm);
   const out = await new Deno.Command(Deno.execPath(), {
     args: [...args, "--credit", "1000000", "--json", "--config", "./switchyard.json"],
     cwd: dir,

@@ -334,7 +334,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,
     dbPath,
     dbUrl,
-    dbPoolSize: file.store?.poolSize ?? 8,
+    dbPoolSize: file.store?.poolSize ?? 2,
     spoolDir: `${storeDir(dbPath)}/tmp`,
     defaultRpm: envInt(env, "SWITCHYARD_DEFAULT_RPM", 0, 1_000_000) ?? file.limits?.defaultRpm ??
       120,

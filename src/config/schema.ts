@@ -315,7 +315,10 @@ export const ConfigSchema = v.strictObject({
         "must be a postgres:// URL (or env:NAME)",
       ),
     )),
-    /** Connections each serving thread keeps to PostgreSQL (default 8). */
+    /**
+     * Connections each serving thread keeps to PostgreSQL for its queries (default 2: the driver
+     * pipelines queries on a connection, and fewer connections write fewer, fuller packets).
+     */
     poolSize: v.optional(v.pipe(
       v.number(),
       v.integer("must be an integer"),

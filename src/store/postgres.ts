@@ -49,7 +49,7 @@ export interface PostgresOptions {
   owner?: boolean;
   /** Where settlements are spooled while the database cannot be reached (a file path). */
   spoolFile?: string;
-  /** Connections in the pool (default 8). */
+  /** Connections in the pool (default 2). */
   poolSize?: number;
   /** Settlements kept in memory while the database is away (default 10,000); then the spool. */
   maxQueued?: number;
@@ -125,7 +125,7 @@ export async function openPostgresStore(
   url: string,
   options: PostgresOptions = {},
 ): Promise<PostgresStore> {
-  const sql = connect(url, options.poolSize ?? 8);
+  const sql = connect(url, options.poolSize ?? 2);
   // Session state — the owner and leader locks — lives on a connection of its own.
   const session = connect(url, 1);
   try {
