@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
+import postgres from "postgres";
 import type { Store } from "../src/store/store.ts";
 import {
   HAS_POSTGRES,
@@ -20,6 +21,8 @@ if (!HAS_POSTGRES) console.warn(`skipping the PostgreSQL store tests: ${POSTGRES
 interface Place {
   open(options?: { owner?: boolean }): Promise<Store>;
   remove(): Promise<void>;
+  /** PostgreSQL: the database's URL. */
+  url?: string;
 }
 
 let server: Promise<Postgres> | null = null;
@@ -44,6 +47,7 @@ const BACKENDS: { name: string; ignore: boolean; place(): Promise<Place> }[] = [
       server ??= startPostgres();
       const url = await (await server).database(`contract_${++databases}`);
       return {
+        url,
         open: (options) => openPostgresStore(url, options),
         remove: () => Promise.resolve(),
       };
@@ -384,6 +388,14 @@ Deno.test({
       assert.ok(refused.resetMs > 59_000 && refused.resetMs <= 60_000, `${refused.resetMs}`);
       const other = await stores[0].countRequest!("key-2", 10);
       assert.deepEqual([other.allowed, other.remaining, other.resetMs], [true, 9, 0]);
+      // A minute later (the counted requests moved back 61 s), the window is empty again.
+      const sql = postgres(place.url!, { max: 1, onnotice: () => {} });
+      await sql`UPDATE rate_buckets SET bucket = bucket - 610 WHERE key_id = 'key-1'`;
+      await sql.end();
+      const later = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => stores[i % 3].countRequest!("key-1", 10)),
+      );
+      assert.equal(later.filter((d) => d.allowed).length, 10, "the limit again, not less");
     } finally {
       await Promise.all(stores.map((s) => s.close()));
     }

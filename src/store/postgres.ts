@@ -36,7 +36,15 @@ import {
 } from "./store.ts";
 import type { RateDecision } from "../auth/ratelimit.ts";
 import { log } from "../log.ts";
-import { text, toAccount, toDay, toKey, toStoredResponse, toVideoJob } from "./rows.ts";
+import {
+  text,
+  toAccount,
+  toDay,
+  toKey,
+  toStoredResponse,
+  toUpstreamObject,
+  toVideoJob,
+} from "./rows.ts";
 
 type Sql = postgres.Sql<Record<string, never>>;
 
@@ -575,13 +583,7 @@ export class PostgresStore implements Store {
     const [row] = await this.#run(this.#sql`
       SELECT id, account_id, kind, context_tokens, provider FROM upstream_objects
       WHERE id = ${id}`);
-    return row && {
-      id: String(row.id),
-      accountId: Number(row.account_id),
-      kind: String(row.kind) as UpstreamObject["kind"],
-      contextTokens: Number(row.context_tokens),
-      provider: row.provider === null ? null : String(row.provider),
-    };
+    return row && toUpstreamObject(row);
   }
 
   async pruneObjects(before: number): Promise<number> {

@@ -155,4 +155,47 @@ export const MIGRATIONS: string[] = [
      SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
      RETURN QUERY SELECT true, 0, greatest((oldest + 600) * 100 - now_ms, 1);
    END $$;`,
+  // Requests counted without summing the window on every call: a running total per key, whose
+  // row is also the key's lock (held for a few index operations, not the window's sum).
+  `CREATE TABLE rate_keys (
+     key_id text PRIMARY KEY,
+     total integer NOT NULL
+   );
+   CREATE OR REPLACE FUNCTION switchyard_count_request(k text, lim integer)
+     RETURNS TABLE (allowed boolean, remaining integer, reset_ms bigint)
+     LANGUAGE plpgsql AS $$
+   DECLARE
+     now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+     b bigint := now_ms / 100;
+     counted integer;
+     expired integer;
+     ok boolean;
+     oldest bigint;
+   BEGIN
+     SELECT total INTO counted FROM rate_keys WHERE key_id = k FOR UPDATE;
+     IF NOT FOUND THEN
+       INSERT INTO rate_keys (key_id, total)
+         SELECT k, coalesce(sum(n), 0) FROM rate_buckets WHERE key_id = k
+         ON CONFLICT (key_id) DO NOTHING;
+       SELECT total INTO counted FROM rate_keys WHERE key_id = k FOR UPDATE;
+     END IF;
+     WITH gone AS (
+       DELETE FROM rate_buckets WHERE key_id = k AND bucket <= b - 600 RETURNING n
+     )
+     SELECT coalesce(sum(n), 0) INTO expired FROM gone;
+     counted := counted - expired;
+     ok := counted < lim;
+     IF ok THEN
+       INSERT INTO rate_buckets (key_id, bucket, n) VALUES (k, b, 1)
+         ON CONFLICT (key_id, bucket) DO UPDATE SET n = rate_buckets.n + 1;
+       counted := counted + 1;
+     END IF;
+     UPDATE rate_keys SET total = counted WHERE key_id = k;
+     IF counted < lim THEN
+       RETURN QUERY SELECT ok, lim - counted, 0::bigint;
+       RETURN;
+     END IF;
+     SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
+     RETURN QUERY SELECT ok, 0, greatest((oldest + 600) * 100 - now_ms, 1);
+   END $$;`,
 ];

@@ -4,6 +4,7 @@ import type {
   DayUsage,
   KeyRecord,
   StoredResponse,
+  UpstreamObject,
   VideoJob,
   VideoJobStatus,
 } from "./store.ts";
@@ -77,5 +78,15 @@ export function toVideoJob(row: Row): VideoJob {
     result: text(row.result),
     createdAt: Number(row.created_at),
     finishedAt: num(row.finished_at),
+  };
+}
+
+export function toUpstreamObject(row: Row): UpstreamObject {
+  return {
+    id: String(row.id),
+    accountId: Number(row.account_id),
+    kind: String(row.kind) as UpstreamObject["kind"],
+    contextTokens: Number(row.context_tokens),
+    provider: text(row.provider),
   };
 }

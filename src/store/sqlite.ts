@@ -9,7 +9,15 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { OwnerLock } from "./owners.ts";
 import { WriteLock } from "./write_lock.ts";
 import type { CheckpointerStart } from "./checkpointer.ts";
-import { type Row, toAccount, toDay, toKey, toStoredResponse, toVideoJob } from "./rows.ts";
+import {
+  type Row,
+  toAccount,
+  toDay,
+  toKey,
+  toStoredResponse,
+  toUpstreamObject,
+  toVideoJob,
+} from "./rows.ts";
 import { COMMIT_SECONDS_FAMILY, metrics } from "../metrics/gateway.ts";
 import type {
   Account,
@@ -739,13 +747,7 @@ export class SqliteStore implements Store {
   upstreamObject(id: string): Promise<UpstreamObject | undefined> {
     return answer(() => {
       const row = this.#s.upstreamObject.get(id) as Row | undefined;
-      return row && {
-        id: String(row.id),
-        accountId: Number(row.account_id),
-        kind: String(row.kind) as UpstreamObject["kind"],
-        contextTokens: Number(row.context_tokens),
-        provider: row.provider === null ? null : String(row.provider),
-      };
+      return row && toUpstreamObject(row);
     });
   }
 
