@@ -206,6 +206,7 @@ test("the leading replica killed mid-stream: another takes over the poller, and 
   const reader = res.body!.getReader();
   await reader.read(); // the hold is committed once the first chunk is relayed
   await replicas[0].crash();
+  const killed = Date.now();
   await reader.read().catch(() => {});
   client.close();
   assert.equal((await ledgerOf("replica-crash")).open, 1, "held by the dead replica");
@@ -213,7 +214,9 @@ test("the leading replica killed mid-stream: another takes over the poller, and 
   // The survivors go on: one of them now runs the background work.
   await videoBilledInBackground(replicas[1], "replica-handover");
 
-  // A replacement replica settles the dead replica's call at startup, once.
+  // A replacement replica settles the dead replica's call at startup, once — when the dead one has
+  // not been seen for 5 s (a replica whose connection dropped for a moment is not taken for dead).
+  await new Promise((r) => setTimeout(r, Math.max(0, killed + 5_500 - Date.now())));
   const replacement = await stack!.replica();
   const recoveries = replacement.logs.map((l) => JSON.parse(l)).filter((e) =>
     e.msg === "settled calls left open by an earlier crash"

@@ -37,6 +37,9 @@ Deno.test({
       await answer(gw.url, { model: "claude-test", input: "kept by the gateway" });
       const before = await usageOf(gw, key);
       const ledger = await (await gw.cli("accounts", "list", "--json")).stdout;
+      const serving = await gw.cli("store", "copy", "--to", pg.url);
+      assert.equal(serving.code, 2, "refused while a gateway serves the file");
+      assert.match(serving.stderr, /a gateway is serving .*: stop it before copying/);
       assert.equal((await gw.terminate()).code, 0);
 
       const copied = await gw.cli("store", "copy", "--to", pg.url);

@@ -280,7 +280,8 @@ Deno.test("SIGTERM drains both threads: short calls finish, long streams are cut
   });
   const gw = draining.gateway;
   try {
-    const { key } = await gw.createKey("workers-drain", "--credit", "1", "--rpm", "0");
+    // Enough for every batch below: each long stream holds about 0.12 USD.
+    const { key } = await gw.createKey("workers-drain", "--credit", "5", "--rpm", "0");
     // Long streams (about 6 s each, cut after the 1 s drain) until both threads hold some.
     const long: Awaited<ReturnType<typeof openStream>>[] = [];
     for (let batch = 0; batch < 8 && workersOf(gw, "workers-drain").size < 2; batch++) {

@@ -302,8 +302,11 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       throw new ConfigError(`store.url: the environment variable ${name} is not set`);
     }
   }
-  if (dbUrl !== null && !/^postgres(ql)?:\/\//.test(dbUrl)) {
-    throw new ConfigError("store.url (or SWITCHYARD_DB_URL): must be a postgres:// URL");
+  if (dbUrl !== null && (!/^postgres(ql)?:\/\//.test(dbUrl) || !URL.canParse(dbUrl))) {
+    // Never the URL itself in the message: it may hold a password.
+    throw new ConfigError(
+      "store.url (or SWITCHYARD_DB_URL): must be a postgres:// URL (characters such as / # ? in the password must be percent-encoded)",
+    );
   }
   const accessLogEnv = env("SWITCHYARD_ACCESS_LOG");
   if (accessLogEnv !== undefined && !["0", "1"].includes(accessLogEnv)) {

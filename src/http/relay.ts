@@ -16,6 +16,7 @@ import { deadline } from "./deadlines.ts";
 import { GatewayError } from "./errors.ts";
 import { JsonArrayScanner } from "./json_array.ts";
 import { type Framer, type SseEvent, SseScanner } from "./sse.ts";
+import { log } from "../log.ts";
 
 export type StreamEnd = "done" | "cut" | "cancel";
 
@@ -141,7 +142,11 @@ export function relayStream(
     options.abort();
     reader.cancel().catch(() => {});
     // A client that is not reading would otherwise leave the call unsettled until it reads again.
-    if (!reading) void finishCut(why);
+    if (!reading) {
+      finishCut(why).catch((error) =>
+        log("error", "settling a cut stream failed", { error: String(error) })
+      );
+    }
   };
   const handle: LiveStream = { cut };
   live?.add(handle);

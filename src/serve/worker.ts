@@ -77,7 +77,11 @@ scope.onmessage = async ({ data }) => {
       (name) => Deno.env.get(name),
       data.overrides,
     );
-    const store = await openStore(config, { owner: true, writeLock: data.shared });
+    const store = await openStore(config, {
+      owner: true,
+      writeLock: data.shared,
+      thread: data.index,
+    });
     source = { configFile: data.configFile, overrides: data.overrides };
     services = {
       config,

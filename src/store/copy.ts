@@ -4,13 +4,16 @@
  * one transaction, and checks the copy: row counts and money sums must be equal on both sides, or
  * nothing is committed. A target that already holds data is refused.
  *
- * Calls still held in the file are copied as held without an owner, so the first replica that
- * starts settles them on their estimate (as after a crash): stop the gateway before copying.
+ * A file a gateway still serves is refused (its owner lock is live). Calls still held in it are
+ * copied as held without an owner, so the first replica that starts settles them on their estimate
+ * (as after a crash).
  */
 import { DatabaseSync } from "node:sqlite";
 import postgres from "postgres";
 import { openSqliteStore } from "./sqlite.ts";
 import { openPostgresStore } from "./postgres.ts";
+import { OwnerLock } from "./owners.ts";
+import { storeDir } from "../config/load.ts";
 
 /** A copy that cannot be made or did not check out; nothing was written. */
 export class CopyError extends Error {
@@ -159,6 +162,9 @@ export async function copyStore(from: string, to: string): Promise<CopyReport> {
   } catch {
     throw new CopyError(`no SQLite store at ${from}`);
   }
+  if (new OwnerLock(`${storeDir(from)}/owners`).anyAlive()) {
+    throw new CopyError(`a gateway is serving ${from}: stop it before copying`);
+  }
   // Both schemas brought up to date first (the file's, as any start of the gateway would).
   openSqliteStore(from).close();
   await (await openPostgresStore(to)).close();
@@ -166,6 +172,8 @@ export async function copyStore(from: string, to: string): Promise<CopyReport> {
   const target = postgres(to, { max: 1, onnotice: () => {} });
   try {
     const report: CopyReport = { rows: {}, sums: {} };
+    // One read transaction: every table as of one moment (WAL keeps the snapshot).
+    source.exec("BEGIN");
     await target.begin(async (tx) => {
       for (const table of TABLES) {
         const [{ n }] = await tx.unsafe(`SELECT count(*)::int AS n FROM ${table.name}`);
@@ -203,6 +211,7 @@ export async function copyStore(from: string, to: string): Promise<CopyReport> {
     });
     return report;
   } finally {
+    if (source.isTransaction) source.exec("ROLLBACK");
     source.close();
     await target.end();
   }

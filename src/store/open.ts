@@ -12,6 +12,8 @@ export interface OpenOptions {
   owner?: boolean;
   /** SQLite: the write lock the process's threads share. */
   writeLock?: SharedArrayBuffer;
+  /** The serving thread's number (absent: the main thread). */
+  thread?: number;
 }
 
 /** The store `config` names, opened (and migrated). */
@@ -23,10 +25,12 @@ export async function openStore(
   const { openPostgresStore } = await import("./postgres.ts");
   const dir = storeDir(config.dbPath);
   await Deno.mkdir(dir, { recursive: true });
+  const own = options.thread === undefined ? "" : `-${options.thread}`;
   return await openPostgresStore(config.dbUrl, {
     owner: options.owner,
     poolSize: config.dbPoolSize,
-    spoolFile: `${dir}/settlements.spool`,
+    spoolFile: `${dir}/settlements${own}.spool`,
+    replaySpools: options.owner && options.thread === undefined,
   });
 }
 

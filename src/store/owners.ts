@@ -57,6 +57,19 @@ export class OwnerLock {
     }
   }
 
+  /** Whether any process holding a lock here is alive (one serves the store). */
+  anyAlive(): boolean {
+    let entries: Deno.DirEntry[];
+    try {
+      entries = [...Deno.readDirSync(this.dir)];
+    } catch {
+      return false;
+    }
+    return entries.some((entry) =>
+      entry.isFile && LOCK_NAME.test(entry.name) && this.alive(entry.name.slice(0, -5))
+    );
+  }
+
   /** Removes the lock files of processes that are gone (all but `live` and this one's). */
   sweep(live: Set<string>): void {
     let entries: Deno.DirEntry[];

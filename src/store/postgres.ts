@@ -55,8 +55,16 @@ export interface PostgresOptions {
    * it dies), watches key changes, and may lead the background work.
    */
   owner?: boolean;
-  /** Where settlements are spooled while the database cannot be reached (a file path). */
+  /**
+   * Where this store spools settlements while the database cannot be reached (a file path; one
+   * per serving thread, as each thread writes its own).
+   */
   spoolFile?: string;
+  /**
+   * The process's first store: at start it also writes what the other `settlements*.spool` files
+   * beside `spoolFile` hold (left by threads of an earlier run).
+   */
+  replaySpools?: boolean;
   /** Connections in the pool (default 2). */
   poolSize?: number;
   /** Settlements kept in memory while the database is away (default 10,000); then the spool. */
@@ -71,6 +79,17 @@ const MAX_QUEUED = 10_000;
 const TICK_MS = 1_000;
 /** Seconds to wait for a connection before the database counts as unreachable. */
 const CONNECT_TIMEOUT_S = 3;
+/** How long a call's statement may take before the database counts as unreachable. */
+const QUERY_TIMEOUT_MS = 5_000;
+/** The same for reports (usage, ledger pages), which may read much. */
+const REPORT_TIMEOUT_MS = 60_000;
+/**
+ * An owner not seen for this long, whose lock is free, has died (an owner says it is alive every
+ * second; a process that stops cleanly says it is gone at once).
+ */
+const OWNER_STALE_MS = 5_000;
+/** Unknown key ids remembered at most (until any key changes). */
+const MAX_MISSING_KEYS = 10_000;
 
 /** `bigint` columns as numbers (amounts in nanoUSD stay below 2^53). */
 const BIGINT = {
@@ -80,41 +99,67 @@ const BIGINT = {
   parse: (value: string) => Number(value),
 };
 
-const CONNECTION_CODES = new Set([
+/** Errors of a database that could not be reached, or does not serve now: nothing was done. */
+const NOT_RUN = new Set([
   "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
   "EHOSTUNREACH",
   "ENETUNREACH",
   "ENOTFOUND",
-  "EPIPE",
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
+  "EAI_AGAIN",
   "CONNECT_TIMEOUT",
-  "57P01", // admin_shutdown
-  "57P02", // crash_shutdown
+  "CONNECTION_ENDED",
   "57P03", // cannot_connect_now
+  "57014", // query_canceled (a statement timeout): rolled back
+  "25006", // read_only_sql_transaction (a standby after a failover)
+  "40001", // serialization_failure: rolled back
+  "40P01", // deadlock_detected: rolled back
 ]);
 
-/** Whether `error` means the database could not be reached (rather than a refused statement). */
-function isConnectionError(error: unknown): boolean {
-  if (error instanceof Deno.errors.ConnectionRefused) return true;
-  if (error instanceof Deno.errors.ConnectionReset) return true;
-  if (error instanceof Deno.errors.TimedOut) return true;
+/** Errors of a connection lost while a statement was on it: it may have run. */
+const LOST = new Set([
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "CONNECTION_CLOSED",
+  "CONNECTION_DESTROYED",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+]);
+
+/**
+ * Whether `error` means the database cannot serve now (rather than a statement it refused), and
+ * whether the statement may have run all the same; null for any other error.
+ */
+function outage(error: unknown): { mayHaveRun: boolean } | null {
+  if (error instanceof Deno.errors.ConnectionRefused) return { mayHaveRun: false };
+  if (error instanceof Deno.errors.ConnectionReset) return { mayHaveRun: true };
+  if (error instanceof Deno.errors.TimedOut) return { mayHaveRun: true };
   const code = String((error as { code?: unknown } | null)?.code ?? "");
-  return CONNECTION_CODES.has(code) || code.startsWith("08");
+  // Class 53: insufficient resources (too many connections, out of memory or disk).
+  if (NOT_RUN.has(code) || code.startsWith("53")) return { mayHaveRun: false };
+  if (LOST.has(code) || code.startsWith("08")) return { mayHaveRun: true };
+  return null;
 }
 
 /**
- * A settlement waiting for the database: of a held entry, or the release of a hold whose answer
- * was lost with the connection (by the token it was written with).
+ * A write waiting for the database: the settlement of a held entry, the release of a hold whose
+ * answer was lost with the connection (by the token it was written with), or a submitted video
+ * job (its upstream job exists and its funds are held: it must be recorded).
  */
-type Deferred = { id: number; charge: Charge | null } | { token: string };
+type Deferred =
+  | { id: number; charge: Charge | null }
+  | { token: string }
+  | { job: VideoJob };
 
-function connect(url: string, max: number): Sql {
+/**
+ * A connection pool; `session`: one connection kept for good (never recycled by the driver), as
+ * the advisory locks taken on it last only as long as it does.
+ */
+function connect(url: string, max: number, session = false): Sql {
   return postgres(url, {
     max,
+    // (An idle connection is kept by default: `idle_timeout` is 0.)
+    ...(session ? { max_lifetime: null } : {}),
     onnotice: () => {},
     connect_timeout: CONNECT_TIMEOUT_S,
     // Reconnect within a second of the database coming back (the driver's own backoff reaches
@@ -135,7 +180,7 @@ export async function openPostgresStore(
 ): Promise<PostgresStore> {
   const sql = connect(url, options.poolSize ?? 2);
   // Session state — the owner and leader locks — lives on a connection of its own.
-  const session = connect(url, 1);
+  const session = connect(url, 1, true);
   try {
     await migrate(sql);
     const store = new PostgresStore(sql, session, options);
@@ -143,7 +188,7 @@ export async function openPostgresStore(
     return store;
   } catch (error) {
     await Promise.all([sql.end({ timeout: 1 }), session.end({ timeout: 1 })]);
-    if (isConnectionError(error)) throw new StoreUnavailable(describe(error));
+    if (outage(error)) throw new StoreUnavailable(describe(error));
     throw error;
   }
 }
@@ -162,6 +207,9 @@ async function migrate(sql: Sql): Promise<void> {
   });
 }
 
+/** A statement the database did not answer in time. */
+class QueryTimeout extends Error {}
+
 /** A connection failure as a log line can show it (never the URL or its password). */
 function describe(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
@@ -176,6 +224,11 @@ const ENTRY = `l.id, l.kind, l.status, a.name AS account, l.request_id, l.key_id
   l.settled_at`;
 /** A ledger row's UTC day, `YYYY-MM-DD`. */
 const DAY = `to_char(to_timestamp(created_at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
+
+/** The database's clock, ms since the epoch (one clock for every replica). */
+const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+/** When the database (its postmaster) last started, as seconds since the epoch. */
+const EPOCH = "extract(epoch FROM pg_postmaster_start_time())::float8";
 
 /** The PostgreSQL implementation of `Store`. */
 export class PostgresStore implements Store {
@@ -193,6 +246,9 @@ export class PostgresStore implements Store {
   #down: string | null = null;
   #timer: ReturnType<typeof setInterval> | null = null;
   #ticking = false;
+  #replaying = false;
+  /** Unknown key ids looked up since keys last changed (bounded; see `findKey`). */
+  readonly #missing = new Set<string>();
   #unlisten: (() => Promise<void>) | null = null;
 
   constructor(sql: Sql, session: Sql, options: PostgresOptions) {
@@ -207,6 +263,9 @@ export class PostgresStore implements Store {
       VALUES (${Deno.pid}, ${Date.now()}) RETURNING id`;
     this.#owner = Number(row.id);
     await this.#holdOwnerLock();
+    if (this.#options.replaySpools) await this.#replayLeftovers();
+    this.#spooled = this.#options.spoolFile !== undefined && exists(this.#options.spoolFile);
+    if (this.#spooled) await this.#replay();
     const listening = await this.#sql.listen(
       KEYS_CHANNEL,
       () => this.#keysChanged(),
@@ -220,10 +279,17 @@ export class PostgresStore implements Store {
     await this.#tick();
   }
 
-  /** Takes (again, after a reconnect) this process's owner lock. */
+  /** Takes (again, after a reconnect) this process's owner lock, and says it is alive. */
   async #holdOwnerLock(): Promise<void> {
     if (this.#owner === null) return;
-    await this.#session`SELECT ${this.#heldOrTaken(LOCKS.OWNER, this.#owner)} AS held`;
+    const [row] = await this.#run(this.#session`
+      SELECT ${this.#heldOrTaken(LOCKS.OWNER, this.#owner)} AS held`);
+    const sql = this.#sql;
+    await this.#run(sql`UPDATE owners SET seen_at = ${sql.unsafe(NOW_MS)},
+                        seen_epoch = ${sql.unsafe(EPOCH)} WHERE id = ${this.#owner}`);
+    if (row.held !== true) {
+      log("warn", "this process's owner lock is held elsewhere: retrying", { owner: this.#owner });
+    }
   }
 
   /** SQL: true when the session holds the advisory lock (a, b), else an attempt to take it. */
@@ -246,7 +312,7 @@ export class PostgresStore implements Store {
         this.#keysChanged();
       }
       await this.#holdOwnerLock();
-      await this.#replay();
+      if (!this.#replaying && (this.#deferred.length || this.#spooled)) void this.#replayAll();
     } catch (error) {
       if (!(error instanceof StoreUnavailable)) {
         log("error", "store housekeeping failed", { error: String(error) });
@@ -259,20 +325,33 @@ export class PostgresStore implements Store {
   #keysChanged(): void {
     this.#keyGeneration++;
     this.#keys.clear();
+    this.#missing.clear();
   }
 
-  /** Runs a query; a connection failure marks the store unreachable and is `StoreUnavailable`. */
-  async #run<T>(query: Promise<T>): Promise<T> {
+  /**
+   * Runs a query; a database that cannot serve it (or does not answer within `timeoutMs`) marks
+   * the store unreachable, and the query fails with `StoreUnavailable`.
+   */
+  async #run<T>(query: Promise<T>, timeoutMs = QUERY_TIMEOUT_MS): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new QueryTimeout()), timeoutMs);
+    });
     try {
-      const result = await query;
+      const result = await Promise.race([query, late]);
       this.#down = null;
       return result;
     } catch (error) {
-      if (!isConnectionError(error)) throw error;
-      const reason = describe(error);
+      const cause = error instanceof QueryTimeout ? { mayHaveRun: true } : outage(error);
+      if (!cause) throw error;
+      const reason = error instanceof QueryTimeout
+        ? "the database did not answer in time"
+        : describe(error);
       if (this.#down === null) log("error", "the store cannot be reached", { error: reason });
       this.#down = reason;
-      throw new StoreUnavailable(reason);
+      throw new StoreUnavailable(reason, cause);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -286,14 +365,12 @@ export class PostgresStore implements Store {
   }
 
   async ensureAccount(name: string): Promise<Account> {
+    // The no-op update returns the row when another caller made it first (a select would not see
+    // a row committed during the statement).
     const [row] = await this.#run(this.#sql`
-      WITH made AS (
-        INSERT INTO accounts (name, created_at) VALUES (${name}, ${Date.now()})
-        ON CONFLICT (name) DO NOTHING RETURNING ${this.#sql.unsafe(ACCOUNT)}
-      )
-      SELECT * FROM made
-      UNION ALL SELECT ${this.#sql.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name}
-      LIMIT 1`);
+      INSERT INTO accounts (name, created_at) VALUES (${name}, ${Date.now()})
+      ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
+      RETURNING ${this.#sql.unsafe(ACCOUNT)}`);
     return toAccount(row);
   }
 
@@ -307,6 +384,7 @@ export class PostgresStore implements Store {
   async listAccounts(): Promise<Account[]> {
     const rows = await this.#run(
       this.#sql`SELECT ${this.#sql.unsafe(ACCOUNT)} FROM accounts ORDER BY name`,
+      REPORT_TIMEOUT_MS,
     );
     return rows.map(toAccount);
   }
@@ -337,11 +415,19 @@ export class PostgresStore implements Store {
   findKey(id: string): KeyRecord | undefined | Promise<KeyRecord | undefined> {
     const cached = this.#keys.get(id);
     if (cached) return cached;
+    if (this.#missing.has(id)) return undefined;
     const generation = this.#keyGeneration;
     return this.#run(this.#sql`
       SELECT ${this.#sql.unsafe(KEY)} FROM keys k JOIN accounts a ON a.id = k.account_id
       WHERE k.id = ${id}`).then(([row]) => {
-      if (!row) return undefined; // ids that name no key are not kept: clients choose them
+      if (!row) {
+        // Remembered until any key changes, at most MAX_MISSING_KEYS (clients choose these ids).
+        if (generation === this.#keyGeneration) {
+          if (this.#missing.size >= MAX_MISSING_KEYS) this.#missing.clear();
+          this.#missing.add(id);
+        }
+        return undefined;
+      }
       const key = toKey(row);
       if (generation === this.#keyGeneration) {
         if (this.#keys.size >= MAX_CACHED_KEYS) this.#keys.clear();
@@ -352,9 +438,12 @@ export class PostgresStore implements Store {
   }
 
   async listKeys(): Promise<KeyRecord[]> {
-    const rows = await this.#run(this.#sql`
+    const rows = await this.#run(
+      this.#sql`
       SELECT ${this.#sql.unsafe(KEY)} FROM keys k JOIN accounts a ON a.id = k.account_id
-      ORDER BY k.created_at, k.id`);
+      ORDER BY k.created_at, k.id`,
+      REPORT_TIMEOUT_MS,
+    );
     return rows.map(toKey);
   }
 
@@ -395,7 +484,7 @@ export class PostgresStore implements Store {
       FROM a RETURNING id`).catch((error) => {
       // The hold may have been written before the connection went: the call is refused (503),
       // so whatever it holds is released once the database is back.
-      if (error instanceof StoreUnavailable) this.#defer({ token });
+      if (error instanceof StoreUnavailable && error.mayHaveRun) this.#defer({ token });
       throw error;
     });
     return row ? Number(row.id) : null;
@@ -458,6 +547,41 @@ export class PostgresStore implements Store {
     }
   }
 
+  /** Writes the spool files an earlier run's threads left beside this store's own. */
+  async #replayLeftovers(): Promise<void> {
+    const file = this.#options.spoolFile;
+    if (!file) return;
+    const dir = file.includes("/") ? file.slice(0, file.lastIndexOf("/")) : ".";
+    for (const entry of Deno.readDirSync(dir)) {
+      if (!/^settlements.*\.spool$/.test(entry.name)) continue;
+      const path = `${dir}/${entry.name}`;
+      if (path === file) continue;
+      await this.#replayFile(path);
+    }
+  }
+
+  /** Writes what a spool file holds, then removes it. */
+  async #replayFile(path: string): Promise<void> {
+    const lines = Deno.readTextFileSync(path).split("\n").filter((line) => line);
+    for (const line of lines) await this.#apply(JSON.parse(line) as Deferred);
+    Deno.removeSync(path);
+    if (lines.length) log("info", "spooled settlements written", { settlements: lines.length });
+  }
+
+  /** `#replay` in the background, once at a time, logging what stops it. */
+  async #replayAll(): Promise<void> {
+    this.#replaying = true;
+    try {
+      await this.#replay();
+    } catch (error) {
+      if (!(error instanceof StoreUnavailable)) {
+        log("error", "writing queued settlements failed", { error: String(error) });
+      }
+    } finally {
+      this.#replaying = false;
+    }
+  }
+
   /** Writes the queued and spooled settlements (each once: only a held row is settled). */
   async #replay(): Promise<void> {
     while (this.#deferred.length) {
@@ -465,17 +589,18 @@ export class PostgresStore implements Store {
       this.#deferred.shift();
     }
     const file = this.#options.spoolFile;
-    if (!file || (!this.#spooled && !exists(file))) return;
-    const lines = Deno.readTextFileSync(file).split("\n").filter((line) => line);
-    for (const line of lines) await this.#apply(JSON.parse(line) as Deferred);
-    Deno.removeSync(file);
+    if (!file || !this.#spooled) return;
+    if (exists(file)) await this.#replayFile(file);
     this.#spooled = false;
-    if (lines.length) log("info", "spooled settlements written", { settlements: lines.length });
   }
 
   async #apply(deferred: Deferred): Promise<void> {
     if ("id" in deferred) {
       await this.#settle(deferred.id, deferred.charge);
+      return;
+    }
+    if ("job" in deferred) {
+      await this.#insertVideoJob(deferred.job);
       return;
     }
     const [row] = await this.#run(this.#sql`
@@ -484,12 +609,15 @@ export class PostgresStore implements Store {
   }
 
   async pendingHolds(): Promise<PendingHold[]> {
-    const rows = await this.#run(this.#sql`
+    const rows = await this.#run(
+      this.#sql`
       SELECT l.id, l.account_id, l.estimate, l.owner FROM ledger l
       WHERE l.status = 'held' AND l.kind = 'charge'
         AND NOT EXISTS (SELECT 1 FROM video_jobs v WHERE v.ledger_id = l.id
                           AND v.status = 'pending')
-      ORDER BY l.id`);
+      ORDER BY l.id`,
+      REPORT_TIMEOUT_MS,
+    );
     const gone = new Map<number, boolean>();
     for (const row of rows) {
       if (row.owner === null || Number(row.owner) === this.#owner) continue;
@@ -505,8 +633,20 @@ export class PostgresStore implements Store {
       }));
   }
 
-  /** Whether owner `id`'s process is gone: its lock can be taken (and is given back at once). */
+  /**
+   * Whether owner `id`'s process is gone: not seen for `OWNER_STALE_MS` — since the database last
+   * started, or, when it has not been seen since, on a database up for that long (after a restart
+   * every owner needs a moment to take its lock again) — and its lock can be taken (it is given
+   * back at once).
+   */
   async #ownerGone(id: number): Promise<boolean> {
+    const [seen] = await this.#run(this.#session`
+      SELECT coalesce(seen_at, 0) < ${this.#session.unsafe(NOW_MS)} - ${OWNER_STALE_MS}
+             AND (seen_epoch = ${this.#session.unsafe(EPOCH)}
+                  OR pg_postmaster_start_time() < now() - ${OWNER_STALE_MS} * interval '1 ms')
+             AS stale
+      FROM (SELECT NULL) AS one LEFT JOIN owners ON owners.id = ${id}`);
+    if (seen.stale !== true) return false;
     const [row] = await this.#run(this.#session`
       SELECT pg_try_advisory_lock(${LOCKS.OWNER}, ${id}) AS free`);
     if (!row.free) return false;
@@ -514,13 +654,27 @@ export class PostgresStore implements Store {
     return true;
   }
 
+  /**
+   * Records the job; while the database is away, the record waits with the settlements (its
+   * upstream job exists and its funds are held, so the client gets its id all the same).
+   */
   async insertVideoJob(job: VideoJob): Promise<void> {
+    try {
+      await this.#insertVideoJob(job);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailable)) throw error;
+      this.#defer({ job });
+    }
+  }
+
+  async #insertVideoJob(job: VideoJob): Promise<void> {
     await this.#run(this.#sql`
       INSERT INTO video_jobs (id, upstream_id, account_id, key_id, ledger_id, model, provider,
                               upstream_key, rate, held_seconds, status, created_at)
       VALUES (${job.id}, ${job.upstreamId}, ${job.accountId}, ${job.keyId}, ${job.ledgerId},
               ${job.model}, ${job.provider}, ${job.upstreamKey ?? null}, ${job.rate},
-              ${job.heldSeconds}, 'pending', ${job.createdAt})`);
+              ${job.heldSeconds}, 'pending', ${job.createdAt})
+      ON CONFLICT (id) DO NOTHING`);
   }
 
   async videoJob(id: string): Promise<VideoJob | undefined> {
@@ -587,8 +741,11 @@ export class PostgresStore implements Store {
   }
 
   async pruneObjects(before: number): Promise<number> {
-    const result = await this.#run(this.#sql`
-      DELETE FROM upstream_objects WHERE created_at < ${before}`);
+    const result = await this.#run(
+      this.#sql`
+      DELETE FROM upstream_objects WHERE created_at < ${before}`,
+      REPORT_TIMEOUT_MS,
+    );
     return result.count;
   }
 
@@ -616,8 +773,11 @@ export class PostgresStore implements Store {
   }
 
   async pruneResponses(before: number): Promise<number> {
-    const result = await this.#run(this.#sql`
-      DELETE FROM stored_responses WHERE created_at < ${before}`);
+    const result = await this.#run(
+      this.#sql`
+      DELETE FROM stored_responses WHERE created_at < ${before}`,
+      REPORT_TIMEOUT_MS,
+    );
     return result.count;
   }
 
@@ -625,21 +785,24 @@ export class PostgresStore implements Store {
     const sql = this.#sql;
     const settled = sql`l.account_id = ${accountId} AND l.kind = 'charge'
       AND l.status = 'settled'`;
-    const [accounts, requests, units, models, held] = await this.#run(Promise.all([
-      sql`SELECT ${sql.unsafe(ACCOUNT)} FROM accounts WHERE id = ${accountId}`,
-      sql`SELECT count(*) AS n FROM ledger l WHERE ${settled}`,
-      sql`SELECT u->>'unit' AS unit, sum((u->>'quantity')::numeric) AS quantity,
+    const [accounts, requests, units, models, held] = await this.#run(
+      Promise.all([
+        sql`SELECT ${sql.unsafe(ACCOUNT)} FROM accounts WHERE id = ${accountId}`,
+        sql`SELECT count(*) AS n FROM ledger l WHERE ${settled}`,
+        sql`SELECT u->>'unit' AS unit, sum((u->>'quantity')::numeric) AS quantity,
                  sum((u->>'amount')::numeric) AS amount
           FROM ledger l, jsonb_array_elements(l.units) u WHERE ${settled}
           GROUP BY 1 ORDER BY 1`,
-      sql`SELECT model, count(*) AS requests, sum(amount) AS amount FROM ledger l
+        sql`SELECT model, count(*) AS requests, sum(amount) AS amount FROM ledger l
           WHERE ${settled} GROUP BY model ORDER BY model`,
-      sql`SELECT u->>'unit' AS unit, sum((u->>'quantity')::numeric) AS quantity,
+        sql`SELECT u->>'unit' AS unit, sum((u->>'quantity')::numeric) AS quantity,
                  sum((u->>'amount')::numeric) AS amount
           FROM ledger l, jsonb_array_elements(l.estimate->'units') u
           WHERE l.account_id = ${accountId} AND l.kind = 'charge' AND l.status = 'held'
           GROUP BY 1 ORDER BY 1`,
-    ]));
+      ]),
+      REPORT_TIMEOUT_MS,
+    );
     const byUnit: UsageSummary["byUnit"] = {};
     for (const row of units) {
       byUnit[String(row.unit)] = { quantity: Number(row.quantity), amount: Number(row.amount) };
@@ -662,19 +825,25 @@ export class PostgresStore implements Store {
   }
 
   async usageByDay(accountId: number, since: number): Promise<DayUsage[]> {
-    const rows = await this.#run(this.#sql`
+    const rows = await this.#run(
+      this.#sql`
       SELECT ${this.#sql.unsafe(DAY)} AS day, count(*) AS requests, sum(amount) AS amount
       FROM ledger WHERE account_id = ${accountId} AND kind = 'charge' AND status = 'settled'
         AND created_at >= ${since}
-      GROUP BY 1 ORDER BY 1`);
+      GROUP BY 1 ORDER BY 1`,
+      REPORT_TIMEOUT_MS,
+    );
     return rows.map(toDay);
   }
 
   async totalUsageByDay(since: number): Promise<DayUsage[]> {
-    const rows = await this.#run(this.#sql`
+    const rows = await this.#run(
+      this.#sql`
       SELECT ${this.#sql.unsafe(DAY)} AS day, count(*) AS requests, sum(amount) AS amount
       FROM ledger WHERE kind = 'charge' AND status = 'settled' AND created_at >= ${since}
-      GROUP BY 1 ORDER BY 1`);
+      GROUP BY 1 ORDER BY 1`,
+      REPORT_TIMEOUT_MS,
+    );
     return rows.map(toDay);
   }
 
@@ -686,9 +855,12 @@ export class PostgresStore implements Store {
     const account = page.accountId === undefined
       ? sql``
       : sql`AND l.account_id = ${page.accountId}`;
-    const rows = await this.#run(sql`
+    const rows = await this.#run(
+      sql`
       SELECT ${sql.unsafe(ENTRY)} FROM ledger l JOIN accounts a ON a.id = l.account_id
-      WHERE l.id < ${before} ${account} ORDER BY l.id DESC LIMIT ${page.limit}`);
+      WHERE l.id < ${before} ${account} ORDER BY l.id DESC LIMIT ${page.limit}`,
+      REPORT_TIMEOUT_MS,
+    );
     return rows.map((row) => ({
       id: Number(row.id),
       kind: String(row.kind) as LedgerEntry["kind"],
@@ -750,6 +922,11 @@ export class PostgresStore implements Store {
           settlements: this.#deferred.length,
         });
       }
+    }
+    if (this.#owner !== null) {
+      // Stopped cleanly: whatever it still holds may be recovered at once.
+      await this.#run(this.#sql`UPDATE owners SET seen_at = 0 WHERE id = ${this.#owner}`)
+        .catch(() => {});
     }
     await this.#unlisten?.().catch(() => {});
     await Promise.all([this.#sql.end({ timeout: 2 }), this.#session.end({ timeout: 2 })]);

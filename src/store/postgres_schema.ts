@@ -198,4 +198,8 @@ export const MIGRATIONS: string[] = [
      SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
      RETURN QUERY SELECT ok, 0, greatest((oldest + 600) * 100 - now_ms, 1);
    END $$;`,
+  // Owners say they are alive every second (see #ownerGone in postgres.ts): a lock lost with a
+  // connection for a moment does not make a live process look dead.
+  `ALTER TABLE owners ADD COLUMN seen_at bigint;
+   ALTER TABLE owners ADD COLUMN seen_epoch float8;`,
 ];

@@ -184,6 +184,13 @@ export interface StoredResponse {
  */
 export class StoreUnavailable extends Error {
   override name = "StoreUnavailable";
+  /** The statement may have run all the same (the connection was lost while it was out). */
+  readonly mayHaveRun: boolean;
+
+  constructor(message: string, options: { mayHaveRun?: boolean } = {}) {
+    super(message);
+    this.mayHaveRun = options.mayHaveRun ?? false;
+  }
 }
 
 /** A value, or a promise of it: what a store answers at once from memory when it can. */
