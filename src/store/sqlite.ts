@@ -270,6 +270,8 @@ export class SqliteStore implements Store {
   /** Keys looked up since another process last changed the file (see `findKey`). */
   readonly #keys = new Map<string, KeyRecord>();
   #keyChanges = -1;
+  /** `key_changes` was read in this event-loop turn (see `findKey`). */
+  #keysChecked = false;
   /** This event-loop turn's writes, flushed in one transaction when the turn ends. */
   #queued: Queued[] = [];
   /** Held around every write transaction when threads share the file (else null). */
@@ -578,14 +580,19 @@ export class SqliteStore implements Store {
 
   /**
    * Key lookups are cached in memory. Every change to a key (the CLI's, another process's or
-   * thread's) counts in `key_changes`, which is checked on every lookup (far cheaper than the
-   * join), so a revoked key is refused from the next request on.
+   * thread's) counts in `key_changes`, which is checked by the first lookup of each event-loop
+   * turn (far cheaper than the join; the requests of one turn are handled as of its start), so a
+   * revoked key is refused from the next request on.
    */
   findKey(id: string): KeyRecord | undefined {
-    const version = Number((this.#s.keyChanges.get() as Row).n);
-    if (version !== this.#keyChanges) {
-      this.#keyChanges = version;
-      this.#keys.clear();
+    if (!this.#keysChecked) {
+      this.#keysChecked = true;
+      setImmediate(() => this.#keysChecked = false);
+      const version = Number((this.#s.keyChanges.get() as Row).n);
+      if (version !== this.#keyChanges) {
+        this.#keyChanges = version;
+        this.#keys.clear();
+      }
     }
     const cached = this.#keys.get(id);
     if (cached) return cached;
@@ -605,7 +612,9 @@ export class SqliteStore implements Store {
 
   revokeKey(id: string): Promise<boolean> {
     return answer(() => {
-      return Number(this.#s.revokeKey.run(Date.now(), id).changes) === 1;
+      const revoked = Number(this.#s.revokeKey.run(Date.now(), id).changes) === 1;
+      this.#keysChecked = false; // this connection's own change is seen in this very turn
+      return revoked;
     });
   }
 
