@@ -36,6 +36,7 @@ import {
 } from "./store.ts";
 import type { RateDecision } from "../auth/ratelimit.ts";
 import { log } from "../log.ts";
+import { deadline } from "../http/deadlines.ts";
 import {
   text,
   toAccount,
@@ -246,7 +247,8 @@ export class PostgresStore implements Store {
   #down: string | null = null;
   #timer: ReturnType<typeof setInterval> | null = null;
   #ticking = false;
-  #replaying = false;
+  /** The replay of queued writes under way (one at a time, see `#replay`). */
+  #replaying: Promise<void> | null = null;
   /** Unknown key ids looked up since keys last changed (bounded; see `findKey`). */
   readonly #missing = new Set<string>();
   #unlisten: (() => Promise<void>) | null = null;
@@ -312,7 +314,14 @@ export class PostgresStore implements Store {
         this.#keysChanged();
       }
       await this.#holdOwnerLock();
-      if (!this.#replaying && (this.#deferred.length || this.#spooled)) void this.#replayAll();
+      // In the background: a long replay must not hold up the key and owner checks.
+      if (this.#deferred.length || this.#spooled) {
+        this.#replay().catch((error) => {
+          if (!(error instanceof StoreUnavailable)) {
+            log("error", "writing queued settlements failed", { error: String(error) });
+          }
+        });
+      }
     } catch (error) {
       if (!(error instanceof StoreUnavailable)) {
         log("error", "store housekeeping failed", { error: String(error) });
@@ -333,9 +342,10 @@ export class PostgresStore implements Store {
    * the store unreachable, and the query fails with `StoreUnavailable`.
    */
   async #run<T>(query: Promise<T>, timeoutMs = QUERY_TIMEOUT_MS): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    // The shared deadline sweep (within 100 ms), not a timer per statement.
+    let stop = () => {};
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new QueryTimeout()), timeoutMs);
+      stop = deadline(timeoutMs, () => reject(new QueryTimeout()));
     });
     try {
       const result = await Promise.race([query, late]);
@@ -351,7 +361,7 @@ export class PostgresStore implements Store {
       this.#down = reason;
       throw new StoreUnavailable(reason, cause);
     } finally {
-      clearTimeout(timer);
+      stop();
     }
   }
 
@@ -568,30 +578,29 @@ export class PostgresStore implements Store {
     if (lines.length) log("info", "spooled settlements written", { settlements: lines.length });
   }
 
-  /** `#replay` in the background, once at a time, logging what stops it. */
-  async #replayAll(): Promise<void> {
-    this.#replaying = true;
-    try {
-      await this.#replay();
-    } catch (error) {
-      if (!(error instanceof StoreUnavailable)) {
-        log("error", "writing queued settlements failed", { error: String(error) });
-      }
-    } finally {
-      this.#replaying = false;
-    }
+  /**
+   * Writes the queued and spooled writes (each once: only a held row is settled, a job inserted
+   * once), one replay at a time: a call while one is under way gets that one.
+   */
+  #replay(): Promise<void> {
+    return this.#replaying ??= this.#replayOnce().finally(() => this.#replaying = null);
   }
 
-  /** Writes the queued and spooled settlements (each once: only a held row is settled). */
-  async #replay(): Promise<void> {
+  async #replayOnce(): Promise<void> {
     while (this.#deferred.length) {
       await this.#apply(this.#deferred[0]);
       this.#deferred.shift();
     }
     const file = this.#options.spoolFile;
     if (!file || !this.#spooled) return;
-    if (exists(file)) await this.#replayFile(file);
-    this.#spooled = false;
+    // The file is renamed before it is read, so that writes spooled meanwhile go to a new one.
+    const taken = `${file}.replaying.spool`;
+    if (exists(taken)) await this.#replayFile(taken); // a replay cut short earlier
+    if (exists(file)) {
+      Deno.renameSync(file, taken);
+      await this.#replayFile(taken);
+    }
+    this.#spooled = exists(file);
   }
 
   async #apply(deferred: Deferred): Promise<void> {
@@ -909,7 +918,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.#timer !== null) clearInterval(this.#timer);
     try {
-      if (this.#deferred.length || this.#spooled) await this.#replay();
+      while (this.#deferred.length || this.#spooled) await this.#replay();
     } catch {
       // Still away: what is in memory goes to the spool file, for the next start.
       const file = this.#options.spoolFile;
