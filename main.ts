@@ -9,7 +9,7 @@
  */
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "./src/config/load.ts";
-import { MAX_WORKERS } from "./src/config/schema.ts";
+import { isPostgresUrl, MAX_WORKERS } from "./src/config/schema.ts";
 import { openStore, storeName } from "./src/store/open.ts";
 import { startServer } from "./src/server.ts";
 import { flushLog, log } from "./src/log.ts";
@@ -192,7 +192,7 @@ async function main(argv: string[]): Promise<number> {
 async function storeCopy(config: Config, from?: string, to?: string): Promise<number> {
   const source = from === undefined ? config.dbPath : from.replace(/^sqlite:/, "");
   const target = to ?? config.dbUrl;
-  if (!target || !/^postgres(ql)?:\/\//.test(target)) {
+  if (!target || !isPostgresUrl(target)) {
     throw new CliError("store copy needs --to postgres://… (or store.url in the config)");
   }
   const { copyStore, CopyError } = await import("./src/store/copy.ts");

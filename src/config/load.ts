@@ -21,6 +21,7 @@ import {
   type ConfigInput,
   ConfigSchema,
   type DeploymentInput,
+  isPostgresUrl,
   MAX_WORKERS,
   type ModelKind,
   type PriceInput,
@@ -302,7 +303,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       throw new ConfigError(`store.url: the environment variable ${name} is not set`);
     }
   }
-  if (dbUrl !== null && (!/^postgres(ql)?:\/\//.test(dbUrl) || !URL.canParse(dbUrl))) {
+  if (dbUrl !== null && !isPostgresUrl(dbUrl)) {
     // Never the URL itself in the message: it may hold a password.
     throw new ConfigError(
       "store.url (or SWITCHYARD_DB_URL): must be a postgres:// URL (characters such as / # ? in the password must be percent-encoded)",

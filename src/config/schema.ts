@@ -6,6 +6,11 @@ import * as v from "valibot";
 import { HOSTED_TOOLS } from "../billing/price.ts";
 
 /** The most serving threads one process runs (`server.workers`, `--workers`). */
+/** Whether `text` is a PostgreSQL URL the driver can parse (`postgres://` or `postgresql://`). */
+export function isPostgresUrl(text: string): boolean {
+  return /^postgres(ql)?:\/\//.test(text) && URL.canParse(text);
+}
+
 export const MAX_WORKERS = 256;
 
 /** The upstream failures a call may be retried on (`routing.retryOn`). */
@@ -311,8 +316,8 @@ export const ConfigSchema = v.strictObject({
     url: v.optional(v.pipe(
       v.string(),
       v.check(
-        (url) => url.startsWith("env:") || /^postgres(ql)?:\/\//.test(url),
-        "must be a postgres:// URL (or env:NAME)",
+        (url) => url.startsWith("env:") || isPostgresUrl(url),
+        "must be a postgres:// URL (or env:NAME; characters such as / # ? in the password percent-encoded)",
       ),
     )),
     /**

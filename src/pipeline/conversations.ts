@@ -13,11 +13,11 @@ import type { ConversationState } from "../protocols/wire.ts";
 import type { Message } from "../translate/ir.ts";
 import { log } from "../log.ts";
 import { notFound } from "./upstream_objects.ts";
-import { MAX_STEPS, namedState } from "./named_state.ts";
+import { MAX_ID, MAX_STEPS, namedState } from "./named_state.ts";
 
 function previousId(body: Record<string, unknown>): string | undefined {
   const id = body.previous_response_id;
-  return typeof id === "string" && id.length <= 256 ? id : undefined;
+  return typeof id === "string" && id.length <= MAX_ID ? id : undefined;
 }
 
 /** The kept step `id` if it is the caller's and within the retention (pruning runs only every 6 h). */

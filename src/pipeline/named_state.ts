@@ -29,6 +29,9 @@ function idOf(value: unknown): string | undefined {
   return typeof id === "string" && id && id.length <= MAX_ID ? id : undefined;
 }
 
+/** What a request that names nothing has (never written to). */
+const NOTHING: NamedState = { objects: new Map(), steps: new Map() };
+
 /** Reads what `body` names into `ctx.named` (see `namedState`). */
 export async function loadNamedState(
   ctx: RequestContext,
@@ -47,6 +50,10 @@ export async function loadNamedState(
   add(body.container);
   if (Array.isArray(body.tools)) {
     for (const tool of body.tools) add((tool as { container?: unknown } | null)?.container);
+  }
+  if (!ids.size) {
+    ctx.named = NOTHING; // the common case: no query, nothing allocated
+    return;
   }
   const named: NamedState = { objects: new Map(), steps: new Map() };
   const [objects, chain] = await Promise.all([

@@ -28,7 +28,8 @@ export function ownObject(
   field: string,
 ): UpstreamObject {
   const text = typeof id === "string" ? id : "";
-  const found = text && text.length <= MAX_ID ? namedState(ctx).objects.get(text) : undefined;
+  // Only ids a client may name were read (see `named_state.ts`).
+  const found = namedState(ctx).objects.get(text);
   if (!found || found.kind !== kind || found.accountId !== ctx.principal!.accountId) {
     throw notFound(kind === "response" ? "Previous response" : "Container", text, field);
   }
@@ -133,8 +134,7 @@ export function stateProvider(
     for (const tool of body.tools) ids.push((tool as { container?: unknown } | null)?.container);
   }
   for (const id of ids) {
-    if (typeof id !== "string" || !id || id.length > MAX_ID) continue;
-    const found = namedState(ctx).objects.get(id);
+    const found = typeof id === "string" ? namedState(ctx).objects.get(id) : undefined;
     if (found?.provider && found.accountId === ctx.principal!.accountId) return found.provider;
   }
   return undefined;
