@@ -4,7 +4,7 @@
  * serving threads — without a token and without naming an upstream's URL or key.
  */
 import assert from "node:assert/strict";
-import { startStack, UPSTREAM_KEY } from "./helpers/setup.ts";
+import { eventually, startStack, UPSTREAM_KEY } from "./helpers/setup.ts";
 import { getReady } from "../src/endpoints/health.ts";
 import { loadConfig } from "../src/config/load.ts";
 import type { RequestContext } from "../src/context.ts";
@@ -96,11 +96,13 @@ Deno.test("calls and failures by provider are counted exactly across both servin
   assert.equal(calls.filter((c) => c.status === 200).length, 15);
   assert.ok(calls.filter((c) => c.status !== 200).every((c) => c.status >= 400));
   const ids = new Set(calls.map((c) => c.id));
-  const workers = new Set(
-    gateway.logs.map((line) => JSON.parse(line)).filter((l) => ids.has(l.request_id)).map((l) =>
-      l.worker
-    ),
-  );
+  const lines = () =>
+    gateway.logs.map((line) => JSON.parse(line)).filter((l) =>
+      l.msg === "request" && ids.has(l.request_id)
+    );
+  // Each thread writes its access log once per event-loop turn: wait until every line is in.
+  await eventually(() => Promise.resolve(lines().length === ids.size));
+  const workers = new Set(lines().map((l) => l.worker));
   assert.deepEqual([...workers].sort(), [0, 1], "both threads served some of the calls");
 
   const { json } = await ready();
