@@ -219,7 +219,6 @@ export function openSqliteStore(path: string, options: SqliteOptions = {}): Sqli
   // 32 MiB of page cache (the default is 2 MiB): the ledger and object tables outgrow it quickly.
   db.exec("PRAGMA cache_size = -32768;");
   db.exec("PRAGMA foreign_keys = ON;");
-  if (Deno.env.get("WALCP")) db.exec(`PRAGMA wal_autocheckpoint = ${Deno.env.get("WALCP")}`);
   migrate(db);
   if (options.writeLock) db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES};`);
   const lock = path === ":memory:" ? null : new OwnerLock(`${dir}/owners`);
