@@ -5,7 +5,7 @@ import { type MemoryResult, PEAK_BAR_MIB, SETTLE_BAR_MIB, type Settled } from ".
 /** The figures of one target in one scenario. */
 export interface Row {
   scenario: string;
-  target: "emulator direct" | "bare proxy" | "gateway";
+  target: "emulator direct" | "bare proxy" | "floor proxy" | "gateway";
   /** The gateway's workers (undefined for the other targets). */
   workers?: number;
   load: Measurement;
@@ -46,16 +46,23 @@ function byScenario(rows: Row[]): Map<string, Row[]> {
 
 const find = (rows: Row[], target: Row["target"]) => rows.find((r) => r.target === target);
 
-/** Per scenario: each gateway's req/s as a share of the bare proxy's (and of the direct run's). */
+/**
+ * Per scenario: each gateway's req/s as a share of the bare proxy's (and of the direct run's), and
+ * the floor proxy's share: the most a gateway with the same guarantees could reach here.
+ */
 export function ratioLines(rows: Row[]): string[] {
-  const lines = ["gateway req/s as a share of the bare proxy's (of the emulator's, direct):"];
+  const lines = [
+    "gateway req/s as a share of the bare proxy's (of the emulator's, direct); the floor proxy's:",
+  ];
   for (const [scenario, group] of byScenario(rows)) {
     const bare = find(group, "bare proxy")!.load.rps;
     const direct = find(group, "emulator direct")!.load.rps;
+    const floor = find(group, "floor proxy");
     const shares = group.filter((r) => r.target === "gateway").map((r) =>
       `workers=${r.workers} ${fixed((100 * r.load.rps) / bare, 1)}% ` +
       `(${fixed((100 * r.load.rps) / direct, 1)}%)`
     );
+    if (floor) shares.push(`floor proxy ${fixed((100 * floor.load.rps) / bare, 1)}%`);
     lines.push(`  ${scenario}: ${shares.join(", ")}`);
   }
   return lines;
@@ -66,8 +73,10 @@ export function addedLatencyLines(rows: Row[]): string[] {
   const lines = ["added latency at one connection (gateway p50 − bare proxy p50):"];
   for (const [scenario, group] of byScenario(rows)) {
     const bare = find(group, "bare proxy")!.p50AtOne!;
-    const added = group.filter((r) => r.target === "gateway").map((r) =>
-      `workers=${r.workers} ${signed(r.p50AtOne! - bare, 3)} ms (${fixed(r.p50AtOne!, 3)} ms)`
+    const added = group.filter((r) => r.target === "gateway" || r.target === "floor proxy").map(
+      (r) =>
+        `${r.target === "gateway" ? `workers=${r.workers}` : "floor proxy"} ` +
+        `${signed(r.p50AtOne! - bare, 3)} ms (${fixed(r.p50AtOne!, 3)} ms)`,
     );
     lines.push(`  ${scenario}: ${added.join(", ")}; bare proxy p50 ${fixed(bare, 3)} ms`);
   }

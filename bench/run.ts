@@ -1,13 +1,14 @@
 /**
  * `deno task bench`: the same load — `wrk`, 2 threads — against the emulator directly, a bare
- * Deno.serve + fetch proxy and the full gateway (auth, RPM, validation, reservation, ledger, access
+ * Deno.serve + fetch proxy, the floor proxy (the least a gateway with our guarantees does: see
+ * `floor_proxy.ts`) and the full gateway (auth, RPM, validation, reservation, ledger, access
  * log), one gateway process per `serve --workers N` setting, in every scenario; then the memory
  * scenario. Prints requests/s, p50/p99 latency, errors, the gateway's CPU time per request, the
  * gateway/bare-proxy ratios, the latency the gateway adds at one connection, its peak RSS and the
  * memory figures. Settings (environment): see `settings.ts` and the README's Benchmark section.
  */
 import { estimateSeconds, SETTINGS } from "./settings.ts";
-import { type Call, type Scenario, scenarios, UPSTREAM_HEADERS } from "./scenarios.ts";
+import { type Call, FLOOR_KEY, type Scenario, scenarios, UPSTREAM_HEADERS } from "./scenarios.ts";
 import { type Gateway, type Setup, startGateway, startSetup, workersFlagMissing } from "./stack.ts";
 import { measure, type Measurement, median, type Target } from "./measure.ts";
 import { memoryScenario } from "./memory.ts";
@@ -54,6 +55,15 @@ function subjects(scenario: Scenario, setup: Setup, gateways: Gateway[]): Subjec
     {
       row: { target: "bare proxy" },
       target: targetOf(local(setup.proxy.port), scenario.upstream, {}, setup.proxy.pid),
+    },
+    {
+      row: { target: "floor proxy" },
+      target: targetOf(
+        local(setup.floor.port),
+        scenario.upstream,
+        { authorization: `Bearer ${FLOOR_KEY}` },
+        setup.floor.pid,
+      ),
     },
     ...gateways.map((g) => ({
       row: { target: "gateway" as const, workers: g.workers },
@@ -167,7 +177,7 @@ async function main(): Promise<void> {
     if (withMemory) lines.push(...await memory(setup));
     console.log(lines.join("\n"));
   } finally {
-    await Promise.all([setup.proxy, setup.emulator].map(stopServer));
+    await Promise.all([setup.proxy, setup.floor, setup.emulator].map(stopServer));
     await setup.postgres?.stop();
     await Deno.remove(setup.dir, { recursive: true });
   }

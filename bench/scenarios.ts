@@ -33,6 +33,9 @@ export const UPSTREAM_HEADERS = {
   "anthropic-version": "2023-06-01",
 };
 
+/** The key the floor proxy's clients present (see `floor_proxy.ts`). */
+export const FLOOR_KEY = "sy-floorbenchkey-0000000000000000000000000000000000000000000";
+
 const upstream = (path: string, body: unknown): Call => ({ path, headers: {}, body });
 
 const responses = (model: string, stream: boolean) => ({ model, input: PROMPT, stream });

@@ -32,6 +32,8 @@ export interface Setup {
   emulator: Server;
   emulatorUrl: string;
   proxy: Server;
+  /** The floor proxy (see `floor_proxy.ts`). */
+  floor: Server;
   /** A gateway key with credit to spare and no rate limit. */
   key: string;
   /** The `--allow-*` flags of the compile task. */
@@ -57,6 +59,21 @@ export async function startSetup(): Promise<Setup> {
     cwd: dir,
     portOf: portField,
   });
+  const floorDir = `${dir}/floor`;
+  await Deno.mkdir(floorDir);
+  const floor = await spawnServer({
+    args: [
+      "run",
+      "--allow-net",
+      `--allow-read=${floorDir}`,
+      `--allow-write=${floorDir}`,
+      `${ROOT}bench/floor_proxy.ts`,
+      emulatorUrl,
+      floorDir,
+    ],
+    cwd: dir,
+    portOf: portField,
+  });
   const postgres = SETTINGS.store === "postgres" ? await startPostgres() : undefined;
   const store = postgres ? { store: { url: postgres.url } } : {};
   await Deno.writeTextFile(
@@ -65,7 +82,7 @@ export async function startSetup(): Promise<Setup> {
   );
   const permissions = await compilePermissions();
   const key = await createKey(dir, permissions);
-  return { dir, emulator, emulatorUrl, proxy, key, permissions, postgres };
+  return { dir, emulator, emulatorUrl, proxy, floor, key, permissions, postgres };
 }
 
 function config(emulatorUrl: string) {
