@@ -8,7 +8,7 @@
  * sees the end) and writes an access-log line. No routing, limits, validation, pricing, metrics or
  * translation: the calls go to the upstream as they arrive (the bare proxy's requests).
  * Prints `{"port":N}` once listening.
- *   deno run --allow-net --allow-read=DIR --allow-write=DIR bench/floor_proxy.ts UPSTREAM_URL DIR
+ *   deno run --allow-net --allow-read=DIR,src --allow-write=DIR bench/floor_proxy.ts UPSTREAM_URL DIR
  */
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { hashKey, timingSafeEqual } from "../src/auth/keys.ts";

@@ -65,7 +65,8 @@ export async function startSetup(): Promise<Setup> {
     args: [
       "run",
       "--allow-net",
-      `--allow-read=${floorDir}`,
+      // The store's checkpointer thread loads its module from src/.
+      `--allow-read=${floorDir},${ROOT}src`,
       `--allow-write=${floorDir}`,
       `${ROOT}bench/floor_proxy.ts`,
       emulatorUrl,

@@ -1,0 +1,113 @@
+/**
+ * The benchmark's floor proxy (`bench/floor_proxy.ts`) does what the report says it stands for: it
+ * refuses an unknown key, and for each call takes a hold, relays the answer (JSON, or a stream
+ * event by event), records a stored response and settles the hold once — so its figures are those
+ * of a gateway that keeps the same guarantees and does nothing else.
+ */
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { startEmulator } from "../src/emulator/server.ts";
+import { FLOOR_KEY, UPSTREAM_HEADERS } from "../bench/scenarios.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+
+Deno.test("bench floor proxy: holds, relays, records and settles every call once", async () => {
+  const emulator = startEmulator({ requiredKey: UPSTREAM_HEADERS["x-api-key"] });
+  const dir = await Deno.makeTempDir({ prefix: "switchyard-floor-" });
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-net",
+      `--allow-read=${dir},${ROOT}src`,
+      `--allow-write=${dir}`,
+      `${ROOT}bench/floor_proxy.ts`,
+      `http://127.0.0.1:${emulator.addr.port}`,
+      dir,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    let text = "";
+    while (!text.includes("\n")) {
+      const { value, done } = await lines.read();
+      assert.ok(!done, "the floor proxy exited before listening");
+      text += value;
+    }
+    const { port } = JSON.parse(text.slice(0, text.indexOf("\n")));
+    const stderr = new Response(child.stderr).text();
+    // Its access log goes to stdout: keep draining it.
+    (async () => {
+      while (!(await lines.read()).done) { /* drained */ }
+    })().catch(() => {});
+    const base = `http://127.0.0.1:${port}`;
+    const post = (path: string, body: unknown, key = FLOOR_KEY) =>
+      fetch(base + path, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+        body: JSON.stringify(body),
+      });
+
+    const refused = await post("/openai/v1/responses", { model: "gpt-5.4", input: "hi" }, "sy-x");
+    assert.equal(refused.status, 401);
+    await refused.body?.cancel();
+
+    const json = await post("/openai/v1/responses", { model: "gpt-5.4", input: "Say hi." });
+    assert.equal(json.status, 200);
+    const answer = await json.json();
+    assert.ok(answer.usage.output_tokens > 0);
+
+    const sse = await post("/openai/v1/responses", {
+      model: "gpt-5.4",
+      input: "Hi.",
+      stream: true,
+    });
+    assert.equal(sse.headers.get("content-type")?.startsWith("text/event-stream"), true);
+    const events = await sse.text();
+    assert.match(events, /event: response\.completed/);
+
+    const messages = await post("/anthropic/v1/messages", {
+      model: "claude-sonnet-4-5",
+      max_tokens: 64,
+      stream: true,
+      messages: [{ role: "user", content: "Hi." }],
+    });
+    assert.match(await messages.text(), /event: message_stop/);
+
+    const db = new DatabaseSync(`${dir}/floor.db`, { readOnly: true });
+    try {
+      const charges = db.prepare(
+        `SELECT status, amount, estimated FROM ledger WHERE kind = 'charge' ORDER BY id`,
+      ).all() as { status: string; amount: number; estimated: number }[];
+      assert.equal(charges.length, 3, "one hold per call, none for the refused key");
+      for (const c of charges) {
+        assert.equal(c.status, "settled");
+        assert.equal(c.estimated, 0, "settled from the usage the upstream reported");
+        assert.ok(c.amount > 0);
+      }
+      const account = db.prepare(`SELECT held FROM accounts WHERE name = 'floor'`).get() as {
+        held: number;
+      };
+      assert.equal(account.held, 0);
+      const objects = db.prepare(`SELECT id FROM upstream_objects ORDER BY id`).all() as {
+        id: string;
+      }[];
+      assert.equal(objects.length, 2, "both Responses calls recorded their stored response");
+      assert.ok(objects.some((o) => o.id === answer.id));
+    } finally {
+      db.close();
+    }
+    child.kill("SIGKILL");
+    // Nothing went wrong on the side: the store's checkpointer thread started, for one.
+    assert.equal((await stderr).trim(), "");
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already ended */ }
+    await child.status;
+    await lines.cancel().catch(() => {});
+    await emulator.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
