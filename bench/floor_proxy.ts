@@ -12,6 +12,7 @@
  */
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { hashKey, timingSafeEqual } from "../src/auth/keys.ts";
+import { presentedKey } from "../src/auth/authenticate.ts";
 import { relayStream } from "../src/http/relay.ts";
 import { log } from "../src/log.ts";
 import type { StreamMeter } from "../src/billing/usage.ts";
@@ -43,9 +44,14 @@ const FAMILIES: [RegExp, Family][] = [
   [/\/chat\/completions$/, { usage: (json) => chatUsage(json), meter: () => chatMeter() }],
 ];
 
-const presented = (req: Request) =>
-  req.headers.get("x-api-key") ?? req.headers.get("x-goog-api-key") ??
-    req.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
+/** Whether the request presents the floor's key, the way the gateway reads keys. */
+function authorized(req: Request, url: URL): boolean {
+  try {
+    return timingSafeEqual(hashKey(presentedKey(req, url, "any")), keyHash);
+  } catch {
+    return false; // no key presented
+  }
+}
 
 const charge = (usage: Usage | null) => ({
   units: [],
@@ -57,7 +63,7 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
   const started = performance.now();
   const url = new URL(req.url);
   const family = FAMILIES.find(([path]) => path.test(url.pathname))?.[1];
-  if (!family || !timingSafeEqual(hashKey(presented(req)), keyHash)) {
+  if (!family || !authorized(req, url)) {
     return new Response("{}", { status: 401 });
   }
   const body = JSON.stringify(JSON.parse(await req.text()));
@@ -111,7 +117,7 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
   const relayed = relayStream(upstream.body, {
     framing: "sse",
     onEvent: meter.onEvent,
-    finished: () => true,
+    finished: meter.finished,
     onEnd: () => finish(meter.usage(), meter.objects().find((o) => o.kind === "response")?.id),
     abort: () => {},
     idleMs: 0,
