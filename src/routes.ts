@@ -1,6 +1,6 @@
 /**
  * THE routing table: every public path with its method, auth scheme, error format and handler.
- * Paths are `URLPattern` pathnames; a literal colon is written `\\:`.
+ * Paths are literal text with `:name` segments (see `router.ts`); a literal colon is written `\\:`.
  */
 import type { AuthScheme } from "./auth/authenticate.ts";
 import type { Handler } from "./context.ts";

@@ -11,30 +11,27 @@ import { formatPath } from "../field_path.ts";
 export const MAX_JSON_DEPTH = 100;
 
 /**
- * The key path to the first value nested deeper than `MAX_JSON_DEPTH`, or null. Iterative, so a
- * body nested 200,000 levels deep costs a walk, not a stack overflow.
+ * The key path to the first value (in document order) nested deeper than `MAX_JSON_DEPTH`, or
+ * null. The walk stops at that depth, so a body nested 200,000 levels deep costs no more stack
+ * than one nested 100 deep; it allocates nothing unless it finds one.
  */
-export function tooDeep(value: unknown): string[] | null {
-  const values: unknown[] = [value];
-  const depths: number[] = [0];
-  const keys: string[] = [""];
-  const parents: number[] = [-1];
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i];
-    if (v === null || typeof v !== "object") continue;
-    if (depths[i] >= MAX_JSON_DEPTH) {
-      const path: string[] = [];
-      for (let at = i; at > 0; at = parents[at]) path.push(keys[at]);
-      return path.reverse();
-    }
-    for (const key in v) {
-      const child = (v as Record<string, unknown>)[key];
+export function tooDeep(value: unknown, depth = 0): string[] | null {
+  if (value === null || typeof value !== "object") return null;
+  if (depth >= MAX_JSON_DEPTH) return [];
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const child = value[i];
       if (child === null || typeof child !== "object") continue;
-      values.push(child);
-      depths.push(depths[i] + 1);
-      keys.push(key);
-      parents.push(i);
+      const path = tooDeep(child, depth + 1);
+      if (path) return [String(i), ...path];
     }
+    return null;
+  }
+  for (const key in value) {
+    const child = (value as Record<string, unknown>)[key];
+    if (child === null || typeof child !== "object") continue;
+    const path = tooDeep(child, depth + 1);
+    if (path) return [key, ...path];
   }
   return null;
 }

@@ -31,8 +31,12 @@ export function anthropicToolId(id: string): string {
 /** A random id with a prefix, for objects the gateway creates (`resp_…`, `msg_…`). */
 export function newId(prefix: string, bytes = 12): string {
   const random = crypto.getRandomValues(new Uint8Array(bytes));
-  return prefix + Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("");
+  let id = prefix;
+  for (const byte of random) id += HEX[byte];
+  return id;
 }
+
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
 
 /**
  * Tool arguments as an object: a JSON string parsed (empty ⇒ `{}`), an object as it is; a string
