@@ -7,6 +7,9 @@
  *   store copy --from sqlite:PATH --to postgres://…
  *   emulate [--host H] [--port N] [--key K[:fault]]...
  */
+// First: it loads what it needs from libc and gives up the permission to load native code before
+// any other module runs.
+import "./src/serve/memory_trim.ts";
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "./src/config/load.ts";
 import { isPostgresUrl, MAX_WORKERS } from "./src/config/schema.ts";

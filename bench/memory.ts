@@ -55,7 +55,7 @@ export interface MemoryResult {
 export const PEAK_BAR_MIB = 500e6 / 2 ** 20;
 /** Back within 50 MB of idle. */
 export const SETTLE_BAR_MIB = 50e6 / 2 ** 20;
-const SETTLE_SECONDS = 10;
+const SETTLE_SECONDS = 60;
 /** The slow stream: one event a second, ~130 events, so none ends while the phase runs. */
 const SLOW_PROMPT = "[[emulate delay=1000 words=120]] Keep this stream open.";
 const MALFORMED_REQUESTS = 6000;

@@ -15,6 +15,7 @@ import { recoverHolds } from "./billing/ledger.ts";
 import { metrics, RATE_LIMITED, REFUSED, REQUESTS } from "./metrics/gateway.ts";
 import { metricsPortHandler } from "./endpoints/metrics.ts";
 import { redactServerSpan, startCallSpan } from "./metrics/trace.ts";
+import { startMemoryTrim } from "./serve/memory_trim.ts";
 
 /** A client's own request id is used when it is this safe (else one is generated). */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -284,8 +285,10 @@ export function startBackground(services: Services): Background {
       log("error", "recovering held calls failed", { error: String(error) });
     }
   }, RECOVERY_INTERVAL_MS);
+  const trimmer = startMemoryTrim();
   return {
     stop: () => {
+      trimmer.stop();
       poller.stop();
       void metricsServer?.shutdown();
       clearInterval(pruner);

@@ -5,18 +5,31 @@
  */
 import assert from "node:assert/strict";
 import { startStack } from "./helpers/setup.ts";
+import { compiledPermissions } from "./helpers/gateway.ts";
 
 const stack = await startStack({ server: { maxBodyBytes: 2 * 1024 * 1024 } });
 const { gateway } = stack;
 Deno.test.afterAll(() => stack.stop());
 
-/** The gateway's resident memory, MB. */
-async function rss(): Promise<number> {
-  const status = await Deno.readTextFile(`/proc/${gateway.pid}/status`);
+/** A process's resident memory, MB. */
+async function rssOf(pid: number): Promise<number> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`);
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
+/** The gateway's resident memory, MB. */
+const rss = () => rssOf(gateway.pid);
+
 const skip = Deno.build.os !== "linux";
+
+const exists = (path: string) => {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 Deno.test({
   name: "1,200 requests with distinct 1 MB model ids and 6,000 malformed ones leave memory bounded",
@@ -140,5 +153,82 @@ Deno.test({
     assert.equal(refused.status, 402);
     await refused.body?.cancel();
     assert.ok(Date.now() - started < 2000, "refused before the body was read");
+  },
+});
+
+Deno.test({
+  name: "after a burst, the memory it freed goes back to the system once the process is quiet",
+  ignore: skip,
+  async fn() {
+    // A process of its own: the other tests' rounds leave this one's allocator warm.
+    const own = await startStack({ server: { maxBodyBytes: 2 * 1024 * 1024 } });
+    try {
+      const { gateway: fresh } = own;
+      const { key } = await fresh.createKey("mem-burst", "--credit", "5", "--rpm", "0");
+      const size = () => rssOf(fresh.pid);
+      const before = await size();
+      const filler = "x".repeat(1024 * 1024 - 10);
+      let peak = before;
+      for (let i = 0; i < 240; i += 12) {
+        await Promise.all(Array.from({ length: 12 }, (_, j) =>
+          fetch(`${fresh.url}/v1/responses`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+            body: `{"model":"burst-${i + j}-${filler}","input":"x"}`,
+          }).then((res) => res.body?.cancel())));
+        peak = Math.max(peak, await size());
+      }
+      assert.ok(peak - before > 80, `the burst should grow the process (${before} → ${peak} MB)`);
+      // Freed native memory is trimmed once the process is quiet (see `serve/memory_trim.ts`);
+      // without it the process stayed near its peak.
+      let now = peak;
+      for (let waited = 0; waited < 45_000 && now - before > 50; waited += 500) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        now = await size();
+      }
+      assert.ok(
+        now - before <= 50,
+        `RSS ${now.toFixed(0)} MB, ${(now - before).toFixed(0)} MB above ${before.toFixed(0)} MB`,
+      );
+    } finally {
+      await own.stop();
+    }
+  },
+});
+
+Deno.test({
+  // Not imported here: the module gives up this process's permissions on import.
+  name: "the libc trim is bound at startup, and no module or thread may load native code after",
+  ignore: skip,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const script = `${dir}/probe.ts`;
+    const module = new URL("../src/serve/memory_trim.ts", import.meta.url).href;
+    await Deno.writeTextFile(
+      script,
+      `import { startMemoryTrim, LIBC_PATHS } from "${module}";
+const trim = startMemoryTrim();
+trim.stop();
+const open = (path) => { try { Deno.dlopen(path, { getpid: { parameters: [], result: "i32" } }); return "opened"; } catch (e) { return e.name; } };
+const worker = new Worker("data:text/javascript,postMessage(Deno.permissions.querySync({name:'ffi'}).state)", { type: "module" });
+const inWorker = await new Promise((resolve) => { worker.onmessage = (e) => resolve(e.data); });
+worker.terminate();
+console.log(JSON.stringify({ paths: LIBC_PATHS, active: trim.active, state: Deno.permissions.querySync({ name: "ffi" }).state, dlopen: LIBC_PATHS.map(open), inWorker }));`,
+    );
+    try {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", ...(await compiledPermissions()), script],
+        cwd: dir,
+      }).output();
+      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      const probe = JSON.parse(new TextDecoder().decode(out.stdout));
+      // Where glibc is (Debian here), the trim is bound; elsewhere (musl) it is off.
+      assert.equal(probe.active, probe.paths.some(exists));
+      assert.notEqual(probe.state, "granted");
+      assert.notEqual(probe.inWorker, "granted");
+      assert.ok(probe.dlopen.every((r: string) => r === "NotCapable"), probe.dlopen.join());
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 });
