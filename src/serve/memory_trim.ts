@@ -58,19 +58,18 @@ Deno.permissions.revokeSync({ name: "ffi" });
 export interface MemoryTrim {
   /** Whether trimming is possible here (glibc, and the `--allow-ffi` permission for it). */
   active: boolean;
-  /** Trims now (what the timer does once a burst is over). */
-  trim(): void;
   stop(): void;
 }
 
 /** Starts the trimmer (see the module doc); `stop()` ends it. */
 export function startMemoryTrim(): MemoryTrim {
   const trim = trimNow;
-  if (!trim) return { active: false, trim() {}, stop() {} };
+  if (!trim) return { active: false, stop() {} };
   let lastCpu = process.cpuUsage();
   let lastAt = performance.now();
-  let lastHeap = Deno.memoryUsage().heapUsed;
-  let trimmedRss = Deno.memoryUsage().rss;
+  const start = Deno.memoryUsage();
+  let lastHeap = start.heapUsed;
+  let trimmedRss = start.rss;
   let dirty = false;
   const timer = setInterval(() => {
     const cpu = process.cpuUsage();
@@ -90,5 +89,5 @@ export function startMemoryTrim(): MemoryTrim {
     trimmedRss = Deno.memoryUsage().rss;
   }, CHECK_MS);
   Deno.unrefTimer(timer);
-  return { active: true, trim, stop: () => clearInterval(timer) };
+  return { active: true, stop: () => clearInterval(timer) };
 }
