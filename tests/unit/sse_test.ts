@@ -29,7 +29,7 @@ Deno.test("SseScanner reads named and data-only events, comments, CRLF and multi
 });
 
 Deno.test("the scanner reads the recorded upstream streams event by event", async () => {
-  const transcripts = new URL("../../../shared/transcripts/", import.meta.url);
+  const transcripts = new URL("../fixtures/transcripts/", import.meta.url);
   const names = async (file: string) => {
     const recorded = JSON.parse(await Deno.readTextFile(new URL(file, transcripts)));
     return scan([new TextEncoder().encode(recorded.response.body_text)]);

@@ -13,8 +13,8 @@ import type { CanonicalEvent, CanonicalRequest, Json } from "../../src/translate
 import type { Target } from "../../src/translate/codec.ts";
 import { collect } from "../../src/translate/collect.ts";
 import { decodeEverySplit, encodeAll, INFO, PARALLEL, parseSse } from "../helpers/codec.ts";
-import chatText from "../../../shared/transcripts/openai/chat-text.json" with { type: "json" };
-import chatToolStream from "../../../shared/transcripts/openai/chat-tool-call-stream-usage.json" with {
+import chatText from "../fixtures/transcripts/openai/chat-text.json" with { type: "json" };
+import chatToolStream from "../fixtures/transcripts/openai/chat-tool-call-stream-usage.json" with {
   type: "json",
 };
 

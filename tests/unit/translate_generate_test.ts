@@ -26,7 +26,7 @@ import { fromToken, toToken } from "../../src/translate/opaque.ts";
 import { synthesizeId } from "../../src/translate/tool_ids.ts";
 import { decodeEverySplit, encodeAll, INFO, PARALLEL, parseSse } from "../helpers/codec.ts";
 
-const TRANSCRIPTS = new URL("../../../shared/transcripts/gemini/", import.meta.url);
+const TRANSCRIPTS = new URL("../fixtures/transcripts/gemini/", import.meta.url);
 const transcript = (name: string) => JSON.parse(Deno.readTextFileSync(new URL(name, TRANSCRIPTS)));
 const gemini25 = { model: "gemini-2.5-flash", provider: "gemini", family: "gemini" as const };
 const gemini3 = { ...gemini25, model: "gemini-3-pro-preview" };

@@ -13,7 +13,7 @@ import type { CanonicalEvent, CanonicalRequest } from "../../src/translate/ir.ts
 import type { AnswerInfo } from "../../src/translate/codec.ts";
 import { fromToken, toToken } from "../../src/translate/opaque.ts";
 
-const TRANSCRIPTS = new URL("../../../shared/transcripts/anthropic/", import.meta.url);
+const TRANSCRIPTS = new URL("../fixtures/transcripts/anthropic/", import.meta.url);
 const transcript = (name: string) => JSON.parse(Deno.readTextFileSync(new URL(name, TRANSCRIPTS)));
 
 const info: AnswerInfo = { id: "msg_test", model: "m", created: 1, token: toToken };

@@ -19,7 +19,7 @@ import type { CanonicalEvent, CanonicalRequest, Opaque } from "../../src/transla
 import { fromToken, toToken } from "../../src/translate/opaque.ts";
 import { decodeEverySplit, encodeAll, INFO, PARALLEL, parseSse } from "../helpers/codec.ts";
 
-const TRANSCRIPTS = new URL("../../../shared/transcripts/openai/", import.meta.url);
+const TRANSCRIPTS = new URL("../fixtures/transcripts/openai/", import.meta.url);
 const transcript = (name: string) => JSON.parse(Deno.readTextFileSync(new URL(name, TRANSCRIPTS)));
 const openai = { model: "gpt-5.4", provider: "openai", family: "openai" as const };
 const anthropic = { model: "claude-x", provider: "anthropic", family: "anthropic" as const };
