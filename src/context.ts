@@ -33,6 +33,12 @@ export function callRoute(ctx: RequestContext): CallRoute {
   return ctx.route ??= new CallRoute(ctx.services.config.routing, boardOf(ctx.services));
 }
 
+/** What a request opened that must end with it (see `pipeline/scope.ts`). */
+export interface RequestScope {
+  /** Ends it; `failed`: the client is told the request failed. Never throws. */
+  close(failed: boolean): Promise<void>;
+}
+
 export interface RequestContext {
   req: Request;
   url: URL;
@@ -47,6 +53,8 @@ export interface RequestContext {
   trace?: CallSpan | null;
   /** The model call's attempts at its upstreams (see `callRoute`). */
   route?: CallRoute;
+  /** Its holds and upstream requests, made on first use (see `pipeline/scope.ts`). */
+  scope?: RequestScope;
   /** The stored state the request names (see `pipeline/named_state.ts`). */
   named?: NamedState;
 }

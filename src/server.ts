@@ -16,6 +16,7 @@ import { metrics, RATE_LIMITED, REFUSED, REQUESTS } from "./metrics/gateway.ts";
 import { metricsPortHandler } from "./endpoints/metrics.ts";
 import { redactServerSpan, startCallSpan } from "./metrics/trace.ts";
 import { startMemoryTrim } from "./serve/memory_trim.ts";
+import { faultPoint } from "./pipeline/fault_points.ts";
 
 /** A client's own request id is used when it is this safe (else one is generated). */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -50,6 +51,44 @@ function storeUnavailable(): GatewayError {
     "The gateway cannot reach its database right now, so it cannot bill this call; retry shortly.",
     { headers: { "retry-after": "1" } },
   );
+}
+
+/** The client's response to a failed request (an unexpected error is logged, and a 500). */
+function failure(error: unknown, format: ErrorFormat, requestId: string, path: string): Response {
+  if (!(error instanceof GatewayError) && !(error instanceof StoreUnavailable)) {
+    log("error", "unhandled error", { request_id: requestId, error: String(error) });
+  }
+  const gatewayError = error instanceof GatewayError
+    ? error
+    : error instanceof StoreUnavailable
+    ? storeUnavailable()
+    : new GatewayError(500, "The gateway had an internal error while handling the request.");
+  if (gatewayError.status < 500) metrics.add(REFUSED, [path, String(gatewayError.status)]);
+  return errorResponse(format, gatewayError, requestId);
+}
+
+/** The server's own headers on a response: the request id, rate limits, how the call was routed. */
+function setServerHeaders(
+  response: Response,
+  ctx: RequestContext,
+  format: ErrorFormat,
+  requestId: string,
+  extra: Record<string, string>,
+): void {
+  const headers = response.headers;
+  headers.set("x-request-id", requestId);
+  // Anthropic's own header, which its SDK exposes as `_request_id`.
+  if (format === "anthropic") headers.set("request-id", requestId);
+  for (const name in extra) headers.set(name, extra[name]);
+  const route = ctx.route;
+  if (route && route.count > 0) {
+    headers.set("x-switchyard-attempts", String(route.count));
+    if (route.served) {
+      headers.set("x-switchyard-provider", route.served.provider);
+      headers.set("x-switchyard-model", route.served.model);
+    }
+    if (route.count > 1) ctx.log.attempts = route.count;
+  }
 }
 
 /** Builds the request handler for the given services (and routing table, for tests). */
@@ -132,19 +171,21 @@ export function createHandler(
         return route.handle(ctx);
       });
     } catch (error) {
-      if (!(error instanceof GatewayError) && !(error instanceof StoreUnavailable)) {
-        log("error", "unhandled error", { request_id: requestId, error: String(error) });
-      }
-      const gatewayError = error instanceof GatewayError
-        ? error
-        : error instanceof StoreUnavailable
-        ? storeUnavailable()
-        : new GatewayError(500, "The gateway had an internal error while handling the request.");
-      if (gatewayError.status < 500) {
-        metrics.add(REFUSED, [match.route?.path ?? "", String(gatewayError.status)]);
-      }
-      response = errorResponse(format, gatewayError, requestId);
+      response = failure(error, format, requestId, match.route?.path ?? "");
     }
+    try {
+      faultPoint(req, "respond");
+      setServerHeaders(response, ctx, format, requestId, extraHeaders);
+    } catch (error) {
+      // The answer cannot be sent as it is: the client is told the call failed instead (its holds
+      // released first, so that cancelling the answer's stream charges nothing).
+      await ctx.scope?.close(true);
+      response.body?.cancel().catch(() => {});
+      response = failure(error, format, requestId, match.route?.path ?? "");
+      response.headers.set("x-request-id", requestId);
+    }
+    // Whatever way the request ended, nothing it opened stays open (see `pipeline/scope.ts`).
+    if (ctx.scope) await ctx.scope.close(response.status >= 400);
     // The model only once it resolved to a provider: ids the catalog does not know are the
     // client's choice, and would make series of their own.
     const resolved = ctx.log.provider !== undefined;
@@ -155,20 +196,6 @@ export function createHandler(
       resolved ? String(ctx.log.provider) : "",
       String(response.status),
     ]);
-    const headers = response.headers;
-    headers.set("x-request-id", requestId);
-    // Anthropic's own header, which its SDK exposes as `_request_id`.
-    if (format === "anthropic") headers.set("request-id", requestId);
-    for (const name in extraHeaders) headers.set(name, extraHeaders[name]);
-    const route = ctx.route;
-    if (route && route.count > 0) {
-      headers.set("x-switchyard-attempts", String(route.count));
-      if (route.served) {
-        headers.set("x-switchyard-provider", route.served.provider);
-        headers.set("x-switchyard-model", route.served.model);
-      }
-      if (route.count > 1) ctx.log.attempts = route.count;
-    }
     if (ctx.trace) {
       ctx.trace.set({ "http.response.status_code": response.status });
       if (response.status >= 400) ctx.trace.set({ "error.type": String(response.status) });

@@ -15,6 +15,11 @@ const CASES = Number(Deno.env.get("FUZZ_CASES") ?? 3000);
 const stack = await startStack({
   server: { maxBodyBytes: 1024 * 1024 },
   videos: { pollIntervalMs: 100 },
+  models: {
+    // An open pattern: whatever id a client sends after `local-` resolves, and is copied into a
+    // response header, metric labels, log lines and the upstream request.
+    "local-*": { provider: "local", price: { input: 2.5, output: 15 }, maxOutputTokens: 8192 },
+  },
 });
 const { gateway } = stack;
 Deno.test.afterAll(() => stack.stop());
@@ -150,6 +155,23 @@ function random(seed: number): () => number {
   };
 }
 
+/**
+ * Text that is valid JSON but not valid where a gateway might copy it: non-ASCII and control
+ * characters, line breaks that would split a header or a log line, a lone surrogate, a quote and
+ * a backslash that would break a metric label.
+ */
+const ODD_TEXT = [
+  "é",
+  "模型",
+  "\r\nx-injected: 1",
+  "\n",
+  "\u0001\u007f",
+  "\u2028",
+  "\ud83d",
+  '"}\\',
+  "a b",
+];
+
 const PROTOTYPE_KEYS = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf"];
 
 function nested(depth: number, leaf: Json): Json {
@@ -165,7 +187,17 @@ function hostile(rand: () => number): Json {
     case 0:
       return pick([1e308, -1e308, 2 ** 53, -1, 0, -0.5, 1.5, 4294967296, 2147483648]);
     case 1:
-      return pick(["", "x", "auto", "null", "1e308", "-1", "\u0000", "\ud800"]);
+      return pick([
+        "",
+        "x",
+        "auto",
+        "null",
+        "1e308",
+        "-1",
+        "\u0000",
+        "\ud800",
+        ...ODD_TEXT,
+      ]);
     case 2:
       return pick([true, false, null]);
     case 3:
@@ -179,7 +211,15 @@ function hostile(rand: () => number): Json {
     case 7:
       return "z".repeat(pick([300, 5000, 100_000]));
     default:
-      return pick(["gpt-test", "claude-test", "gemini-test", "image-test", "m".repeat(300)]);
+      return pick([
+        "gpt-test",
+        "claude-test",
+        "gemini-test",
+        "image-test",
+        "m".repeat(300),
+        "local-ok",
+        ...ODD_TEXT.map((text) => `local-${text}`),
+      ]);
   }
 }
 
@@ -250,6 +290,12 @@ function pathFor(target: Target, rand: () => number): string {
     "models%2F..%2F",
     "x".repeat(400),
     "%00",
+    "local-%C3%A9",
+    "local-%0D%0Ax-injected%3A%201",
+    "local-%E6%A8%A1%E5%9E%8B",
+    "local-%01",
+    "local-%22%5C",
+    "local-ok",
   ];
   return target.path.replace(
     /models\/[^:]+:/,
@@ -273,6 +319,16 @@ function checkEnvelope(format: Format, status: number, body: Record<string, any>
   }
 }
 
+const REQUEST_HEADERS: ([string, string] | null)[] = [
+  null,
+  ["x-request-id", "é\u00ff"],
+  ["x-request-id", "id with spaces\tand a tab"],
+  ["x-request-id", "r".repeat(129)],
+  ["anthropic-beta", "\u00e9\u00a0, context-1m-2025-08-07"],
+  ["anthropic-version", "\u00ff"],
+  null,
+];
+
 Deno.test(`fuzz: ${CASES} mutated requests on every route (seed ${SEED}): no 5xx, native errors`, async () => {
   const { key } = await gateway.createKey("fuzz", "--credit", "1000", "--rpm", "0");
   const rand = random(SEED);
@@ -284,6 +340,9 @@ Deno.test(`fuzz: ${CASES} mutated requests on every route (seed ${SEED}): no 5xx
   const statuses = new Map<number, number>();
   const send = async (c: typeof cases[number]) => {
     const headers: Record<string, string> = { "content-type": c.type };
+    // Header values a client can send (bytes up to 0xFF, no control characters but tab).
+    const odd = REQUEST_HEADERS[c.i % REQUEST_HEADERS.length];
+    if (odd) headers[odd[0]] = odd[1];
     if (c.target.format === "google") headers["x-goog-api-key"] = key;
     else if (c.target.format === "anthropic") {
       headers["x-api-key"] = key;

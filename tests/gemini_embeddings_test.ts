@@ -100,9 +100,14 @@ Deno.test("raw :embedContent passes through with the model swapped; an answer wi
   const content = { parts: [{ text: "Estimate me, please [[emulate no_usage=1]]" }] };
   const bare = await post(key, "/v1/models/gemini-embed-test:embedContent", { content });
   assert.equal(bare.status, 200);
-  assert.equal((await bare.json()).usageMetadata, undefined);
-  const usage = await usageOf(gateway, key);
+  // The client is shown what it is charged, marked as the gateway's estimate.
   const estimated = estimateInput([content.parts]).typical;
+  assert.equal(bare.headers.get("x-switchyard-usage"), "estimated");
+  assert.deepEqual((await bare.json()).usageMetadata, {
+    promptTokenCount: estimated,
+    totalTokenCount: estimated,
+  });
+  const usage = await usageOf(gateway, key);
   assert.equal(usage.requests, 2);
   assert.equal(usage.by_unit.input_tokens.quantity, 7 + estimated);
   assert.equal(usage.spent_nanousd, (7 + estimated) * PER_TOKEN);

@@ -233,7 +233,7 @@ Deno.test("a slow upload is not an upstream timeout; a body that never finishes 
   assert.ok(Date.now() - started < 5000);
 });
 
-Deno.test("a stream that stalls between events, or runs too long, is cut and billed for what was relayed", async () => {
+Deno.test("a stream that stalls between events, or runs too long, is cut: billed for what was relayed, free when nothing was", async () => {
   const { key } = await gateway.createKey("stalled", "--credit", "5");
   const cases: [string, string, number][] = [
     // 700 ms between events against a 400 ms idle limit.
@@ -253,16 +253,20 @@ Deno.test("a stream that stalls between events, or runs too long, is cut and bil
     assert.match(text, /event: error\ndata: .*ended the stream unexpectedly/, name);
     assert.doesNotMatch(text, /response\.completed/, name);
   }
-  await eventually(async () => (await usageOf(gateway, key)).requests === 2);
+  // The idle case is cut before its first event (nothing reached the client: it is told the call
+  // failed, and pays nothing); the long one after many, billed on what was relayed.
+  await eventually(async () => {
+    const usage = await usageOf(gateway, key);
+    return usage.requests === 1 && usage.held_nanousd === 0;
+  });
   const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
   const rows = db.prepare(
-    `SELECT l.estimated, l.amount FROM ledger l JOIN accounts a ON a.id = l.account_id
+    `SELECT l.estimated, l.amount, l.status FROM ledger l JOIN accounts a ON a.id = l.account_id
       WHERE a.name = 'stalled' AND l.kind = 'charge'`,
-  ).all() as { estimated: number; amount: number }[];
+  ).all() as { estimated: number; amount: number; status: string }[];
   db.close();
-  assert.deepEqual(rows.map((r) => r.estimated), [1, 1]);
-  assert.ok(rows.every((r) => r.amount > 0));
-  assert.equal((await usageOf(gateway, key)).held_nanousd, 0);
+  assert.deepEqual(rows.map((r) => [r.status, r.estimated]), [["settled", 1]]);
+  assert.ok(rows[0].amount > 0);
 });
 
 Deno.test("log lines stay small whatever the path or model id", async () => {
@@ -536,7 +540,8 @@ const CUTS: [
 for (const [name, path, auth, body, check] of CUTS) {
   Deno.test(`${name}: a stream the upstream cuts or stops early ends in the protocol's error`, async () => {
     const { key } = await gateway.createKey(`cut-${name.replace(/\W+/g, "-")}`, "--credit", "5");
-    for (const fault of ["cut=4", "stop=4"]) {
+    // Past the first text events: a cut after output is billed for what was relayed.
+    for (const fault of ["cut=12", "stop=12"]) {
       const res = await post(path, auth(key), body(`words [[emulate words=60 ${fault}]]`));
       assert.equal(res.status, 200);
       check(await res.text());

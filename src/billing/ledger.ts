@@ -6,13 +6,23 @@ import type { Principal } from "../auth/authenticate.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { GatewayError } from "../http/errors.ts";
 import { nanoToUsd } from "./money.ts";
-import { inputTotal, price, type Usage } from "./price.ts";
-import type { Store } from "../store/store.ts";
+import { emptyUsage, inputTotal, price, type Usage } from "./price.ts";
+import type { Store, UnitLine } from "../store/store.ts";
 import { log } from "../log.ts";
 import { tokensForBytes } from "./estimate.ts";
 import { recordCharge } from "../metrics/gateway.ts";
 
+/**
+ * Where a request keeps its bills, so that whatever way the request ends, none stays open (see
+ * `pipeline/scope.ts`): every bill is added to its request's scope as it is opened.
+ */
+export interface BillScope {
+  hold(bill: Bill): void;
+}
+
 export interface OpenBill {
+  /** The request's scope: the bill is added to it once opened. */
+  scope: BillScope;
   principal: Principal;
   requestId: string;
   endpoint: string;
@@ -30,6 +40,45 @@ export interface OpenBill {
   outputCap?: number;
   /** Answers asked for at once (chat `n`, Gemini `candidateCount`). */
   choices?: number;
+  /** A call billed by units: the units its hold covers (a report past them is out of range). */
+  units?: Usage;
+}
+
+/** What a call is charged, and what its client is shown as its usage. */
+export interface Charged {
+  usage: Usage;
+  /** Not the upstream's own complete report: an estimate, or the hold (`fault`). */
+  estimated: boolean;
+  /** Why the upstream's report was refused as out of range: the call is charged its hold. */
+  fault?: string;
+}
+
+/** The most of anything (tokens, images, seconds, calls) one call may report. */
+export const MAX_COUNT = 1_000_000_000;
+/**
+ * Input reported past its bound by this factor, plus `INPUT_ALLOWANCE` tokens, is out of range:
+ * the bound counts text at two bytes a token, but files referenced by id or URL are held at 3,000
+ * tokens whatever their size (a long PDF, an hour of video).
+ */
+const INPUT_SLACK = 4;
+const INPUT_ALLOWANCE = 10_000_000;
+
+/** The usage fields that hold counts. */
+const COUNTS = [
+  "inputTokens",
+  "cachedInputTokens",
+  "cacheWriteTokens",
+  "cacheWrite1hTokens",
+  "imageInputTokens",
+  "outputTokens",
+  "imageOutputTokens",
+  "images",
+  "videoSeconds",
+  "searchCalls",
+] as const;
+
+function isCount(value: number): boolean {
+  return Number.isSafeInteger(value) && value >= 0 && value <= MAX_COUNT;
 }
 
 /** The 402 for a call the available balance cannot cover. */
@@ -50,16 +99,50 @@ export function billsInFlight(): number {
   return inFlight;
 }
 
+/**
+ * Who ends a bill: the request that opened it (by the time its response is returned), the
+ * response's stream (when it ends), or a job that outlives the request (a video job, finished by
+ * the poller with the store's own transaction).
+ */
+export type BillOwner = "request" | "stream" | "job";
+
 /** A call in flight with funds reserved; settle or release it exactly once. */
 export class Bill {
   #done = false;
+  #owner: BillOwner = "request";
   constructor(
     private readonly store: Store,
     /** The call's ledger entry (durable: a crash from here on charges its estimate). */
     readonly id: number,
     private readonly call: OpenBill,
+    /** What a crash would charge (the entry's recorded estimate). */
+    private readonly recorded: { units: UnitLine[]; amount: number },
   ) {
     inFlight++;
+  }
+
+  /** Neither settled, released nor handed to a job yet. */
+  get open(): boolean {
+    return !this.#done;
+  }
+
+  /** Who ends it (see `BillOwner`). */
+  get owner(): BillOwner {
+    return this.#owner;
+  }
+
+  /** The response's stream settles it when it ends (`relayStream`'s `onEnd`). */
+  toStream(): void {
+    this.#owner = "stream";
+  }
+
+  /**
+   * A job that outlives the request settles it (its entry stays held in the store until then):
+   * the bill is done in this process.
+   */
+  toJob(): void {
+    this.#owner = "job";
+    this.#finish();
   }
 
   /** Marks the bill done; false when it already was. */
@@ -71,57 +154,134 @@ export class Bill {
   }
 
   /**
-   * Charges `usage` (estimated when the upstream did not report it) and resolves once the charge
-   * is committed; later calls are no-ops. `prices` replaces the model's when the answer itself
-   * decides the rate (an image's size and quality).
+   * Settles on the estimate recorded when the hold was taken — what a crash would charge — for a
+   * call whose usage can no longer be known (a failure inside the gateway after the answer).
    */
-  async settle(usage: Usage, estimated = false, prices = this.call.model.prices): Promise<void> {
+  async settleRecorded(): Promise<void> {
     if (!this.#finish()) return;
-    const charge = price(usage, prices);
-    const settled = await this.store.settle(this.id, { ...charge, estimated });
-    if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
-    else recordCharge(this.call.model.id, this.call.principal.accountName, usage, charge.amount);
-  }
-
-  /** Settles on the estimate plus `outputTokens` (an answer whose usage could not be read). */
-  settleEstimate(outputTokens: number): Promise<void> {
-    return this.settle(this.#estimated(null, outputTokens), true);
+    await this.store.settle(this.id, { ...this.recorded, estimated: true });
   }
 
   /**
-   * What a stream is charged (settle it with the result). Its final usage, when it arrived, is the
-   * charge. A stream that ended before — the client went away, the upstream cut it, a time limit
-   * or a drain — is charged the larger of what the upstream reported and what was relayed: input
-   * as reported (else the estimate), output at least the relayed bytes' estimate (never past the
-   * cap × answers), units at least as asked; marked as an estimate.
+   * What the call is charged, from what the upstream reported (`complete`: its final usage) and
+   * the output relayed (`outputBytes`). A complete report in range is the charge. A call that ended
+   * before — the client went away, the upstream cut it, a time limit or a drain — or whose answer
+   * stated no usage is charged the best count there is, marked estimated: input as reported (else
+   * the estimate), output as the upstream's running count where its protocol sends one
+   * (`running`), else the larger of what it reported and the relayed bytes' estimate — never past
+   * the cap × answers — and units at least as asked. A report out of range (see `#fault`) is
+   * refused: the call is charged what it was held for.
    */
-  relayedCharge(
+  charged(
     reported: Usage | null,
     complete: boolean,
     outputBytes: number,
-  ): { usage: Usage; estimated: boolean } {
-    if (complete && reported) return { usage: reported, estimated: false };
-    return { usage: this.#estimated(reported, tokensForBytes(outputBytes)), estimated: true };
+    running = false,
+  ): Charged {
+    if (reported) {
+      const fault = this.#fault(reported);
+      if (fault) return this.#atHold(fault);
+      if (complete) return { usage: reported, estimated: false };
+    }
+    const usage = this.#estimated(reported, tokensForBytes(outputBytes), running);
+    const fault = this.#fault(usage);
+    return fault ? this.#atHold(fault) : { usage, estimated: true };
+  }
+
+  /**
+   * Charges what `charged` says and resolves once the charge is committed; later calls are no-ops.
+   * `prices` replaces the model's when the answer itself decides the rate (an image's size and
+   * quality). A report refused as out of range is logged as the upstream's fault.
+   */
+  async settle(charged: Charged, prices = this.call.model.prices): Promise<void> {
+    if (!this.#finish()) return;
+    const { usage } = charged;
+    if (charged.fault) {
+      log("warn", "upstream reported usage out of range: charged what the call was held for", {
+        request_id: this.call.requestId,
+        ledger_id: this.id,
+        provider: this.call.model.provider.name,
+        model: this.call.model.id,
+        fault: charged.fault,
+      });
+    }
+    const charge = price(usage, prices);
+    const settled = await this.store.settle(this.id, { ...charge, estimated: charged.estimated });
+    if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
+    else recordCharge(this.call.model.id, this.call.principal.accountName, usage, charge.amount);
   }
 
   /**
    * The size of the conversation a call ends, for the hold of a call that continues it: exact when
    * the upstream reported it all, else the input as reported (or its bound) and the output charged.
    */
-  contextTokens(reported: Usage | null, complete: boolean, charged: Usage): number {
-    if (complete && reported) return inputTotal(reported) + reported.outputTokens;
+  contextTokens(charged: Charged, reported: Usage | null): number {
+    const { usage } = charged;
+    if (!charged.estimated || charged.fault) return inputTotal(usage) + usage.outputTokens;
     const input = reported && inputTotal(reported) > 0
       ? inputTotal(reported)
-      : this.call.inputBound ?? inputTotal(charged);
-    return input + charged.outputTokens;
+      : this.call.inputBound ?? inputTotal(usage);
+    return input + usage.outputTokens;
   }
 
-  #estimated(reported: Usage | null, outputTokens: number): Usage {
+  /**
+   * Why a usage cannot be what this call used, or null when it can: a count that is not a whole
+   * number from 0 to `MAX_COUNT`, output past the cap × answers the call ran under, input past
+   * `INPUT_SLACK` × its bound + `INPUT_ALLOWANCE` (files referenced by id, whose size the gateway
+   * cannot see, are the slack), units past those held.
+   */
+  #fault(u: Usage): string | null {
+    for (const field of COUNTS) {
+      const value = u[field] ?? 0;
+      if (!isCount(value)) return `${field} ${value}`;
+    }
+    for (const [tool, calls] of Object.entries(u.toolCalls ?? {})) {
+      if (!isCount(calls)) return `${tool} calls ${calls}`;
+    }
+    const { outputCap, inputBound, choices, units } = this.call;
+    const output = u.outputTokens + u.imageOutputTokens;
+    if (outputCap !== undefined && output > outputCap * (choices ?? 1)) {
+      return `output tokens ${output} past the cap ${outputCap * (choices ?? 1)}`;
+    }
+    const input = inputTotal(u);
+    if (inputBound !== undefined && input > inputBound * INPUT_SLACK + INPUT_ALLOWANCE) {
+      return `input tokens ${input} past ${inputBound * INPUT_SLACK + INPUT_ALLOWANCE}`;
+    }
+    if (units) {
+      for (const field of ["images", "videoSeconds", "searchCalls"] as const) {
+        if (u[field] > units[field]) return `${field} ${u[field]} past the ${units[field]} held`;
+      }
+    }
+    return null;
+  }
+
+  /** A charge at the hold: everything the call was held for (its input bound, its output cap). */
+  #atHold(fault: string): Charged {
+    const { estimate, units, inputBound, outputCap, choices } = this.call;
+    const held = units ?? estimate;
+    return {
+      usage: {
+        ...emptyUsage(),
+        inputTokens: inputBound ?? held.inputTokens,
+        outputTokens: outputCap === undefined ? 0 : outputCap * (choices ?? 1),
+        images: held.images,
+        videoSeconds: held.videoSeconds,
+        searchCalls: held.searchCalls,
+      },
+      estimated: true,
+      fault,
+    };
+  }
+
+  #estimated(reported: Usage | null, outputTokens: number, running: boolean): Usage {
     const { estimate, outputCap, inputBound, choices } = this.call;
     const u: Usage = { ...(reported ?? estimate) };
     if (inputTotal(u) === 0) u.inputTokens = Math.min(estimate.inputTokens, inputBound ?? Infinity);
     const room = (outputCap ?? Infinity) * (choices ?? 1) - u.imageOutputTokens;
-    u.outputTokens = Math.max(u.outputTokens, Math.min(outputTokens, Math.max(0, room)));
+    const counted = running && u.outputTokens > 0;
+    if (!counted) {
+      u.outputTokens = Math.max(u.outputTokens, Math.min(outputTokens, Math.max(0, room)));
+    }
     u.images = Math.max(u.images, estimate.images);
     u.videoSeconds = Math.max(u.videoSeconds, estimate.videoSeconds);
     u.searchCalls = Math.max(u.searchCalls, estimate.searchCalls);
@@ -144,6 +304,7 @@ export async function openBill(store: Store, call: OpenBill): Promise<Bill> {
   if (!Number.isSafeInteger(call.reserve) || call.reserve < 0) {
     throw new Error(`a hold must be a whole, non-negative amount (got ${call.reserve})`);
   }
+  const estimate = price(call.estimate, call.model.prices);
   const id = await store.reserve({
     requestId: call.requestId,
     keyId: call.principal.keyId,
@@ -153,10 +314,12 @@ export async function openBill(store: Store, call: OpenBill): Promise<Bill> {
     provider: call.model.provider.name,
     upstreamModel: call.model.upstreamId,
     reserve: call.reserve,
-    estimate: price(call.estimate, call.model.prices),
+    estimate,
   });
   if (id === null) throw insufficientBalance(call.principal, call.reserve);
-  return new Bill(store, id, call);
+  const bill = new Bill(store, id, call, estimate);
+  call.scope.hold(bill);
+  return bill;
 }
 
 /** Settles entries left held by a crash on their recorded estimate. Resolves to how many. */

@@ -12,11 +12,25 @@
 import type { SseEvent } from "../http/sse.ts";
 import { memberKey, stringBytes } from "../http/json_bytes.ts";
 import { utf8Length } from "./estimate.ts";
-import { emptyUsage, type HostedTool, type Usage } from "./price.ts";
+import { emptyUsage, type HostedTool, inputTotal, type Usage } from "./price.ts";
+import type { TokenUsage } from "../translate/ir.ts";
 
 type Json = Record<string, unknown>;
 
-/** A count from a usage field: a non-negative integer, else 0. */
+/**
+ * A count the bill reads from an upstream's usage field: absent (or null) is 0; a non-negative
+ * safe integer is itself; anything else — negative, fractional, too large, not a number — is NaN,
+ * which stays NaN through the readers' arithmetic and makes the report out of range for the bill
+ * (see `Bill.charged`): a faulty report is never taken as some other count.
+ */
+export const count = (value: unknown): number =>
+  value === undefined || value === null
+    ? 0
+    : typeof value === "number" && Number.isSafeInteger(value) && value >= 0
+    ? value
+    : NaN;
+
+/** A count as a client is shown it (translated answers): a non-negative integer, else 0. */
 export const int = (value: unknown): number =>
   typeof value === "number" && Number.isFinite(value) && value > 0
     ? Math.min(Math.round(value), Number.MAX_SAFE_INTEGER)
@@ -37,7 +51,7 @@ export const parse = (e: SseEvent): Json => {
 
 /** Adds `n` calls of `tool` to a usage. */
 export function addCalls(u: Usage, tool: HostedTool, n: number): void {
-  if (n <= 0) return;
+  if (n === 0) return;
   u.toolCalls = { ...u.toolCalls, [tool]: (u.toolCalls?.[tool] ?? 0) + n };
 }
 
@@ -51,18 +65,32 @@ export function openaiUsage(raw: unknown): Usage | null {
   const u = obj(raw);
   if (!("input_tokens" in u || "prompt_tokens" in u || "output_tokens" in u)) return null;
   const details = obj(u.input_tokens_details ?? u.prompt_tokens_details);
-  const input = int(u.input_tokens ?? u.prompt_tokens);
+  const input = count(u.input_tokens ?? u.prompt_tokens);
   const cached = Math.min(
-    int(details.cached_tokens ?? u.prompt_cache_hit_tokens ?? u.cached_tokens),
+    count(details.cached_tokens ?? u.prompt_cache_hit_tokens ?? u.cached_tokens),
     input,
   );
-  const written = Math.min(int(details.cache_write_tokens), input - cached);
+  const written = Math.min(count(details.cache_write_tokens), input - cached);
   return {
     ...emptyUsage(),
     inputTokens: input - cached - written,
     cachedInputTokens: cached,
     cacheWriteTokens: written,
-    outputTokens: int(u.output_tokens ?? u.completion_tokens),
+    outputTokens: count(u.output_tokens ?? u.completion_tokens),
+  };
+}
+
+/**
+ * A usage as the protocols show it to clients (canonical `TokenUsage`): input with cache reads and
+ * writes, output with image output (reasoning is not told apart in the gateway's own figures).
+ */
+export function tokenUsageOf(u: Usage): TokenUsage {
+  return {
+    input: inputTotal(u),
+    cacheRead: u.cachedInputTokens,
+    cacheWrite: u.cacheWriteTokens + u.cacheWrite1hTokens,
+    output: u.outputTokens + u.imageOutputTokens,
+    reasoning: 0,
   };
 }
 
@@ -80,6 +108,8 @@ export interface StreamMeter {
   outputBytes(): number;
   /** Upstream objects the stream created: a stored response, containers. */
   objects(): { id: string; kind: "response" | "container" }[];
+  /** The reported output is a running count, kept current as the stream goes (Gemini's). */
+  running?(): boolean;
 }
 
 /** Shared meter state. */
@@ -88,6 +118,8 @@ export class Meter {
   done = false;
   ended = false;
   bytes = 0;
+  /** `reported` is kept current as the stream goes (see `StreamMeter.running`). */
+  running = false;
   created: { id: string; kind: "response" | "container" }[] = [];
 
   remember(id: unknown, kind: "response" | "container"): void {
@@ -120,6 +152,7 @@ export class Meter {
       finished: () => this.ended,
       outputBytes: () => this.bytes,
       objects: () => this.created,
+      running: () => this.running,
     };
   }
 }

@@ -191,6 +191,18 @@ export type Resolution =
 
 /** The longest model id a client may send. */
 export const MAX_MODEL_ID = 256;
+
+/**
+ * A model id: 1–`MAX_MODEL_ID` visible ASCII characters (letters, digits, punctuation; no spaces,
+ * no control or non-ASCII characters). Ids reach stricter grammars than JSON — response headers
+ * (`x-switchyard-model`), metric labels, log lines, upstream URLs — so nothing else resolves.
+ */
+const MODEL_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_MODEL_ID}}$`);
+
+/** Whether `id` is a model id the gateway takes (see `MODEL_ID`). */
+export function isModelId(id: string): boolean {
+  return MODEL_ID.test(id);
+}
 const CACHE_SIZE = 10_000;
 
 /** Model lookup with exact ids first, then the most specific matching pattern. */
@@ -262,7 +274,7 @@ export class Catalog {
 
   /** The entry `id` resolves to, whether or not its providers are enabled. */
   entry(id: string): ModelEntry | undefined {
-    return id.length > MAX_MODEL_ID ? undefined : this.#lookup(id);
+    return isModelId(id) ? this.#lookup(id) : undefined;
   }
 
   /** The entry `id` resolves to: its exact entry, else the most specific matching pattern. */
@@ -285,13 +297,13 @@ export class Catalog {
   }
 
   /**
-   * Resolves a requested model id to its provider, upstream id and prices. Ids longer than
-   * `MAX_MODEL_ID` are unknown. Only ids that resolve are cached, at most `CACHE_SIZE` of them.
+   * Resolves a requested model id to its provider, upstream id and prices. Ids outside the model id
+   * grammar (see `isModelId`) are unknown. Only ids that resolve are cached, at most `CACHE_SIZE` of them.
    */
   resolve(id: string): Resolution {
     const cached = this.#cache.get(id);
     if (cached) return cached;
-    if (id.length > MAX_MODEL_ID) return { ok: false, reason: "unknown" };
+    if (!isModelId(id)) return { ok: false, reason: "unknown" };
     const entry = this.#lookup(id);
     let result: Resolution;
     if (!entry) {

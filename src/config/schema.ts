@@ -404,6 +404,16 @@ export const ConfigSchema = v.strictObject({
   /** Merge the built-in providers and models under the file's own (default true). */
   defaultCatalog: v.optional(v.boolean("must be true or false")),
   providers: v.optional(v.record(v.string(), ProviderSchema)),
-  models: v.optional(v.record(v.string(), ModelSchema)),
+  models: v.optional(v.record(
+    // The model id grammar of the catalog (`isModelId`): what clients can send.
+    v.pipe(
+      v.string(),
+      v.regex(
+        /^[\x21-\x7e]{1,256}$/,
+        "a model id must be 1–256 visible ASCII characters (no spaces or control characters)",
+      ),
+    ),
+    ModelSchema,
+  )),
 });
 export type ConfigInput = v.InferOutput<typeof ConfigSchema>;

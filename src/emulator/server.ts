@@ -15,7 +15,8 @@
  * Requests must carry an upstream key (as the real services require); with `requiredKey` set, only
  * that key is accepted, and with `keys` only those, each playing its fault (see `keys.ts`):
  * `GET /_emulator/keys` reports each key's requests and fault, `POST /_emulator/keys` with
- * `{"key", "fault", "retryAfter"?}` changes (or adds) one. Faults and tool calls are asked for in the prompt text (see `text.ts`).
+ * `{"key", "fault", "retryAfter"?}` changes (or adds) one. Faults and tool calls are asked for in the prompt text (see `text.ts`);
+ * with `record`, a prompt can also ask for a lying or broken answer (see `faults.ts`).
  * The text families answer structured-output requests with JSON following the schema, issue
  * reasoning artefacts they can verify statelessly (HMACs under a fixed secret), and refuse
  * histories the real APIs refuse, in each family's own error envelope.
@@ -31,6 +32,7 @@ import { countTokensHandler as geminiCount, generate, googleError } from "./gemi
 import { embedContents } from "./gemini_embeddings.ts";
 import { stats } from "./text.ts";
 import { KeyBook, type KeySpec, keySpecOf } from "./keys.ts";
+import { type AnswerFaults, answerFaults, faultyAnswer } from "./faults.ts";
 
 /**
  * Where each built-in provider family lives on the emulator, and its type: a config's `baseUrl`
@@ -248,6 +250,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
         break;
       }
     }
+    stats.requests++;
     const family = match?.route.family ?? familyOf(url.pathname);
     if (!match || req.method !== (match.route.method ?? "POST")) {
       return family.error(404, `Not found: ${req.method} ${url.pathname}`);
@@ -263,6 +266,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
       }
     }
     let request = req;
+    let faults: AnswerFaults | null = null;
     if (options.record) {
       let bytes: Uint8Array<ArrayBuffer> | null = null;
       try {
@@ -285,9 +289,11 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
       });
       if (seen.length > 200) seen.shift();
       request = new Request(req.url, { method: req.method, headers: req.headers, body: bytes });
+      faults = bytes && answerFaults(new TextDecoder().decode(bytes));
     }
     try {
-      return await match.route.handle(request, match.groups);
+      const answer = await match.route.handle(request, match.groups);
+      return faults ? await faultyAnswer(answer, faults) : answer;
     } catch (error) {
       return family.error(400, `Malformed request: ${(error as Error).message}`);
     }

@@ -291,8 +291,11 @@ export function sleep(ms: number | undefined): Promise<void> {
   return ms ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 }
 
-/** Counters tests read at `GET /_emulator/stats`. */
-export const stats = { streamsStarted: 0, streamsCompleted: 0, streamsCancelled: 0 };
+/**
+ * Counters tests read at `GET /_emulator/stats`: every provider request received (they only
+ * grow), and the streams started, completed and cancelled.
+ */
+export const stats = { requests: 0, streamsStarted: 0, streamsCompleted: 0, streamsCancelled: 0 };
 
 /** Builds an SSE response body from an async generator of encoded events, honouring `cut`. */
 export function sseBody(

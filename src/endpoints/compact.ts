@@ -3,6 +3,7 @@
  * upstream, billed by the tokens in its `usage`. Models of providers that cannot compact get a 400
  * naming the endpoint that serves them (the gateway does not compact by itself yet).
  */
+import { responsesUsageView } from "../protocols/responses/usage.ts";
 import * as v from "valibot";
 import type { Handler } from "../context.ts";
 import { readJsonObject } from "../http/body.ts";
@@ -49,6 +50,7 @@ export const compactResponse: Handler = async (ctx) => {
     stream: false,
     call: () => ({ path: "/responses/compact", body: withUpstreamModel(body, m) }),
     usageFromJson: (json) => openaiUsage((json as { usage?: unknown }).usage),
+    showUsage: responsesUsageView,
   });
   // A compaction of a stored response goes to the provider holding it.
   const pin = stateProvider(ctx, body.value);

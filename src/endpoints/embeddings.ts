@@ -49,6 +49,13 @@ export const createEmbeddings: Handler = async (ctx) => {
     stream: false,
     call: () => ({ path: "/embeddings", body: withUpstreamModel(body, m) }),
     usageFromJson: (json) => openaiUsage((json as { usage?: unknown }).usage),
+    isAnswer: (a) => Array.isArray(a.data),
+    showUsage: {
+      json: (answer, usage) => ({
+        ...answer,
+        usage: { prompt_tokens: usage.input, total_tokens: usage.input },
+      }),
+    },
   });
   return await routeCall(ctx, model, build, true, undefined, reaches("embeddings"));
 };

@@ -16,7 +16,7 @@ import { pathModel } from "../http/path_model.ts";
 import { validate } from "../http/validate.ts";
 import { estimateInput } from "../billing/estimate.ts";
 import { emptyUsage, type Usage } from "../billing/price.ts";
-import { int, obj } from "../billing/usage.ts";
+import { count, obj } from "../billing/usage.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { forwardedBody, passThrough } from "../pipeline/passthrough.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
@@ -62,7 +62,7 @@ type Action = "embedContent" | "batchEmbedContents";
 export function embeddingUsage(answer: unknown): Usage | null {
   const usage = obj(obj(answer).usageMetadata);
   if (!("promptTokenCount" in usage)) return null;
-  return { ...emptyUsage(), inputTokens: int(usage.promptTokenCount) };
+  return { ...emptyUsage(), inputTokens: count(usage.promptTokenCount) };
 }
 
 /**
@@ -129,6 +129,12 @@ function embed(action: Action): Handler {
         body: sent,
       }),
       usageFromJson: embeddingUsage,
+      showUsage: {
+        json: (answer, usage) => ({
+          ...answer,
+          usageMetadata: { promptTokenCount: usage.input, totalTokenCount: usage.input },
+        }),
+      },
     });
   };
 }

@@ -18,7 +18,7 @@ import { boundaryOf, spoolMultipart, uploadTooLarge } from "../http/multipart.ts
 import { validate } from "../http/validate.ts";
 import type { SseEvent } from "../http/sse.ts";
 import { encodeSse } from "../http/sse.ts";
-import type { StreamMeter } from "../billing/usage.ts";
+import { count as usageCount, type StreamMeter } from "../billing/usage.ts";
 import { emptyUsage, imageRate, type Usage } from "../billing/price.ts";
 import { estimateInput } from "../billing/estimate.ts";
 import { insufficientBalance } from "../billing/ledger.ts";
@@ -134,11 +134,10 @@ const images = (n: number): Usage => ({ ...emptyUsage(), images: n });
 function imageUsage(n: number, usage: unknown): Usage {
   const u = (usage ?? {}) as Record<string, unknown>;
   const details = (u.input_tokens_details ?? {}) as Record<string, unknown>;
-  const count = (value: unknown) => typeof value === "number" && value > 0 ? Math.round(value) : 0;
-  const imageTokens = count(details.image_tokens);
+  const imageTokens = usageCount(details.image_tokens);
   const textTokens = details.text_tokens !== undefined
-    ? count(details.text_tokens)
-    : Math.max(0, count(u.input_tokens) - imageTokens);
+    ? usageCount(details.text_tokens)
+    : Math.max(0, usageCount(u.input_tokens) - imageTokens);
   return { ...images(n), inputTokens: textTokens, imageInputTokens: imageTokens };
 }
 

@@ -15,6 +15,7 @@ import { emptyUsage, price, videoSecondRate } from "../billing/price.ts";
 import { withUpstreamModel } from "../pipeline/passthrough.ts";
 import { sendHeld } from "../pipeline/attempt.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
+import { scopeOf } from "../pipeline/scope.ts";
 import { refreshJob, renderVideo } from "../pipeline/video_jobs.ts";
 
 const ASPECT_RATIOS = ["1:1", "16:9", "9:16", "4:3", "3:4", "3:2", "2:3"];
@@ -92,6 +93,7 @@ async function createJob(
   const held = { ...emptyUsage(), videoSeconds: seconds };
   const priced = { ...model, prices: model.prices && { ...model.prices, videoSecond: rate } };
   const bill = await openBill(store, {
+    scope: scopeOf(ctx),
     principal,
     requestId: ctx.requestId,
     endpoint: `videos.${mode}`,
@@ -131,6 +133,8 @@ async function createJob(
     createdAt: Date.now(),
     finishedAt: null,
   });
+  // From here the job holds the funds: the poller settles or releases them.
+  bill.toJob();
   ctx.log.video_job = id;
   return jsonResponse({ request_id: id });
 }

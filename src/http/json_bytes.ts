@@ -14,6 +14,16 @@ export function memberKey(name: string): Uint8Array {
   return encoder.encode(`"${name}":`);
 }
 
+/** Whether JSON `bytes` hold the member name `name` (`"name"`), without decoding them. */
+export function hasMember(bytes: Uint8Array, name: Uint8Array): boolean {
+  return find(bytes, name, 0) >= 0;
+}
+
+/** A member name prepared for `hasMember`: `"name"`. */
+export function memberName(name: string): Uint8Array {
+  return encoder.encode(`"${name}"`);
+}
+
 /** Where `key` first occurs in `bytes` at or after `from`, or -1. */
 function find(bytes: Uint8Array, key: Uint8Array, from: number): number {
   // The name's first letter is rarer than the quote before it.

@@ -44,6 +44,12 @@ export interface RelayOptions {
   /** With `rewrite`: what ends a stream that finished (what its framing leaves implicit). */
   flush?: () => string;
   /**
+   * Without `rewrite`: the text to send instead of one unit (an SSE event), or null to pass it on
+   * as it is — for the rare unit that must change (a usage the gateway decided); the others keep
+   * their bytes. Framings that cannot place a unit in their chunk (see `Framer.unitEnd`) ignore it.
+   */
+  replace?: (event: SseEvent) => string | null;
+  /**
    * Rewrites the text of units around an upstream error event (an `error` or `response.failed`
    * event, an `{"error":…}` chunk or fragment) before they are sent: the rest passes unchanged.
    */
@@ -75,14 +81,25 @@ export function relayStream(
   let rewritten = "";
   /** An upstream error unit is among those about to be sent (see `redact`). */
   let errorSeen = false;
+  /** Units of the chunk being pushed that `replace` changed (see `spliceUnits`). */
+  let replaced: Replacement[] = [];
+  /** Where the next unit of the chunk being pushed begins (-1: in bytes held from before). */
+  let unitStart = -1;
   const onEvent = (event: SseEvent) => {
     options.onEvent(event);
     if (redact && isErrorUnit(event)) errorSeen = true;
     if (rewrite) rewritten += rewrite(event) ?? "";
+    else if (replace) {
+      const end = framer.unitEnd!();
+      const text = replace(event);
+      if (text !== null && end >= 0) replaced.push({ text, start: unitStart, end });
+      unitStart = end;
+    }
   };
   const framer: Framer = options.framing === "sse"
     ? new SseScanner(onEvent)
     : new JsonArrayScanner(onEvent);
+  const replace = framer.unitEnd ? options.replace : undefined;
   /** Bytes of an unfinished unit, held until it completes. */
   let held: Uint8Array[] = [];
   let started = false;
@@ -104,7 +121,11 @@ export function relayStream(
     stopIdle();
     stopMax();
     live?.delete(handle);
-    await options.onEnd(how, why);
+    try {
+      await options.onEnd(how, why);
+    } catch (error) {
+      log("error", "ending a stream failed", { error: String(error) });
+    }
   };
   const send = (bytes: Uint8Array) => {
     started = true;
@@ -191,7 +212,18 @@ export function relayStream(
         return;
       }
       const chunk = result.value;
-      const boundary = framer.push(chunk);
+      unitStart = held.length ? -1 : 0;
+      let boundary: number;
+      try {
+        boundary = framer.push(chunk);
+      } catch (error) {
+        // A unit the meter or the translation cannot take: the stream is cut there.
+        log("warn", "an upstream stream unit could not be read", { error: String(error) });
+        cutReason = "upstream_error";
+        options.abort();
+        reader.cancel().catch(() => {});
+        return await finishCut(cutReason);
+      }
       if (rewrite) {
         if (!rewritten) continue; // dropped, or an unfinished event: read on
         sendRewritten();
@@ -201,7 +233,10 @@ export function relayStream(
         held.push(chunk);
         continue;
       }
-      const units = [...held, boundary === chunk.length ? chunk : chunk.subarray(0, boundary)];
+      const units = replaced.length
+        ? spliceUnits(held, chunk, boundary, replaced, encoder)
+        : [...held, boundary === chunk.length ? chunk : chunk.subarray(0, boundary)];
+      replaced = [];
       held = boundary < chunk.length ? [chunk.subarray(boundary)] : [];
       sendUnits(units);
       return;
@@ -227,6 +262,42 @@ export function relayStream(
       await Promise.all([end("cancel"), reader.cancel(reason).catch(() => {})]);
     },
   }, { highWaterMark: 1 }); // read one chunk ahead of the client
+}
+
+/** A unit `replace` changed: its text, and where it was in the chunk (-1: it began before). */
+interface Replacement {
+  text: string;
+  start: number;
+  end: number;
+}
+
+/**
+ * The bytes to send for `held` and `chunk` up to `boundary`, with the replaced units' text in
+ * place of their bytes (a unit that began in `held` takes the held bytes with it).
+ */
+function spliceUnits(
+  held: Uint8Array[],
+  chunk: Uint8Array,
+  boundary: number,
+  replaced: Replacement[],
+  encoder: TextEncoder,
+): Uint8Array[] {
+  const parts: Uint8Array[] = [];
+  let heldPending = true;
+  let cursor = 0;
+  for (const unit of replaced) {
+    if (unit.start < 0) heldPending = false;
+    else {
+      if (heldPending) parts.push(...held);
+      heldPending = false;
+      parts.push(chunk.subarray(cursor, unit.start));
+    }
+    parts.push(encoder.encode(unit.text));
+    cursor = unit.end;
+  }
+  if (heldPending) parts.push(...held);
+  parts.push(chunk.subarray(cursor, boundary));
+  return parts;
 }
 
 const ERROR_MEMBER = new TextEncoder().encode('"error"');

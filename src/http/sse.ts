@@ -30,6 +30,11 @@ export interface Framer {
   end(): void;
   /** For framings with an end of their own (a JSON array's `]`): whether it was seen. */
   closed?(): boolean;
+  /**
+   * While a unit is handed on (inside the callback): the offset in the chunk being pushed just
+   * past it, or -1 when it ends with the stream. Framings that cannot tell have no such method.
+   */
+  unitEnd?(): number;
 }
 
 const LF = 10;
@@ -78,6 +83,7 @@ export class SseScanner implements Framer {
   #event = "";
   #data: Range[] = [];
   #boundary = -1;
+  #unitEnd = -1;
 
   constructor(private readonly onEvent: (event: SseEvent) => void) {}
 
@@ -108,8 +114,13 @@ export class SseScanner implements Framer {
     return this.#boundary;
   }
 
+  unitEnd(): number {
+    return this.#unitEnd;
+  }
+
   /** Flushes a last line and event that were not followed by a blank line. */
   end(): void {
+    this.#unitEnd = -1;
     if (this.#pending.length) {
       const rest = concatBytes(this.#pending, this.#pendingLength);
       this.#pending = [];
@@ -122,6 +133,7 @@ export class SseScanner implements Framer {
   /** One line; `after` is the offset in the current chunk just past its line end. */
   #line(bytes: Uint8Array, start: number, end: number, after: number): void {
     if (start === end) {
+      this.#unitEnd = after;
       this.#dispatch();
       this.#boundary = after;
       return;

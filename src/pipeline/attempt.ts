@@ -16,6 +16,8 @@ import { replayable, send, type UpstreamCall, upstreamDeadlines } from "../provi
 import type { FailureKind } from "../routing/attempts.ts";
 import type { PassThrough } from "./passthrough.ts";
 import { holdTokens } from "./reserve.ts";
+import { scopeOf } from "./scope.ts";
+import { faultPoint } from "./fault_points.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
 
 /** How providers say the input does not fit the model's context window. */
@@ -71,6 +73,8 @@ async function sendWithHold(
   upstreamFormat: ErrorFormat,
 ): Promise<Extract<Attempted, { ok: true }> | Extract<Attempted, { ok: false }>> {
   const provider = model.provider.name;
+  // A request that fails from here on aborts this upstream call, whatever way it fails.
+  scopeOf(ctx).upstream(abort);
   const again = replayable(call.body);
   const sent = performance.now();
   const route = callRoute(ctx);
@@ -119,6 +123,7 @@ async function sendWithHold(
 export async function attempt(p: PassThrough, abort: AbortController): Promise<Attempted> {
   const { ctx, model } = p;
   const identity = {
+    scope: scopeOf(ctx),
     principal: ctx.principal!,
     requestId: ctx.requestId,
     endpoint: p.endpoint,
@@ -129,7 +134,9 @@ export async function attempt(p: PassThrough, abort: AbortController): Promise<A
     ...identity,
     reserve: price(p.unitsHold ?? p.units!, model.prices).amount,
     estimate: p.units!,
+    units: p.unitsHold ?? p.units!,
   });
+  faultPoint(ctx.req, "held");
   const sentCap = hold?.plan.sendCap ? hold.plan.cap : undefined;
   const outcome = await sendWithHold(
     ctx,

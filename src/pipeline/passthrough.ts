@@ -26,9 +26,15 @@ import { acquire, type Lease } from "../routing/limits.ts";
 import { attempt, type Attempted } from "./attempt.ts";
 import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
 import { log } from "../log.ts";
-import type { AnswerInfo, Codec } from "../translate/codec.ts";
+import type { AnswerInfo, Codec, UsageView } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { collect } from "../translate/collect.ts";
+import type { TokenUsage } from "../translate/ir.ts";
+import type { Charged } from "../billing/ledger.ts";
+import { tokenUsageOf } from "../billing/usage.ts";
+import { utf8Length } from "../billing/estimate.ts";
+import { faultPoint } from "./fault_points.ts";
+import { scopeOf } from "./scope.ts";
 import { metrics, UPSTREAM_RETRIES, UPSTREAM_SECONDS } from "../metrics/gateway.ts";
 import { type CallSpan, providerName } from "../metrics/trace.ts";
 
@@ -79,6 +85,13 @@ export interface PassThrough {
   translate?: Translation;
   /** The upstream's protocol codec on pass-through, read only for traces (finish reasons). */
   codec?: Codec;
+  /**
+   * Pass-through: how the client is shown the usage charged when it is not the upstream's own
+   * report (an estimate, or the hold); absent: the answer has no usage to show.
+   */
+  showUsage?: UsageView;
+  /** Whether a whole JSON answer has the upstream protocol's shape (else: 502, unbilled). */
+  isAnswer?: (answer: Record<string, unknown>) => boolean;
 }
 
 /** A translated call's answer: decoded by the upstream's codec, encoded by the client's. */
@@ -92,14 +105,34 @@ export interface Translation {
   onAnswer?(response: CanonicalResponse): void;
 }
 
-/** What a translated stream's relay runs: one unit in, the client's bytes out. */
-function transcoder(t: Translation) {
+/**
+ * What a translated stream's relay runs: one unit in, the client's bytes out. `shown` gives, when
+ * the stream finishes, the usage its client is to be shown instead of the upstream's (when the
+ * gateway charges an estimate or the hold), or null.
+ */
+function transcoder(t: Translation, shown: () => TokenUsage | null, readable: () => boolean) {
   let out = "";
   const collector = t.onAnswer ? collect() : undefined;
   const encoder = t.client.streamEncoder((text) => {
     out += text;
   }, t.info);
+  /** The upstream's stream made an answer: its finish was decoded, after output or usage. */
+  let answered = false;
+  /** The client was sent the protocol's error: nothing more is encoded. */
+  let failed = false;
+  const fail = () => {
+    failed = true;
+    encoder.fail("The upstream provider's stream could not be read.");
+  };
   const decoder = t.upstream.streamDecoder((event) => {
+    if (failed) return;
+    if (event.type === "finish") {
+      // A finish with neither output nor usage before it: nothing was read (a stream of `null`s).
+      if (!readable()) return fail();
+      answered = true;
+      const usage = shown();
+      if (usage) event = { ...event, usage };
+    }
     collector?.push(event);
     encoder.push(event);
   }, t.provider);
@@ -115,10 +148,17 @@ function transcoder(t: Translation) {
     },
     flush(): string {
       decoder.end();
+      if (!answered) {
+        // Nothing of the upstream's stream could be read as an answer: the client is told so.
+        if (!failed) fail();
+        return take();
+      }
       const answer = collector?.result();
       if (answer) t.onAnswer!(answer);
       return take();
     },
+    /** Whether the upstream's stream made an answer (else the client was sent an error). */
+    answered: () => answered,
     errorTail(): Uint8Array | undefined {
       encoder.fail("The upstream provider ended the stream unexpectedly.");
       const text = take();
@@ -410,7 +450,8 @@ export async function routeCall(
 
 /**
  * Relays an answer; should anything fail before the relay owns it, the call's place, hold and
- * upstream body are given back (a settled hold stays settled: releasing it is a no-op).
+ * upstream body are given back (a settled hold stays settled: releasing it is a no-op). The
+ * request's scope does the same for whatever fails after (see `scope.ts`).
  */
 async function relayGuarded(
   p: PassThrough,
@@ -419,6 +460,7 @@ async function relayGuarded(
   lease: Lease,
 ): Promise<Response> {
   try {
+    faultPoint(p.ctx.req, "answered");
     return await relayAnswer(p, answer, abort, lease);
   } catch (error) {
     lease.release();
@@ -426,6 +468,16 @@ async function relayGuarded(
     answer.upstream.body?.cancel().catch(() => {});
     throw error;
   }
+}
+
+/** The header that tells a client its usage is the gateway's estimate, not the upstream's report. */
+export const USAGE_HEADER = "x-switchyard-usage";
+
+/** The 502 of an answer the gateway cannot read: the client is told the call failed (unbilled). */
+function unreadable(what: string): GatewayError {
+  return new GatewayError(502, `The upstream provider answered with ${what}.`, {
+    code: "upstream_bad_response",
+  });
 }
 
 /** The relay of an attempt's answer: the client's response, settled when it ends. */
@@ -436,6 +488,7 @@ async function relayAnswer(
   lease: Lease,
 ): Promise<Response> {
   const { ctx, model } = p;
+  faultPoint(ctx.req, "relay");
   const { config } = ctx.services;
   const bill = answer.bill;
   const sentCap = answer.sentCap;
@@ -454,17 +507,39 @@ async function relayAnswer(
   /** The codec that reads the upstream's answer, for a trace's finish reasons. */
   const reader = trace ? p.translate?.upstream ?? p.codec : undefined;
   const meter = p.stream ? p.meter?.() : undefined;
-  const translated = p.translate && meter ? transcoder(p.translate) : undefined;
-  if (translated) {
-    headers.set(
-      "content-type",
-      p.translate!.info.jsonArray ? "application/json; charset=utf-8" : "text/event-stream",
-    );
-    headers.set("cache-control", "no-cache");
-  }
   if (meter && upstream.body) {
+    /** What the client was shown as its usage, when that is the gateway's (see `UsageView`). */
+    let shown: Charged | undefined;
+    const charge = () =>
+      bill.charged(meter.usage(), meter.complete(), meter.outputBytes(), meter.running?.());
+    /** At the event that carries the final usage: the charge, when the client must be shown it. */
+    const showable = () => {
+      const charged = charge();
+      if (!charged.estimated) return null;
+      shown = charged;
+      return charged;
+    };
+    const translated = p.translate
+      ? transcoder(
+        p.translate,
+        () => {
+          const charged = showable();
+          return charged && tokenUsageOf(charged.usage);
+        },
+        () => meter.outputBytes() > 0 || meter.complete(),
+      )
+      : undefined;
+    if (translated) {
+      headers.set(
+        "content-type",
+        p.translate!.info.jsonArray ? "application/json; charset=utf-8" : "text/event-stream",
+      );
+      headers.set("cache-control", "no-cache");
+    }
+    const view = translated ? undefined : p.showUsage?.event?.();
     const finishes = reader ? finishReasons(reader, model.provider.name) : undefined;
     trace?.defer();
+    bill.toStream();
     const body = relayStream(upstream.body, {
       framing: p.framing ?? "sse",
       onEvent: finishes
@@ -476,6 +551,13 @@ async function relayAnswer(
       finished: meter.finished,
       errorTail: translated ? translated.errorTail : p.errorTail,
       rewrite: translated ? translated.rewrite : p.rewrite,
+      replace: view
+        ? (event) => {
+          if (shown || !view.carries(event)) return null;
+          const charged = showable();
+          return charged && view.write(event, tokenUsageOf(charged.usage));
+        }
+        : undefined,
       flush: translated?.flush,
       redact: (text) => redact(text, model),
       abort: () => abort.abort(),
@@ -486,16 +568,31 @@ async function relayAnswer(
         lease.release();
         metrics.observe(UPSTREAM_SECONDS, upstreamLabels, (performance.now() - sent) / 1000);
         if (how === "cut") log("warn", "stream cut", { request_id: ctx.requestId, reason: why });
-        const prices = p.pricesFromMeter?.(meter) ?? model.prices;
-        const reported = meter.usage();
-        const complete = meter.complete();
-        const charge = bill.relayedCharge(reported, complete, meter.outputBytes());
-        // Recorded in the same commit as the charge.
-        remember(p, meter.objects(), bill.contextTokens(reported, complete, charge.usage));
-        await bill.settle(charge.usage, charge.estimated, prices);
-        if (trace) {
-          traceUsage(trace, charge.usage, finishes?.result() ?? []);
-          trace.end();
+        try {
+          faultPoint(ctx.req, "settle");
+          // A stream that brought nothing the gateway could read, or was cut before the upstream
+          // produced anything, or whose translation failed: the client was told it failed.
+          const nothing = meter.outputBytes() === 0 && !meter.complete();
+          const failed = (how === "cut" && nothing) ||
+            (how === "done" && (translated ? !translated.answered() : nothing && !meter.usage()));
+          if (failed) {
+            await bill.release();
+          } else {
+            const prices = p.pricesFromMeter?.(meter) ?? model.prices;
+            const charged = how === "done" && shown ? shown : charge();
+            // Recorded in the same commit as the charge.
+            remember(p, meter.objects(), bill.contextTokens(charged, meter.usage()));
+            await bill.settle(charged, prices);
+            if (trace) traceUsage(trace, charged.usage, finishes?.result() ?? []);
+          }
+        } catch (error) {
+          log("error", "settling a stream failed: charged its recorded estimate", {
+            request_id: ctx.requestId,
+            error: String(error),
+          });
+          await bill.settleRecorded();
+        } finally {
+          trace?.end();
         }
       },
     });
@@ -508,44 +605,75 @@ async function relayAnswer(
       ms: answerDeadline(config.streamIdleTimeoutMs, config.streamMaxMs),
     });
   } catch (error) {
-    await bill.settleEstimate(0);
+    // No answer reached the client: nothing is charged.
+    await bill.release();
     throw error;
   } finally {
     lease.release();
     metrics.observe(UPSTREAM_SECONDS, upstreamLabels, (performance.now() - sent) / 1000);
   }
-  let usage: Usage | null = null;
-  let prices = model.prices;
   let json: unknown;
   try {
     json = JSON.parse(text);
-    usage = p.usageFromJson(json);
-    if (p.pricesFromJson) prices = p.pricesFromJson(json);
-    if (p.objectsFromJson && usage) {
-      remember(p, p.objectsFromJson(json), inputTotal(usage) + usage.outputTokens);
+  } catch { /* not JSON: refused below */ }
+  if (!json || typeof json !== "object" || Array.isArray(json)) {
+    await bill.release();
+    throw unreadable(text ? "a body that is not a JSON object" : "an empty body");
+  }
+  const answerJson = json as Record<string, unknown>;
+  if (p.isAnswer && !p.isAnswer(answerJson)) {
+    await bill.release();
+    throw unreadable("a body that is not an answer of its protocol");
+  }
+  let usage: Usage | null;
+  let prices = model.prices;
+  let canonical: CanonicalResponse | undefined;
+  try {
+    usage = p.usageFromJson(answerJson);
+    if (p.pricesFromJson) prices = p.pricesFromJson(answerJson);
+    if (p.translate) {
+      canonical = p.translate.upstream.decodeResponse(answerJson, p.translate.provider);
     }
-  } catch { /* not JSON: estimated below */ }
-  await (usage
-    ? bill.settle(usage, false, prices)
-    : bill.settleEstimate(Math.ceil(text.length / 4)));
-  const isObject = !!json && typeof json === "object" && !Array.isArray(json);
+  } catch (error) {
+    await bill.release();
+    if (error instanceof GatewayError && error.status < 500) throw error;
+    log("warn", "an upstream answer could not be read", {
+      request_id: ctx.requestId,
+      provider: model.provider.name,
+      error: String(error),
+    });
+    throw unreadable("an answer of the wrong shape");
+  }
+  const charged = bill.charged(usage, usage !== null, utf8Length(text));
+  faultPoint(ctx.req, "settle");
+  // Settled once the response is sure to be sent (released if it cannot be: see `scope.ts`).
+  const objects = p.objectsFromJson && usage ? p.objectsFromJson(answerJson) : [];
+  scopeOf(ctx).settleOnAnswer(bill, async () => {
+    // Recorded in the same commit as the charge.
+    if (objects.length) remember(p, objects, bill.contextTokens(charged, usage));
+    await bill.settle(charged, prices);
+  });
+  if (charged.estimated) headers.set(USAGE_HEADER, "estimated");
   if (trace) {
     let finish: string[] = [];
-    if (reader && isObject) {
+    if (reader) {
       try {
-        const decoded = reader.decodeResponse(json as Record<string, unknown>, model.provider.name);
+        const decoded = canonical ?? reader.decodeResponse(answerJson, model.provider.name);
         finish = [decoded.finish.raw ?? decoded.finish.reason];
       } catch { /* no finish reason to report */ }
     }
-    if (usage) traceUsage(trace, usage, finish);
+    traceUsage(trace, charged.usage, finish);
   }
-  if (!p.translate) return new Response(text, { status: upstream.status, headers });
-  if (!isObject) {
-    throw new GatewayError(502, "The upstream provider answered with a body that is not JSON.");
+  if (!p.translate) {
+    if (!charged.estimated || !p.showUsage) {
+      return new Response(text, { status: upstream.status, headers });
+    }
+    const patched = p.showUsage.json(answerJson, tokenUsageOf(charged.usage));
+    return new Response(JSON.stringify(patched), { status: upstream.status, headers });
   }
   const t = p.translate;
-  const canonical = t.upstream.decodeResponse(json as Record<string, unknown>, t.provider);
-  t.onAnswer?.(canonical);
+  if (charged.estimated) canonical = { ...canonical!, usage: tokenUsageOf(charged.usage) };
+  t.onAnswer?.(canonical!);
   headers.set("content-type", "application/json");
-  return new Response(JSON.stringify(t.client.encodeResponse(canonical, t.info)), { headers });
+  return new Response(JSON.stringify(t.client.encodeResponse(canonical!, t.info)), { headers });
 }

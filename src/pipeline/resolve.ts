@@ -4,6 +4,7 @@
  * (or an endpoint its provider does not offer) 400 with a pointer to the endpoint that serves it.
  */
 import {
+  isModelId,
   MAX_MODEL_ID,
   type ModelKind,
   type ProviderEntry,
@@ -69,6 +70,14 @@ export function resolveModel(
       param: "model",
       code: "invalid_value",
     });
+  }
+  // Ids reach stricter grammars than JSON (a response header, metric labels, upstream URLs).
+  if (!isModelId(id)) {
+    throw new GatewayError(
+      400,
+      "Invalid 'model': a model id is visible ASCII characters only (letters, digits and punctuation; no spaces, control or non-ASCII characters).",
+      { param: "model", code: "invalid_value" },
+    );
   }
   const resolution = ctx.services.config.catalog.resolve(id);
   if (!resolution.ok) {

@@ -71,6 +71,8 @@ function buildCall(
       objectsFromJson: prepared.objectsFromJson,
       keepResponses: prepared.keepResponses,
       codec: client,
+      showUsage: client.usageView,
+      isAnswer: client.usageView.answer,
     };
   }
   const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
@@ -154,5 +156,6 @@ function translated(
     ...callOptions(ctx, client, accepted, model, prepared),
     upstreamFormat: upstream.errors,
     translate: translation,
+    isAnswer: upstream.usageView.answer,
   };
 }

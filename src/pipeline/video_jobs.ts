@@ -148,7 +148,17 @@ async function pollUpstream(services: Services, job: VideoJob): Promise<JobView>
     return expired ? await expire(expiredBody) : { job, pendingBody: text };
   }
   if (state.status === "done") {
-    const seconds = state.seconds ?? job.heldSeconds;
+    // Never more than was held (and asked for): a longer report is the upstream's fault.
+    const reported = state.seconds;
+    if (reported !== null && reported > job.heldSeconds) {
+      log("warn", "upstream reported more video seconds than were held: charged the hold", {
+        video_job: job.id,
+        provider: job.provider,
+        reported,
+        held: job.heldSeconds,
+      });
+    }
+    const seconds = reported === null || reported > job.heldSeconds ? job.heldSeconds : reported;
     await store.finishVideoJob(job.id, {
       status: "done",
       billedSeconds: seconds,

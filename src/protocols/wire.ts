@@ -16,7 +16,7 @@ import type { TokenRequest } from "../pipeline/reserve.ts";
 import type { CreatedObject } from "../pipeline/upstream_objects.ts";
 import type { CountClient, CountUpstream } from "../pipeline/count_tokens.ts";
 import type { UpstreamCall } from "../providers/index.ts";
-import type { Codec } from "../translate/codec.ts";
+import type { Codec, UsageView } from "../translate/codec.ts";
 import type { CanonicalRequest, CanonicalResponse, Json } from "../translate/ir.ts";
 
 /** What the pipeline needs from a client's request once it is read and validated. */
@@ -90,6 +90,8 @@ export interface WireProtocol extends Codec {
   accept(ctx: RequestContext, body: JsonBody): Accepted;
   /** A new id for a translated answer (`resp_…`, `msg_…`, `chatcmpl-…`). */
   answerId(): string;
+  /** How its answers show a usage the gateway decided (an estimate, or the hold). */
+  usageView: UsageView;
   /** Bytes that end a pass-through stream the upstream cut, in this protocol. */
   errorTail(started: boolean, jsonArray?: boolean): Uint8Array;
   /** Plans a call of `body` — already in this protocol — to `model`. */

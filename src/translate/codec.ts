@@ -14,6 +14,7 @@ import type {
   Json,
   Opaque,
   ProtocolId,
+  TokenUsage,
 } from "./ir.ts";
 
 /** What a request decoder knows of the route besides the body. */
@@ -66,6 +67,28 @@ export interface StreamEncoder {
   push(event: CanonicalEvent): void;
   /** The stream failed: the protocol's own in-stream error, ending it. */
   fail(message: string): void;
+}
+
+/**
+ * How a protocol's answers show a usage the gateway decided (an estimate, or a charge at the
+ * hold) in place of the upstream's report, on pass-through where the answer is the upstream's own.
+ */
+export interface UsageView {
+  /**
+   * Whether a whole answer has the protocol's shape (its id and content members of their types):
+   * one that does not is not relayed as an answer (the client gets a 502, unbilled).
+   */
+  answer?(answer: Json): boolean;
+  /** A whole answer with `usage` as its usage. */
+  json(answer: Json, usage: TokenUsage): Json;
+  /**
+   * Streams, one view per stream: which event carries the final usage (asked of every event, in
+   * order), and that event rewritten with `usage`.
+   */
+  event?: () => {
+    carries(event: SseEvent): boolean;
+    write(event: SseEvent, usage: TokenUsage): string;
+  };
 }
 
 /** The converters of one wire protocol. */

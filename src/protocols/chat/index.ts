@@ -14,7 +14,7 @@ import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./
 import { capField, chatToolUses, DEFAULT_SEARCH_RESULTS } from "./metering.ts";
 import { ChatRequest } from "./schema.ts";
 import { chatDecoder, chatEncoder, streamErrorChunk, withoutUsage } from "./stream.ts";
-import { chatMeter, chatUsage } from "./usage.ts";
+import { chatMeter, chatUsage, chatUsageView } from "./usage.ts";
 
 type Json = Record<string, unknown>;
 
@@ -28,6 +28,7 @@ export const chat: WireProtocol = {
   streamDecoder: chatDecoder,
   streamEncoder: chatEncoder,
   answerId: () => newId("chatcmpl-", 14),
+  usageView: chatUsageView,
   errorTail: () => streamErrorChunk(),
 
   accept(_ctx, body) {

@@ -3,6 +3,9 @@
  */
 import type { Usage } from "../../billing/price.ts";
 import { addCalls, list, Meter, obj, openaiUsage, type StreamMeter } from "../../billing/usage.ts";
+import type { UsageView } from "../../translate/codec.ts";
+import { encodeSse } from "../../http/sse.ts";
+import { encodeUsage } from "./codec.ts";
 
 type Json = Record<string, unknown>;
 
@@ -50,3 +53,45 @@ export function chatMeter(webSearch = false): StreamMeter {
     }
   });
 }
+
+const DONE = new TextEncoder().encode("[DONE]");
+
+/** Whether an event's data is the `[DONE]` marker. */
+function isDone(raw: Uint8Array): boolean {
+  return raw.length === DONE.length && raw.every((b, i) => b === DONE[i]);
+}
+
+/**
+ * How chat completions show a usage the gateway decided: `usage`, and on a stream (whose client
+ * asked for the usage chunk) a usage chunk of the stream's id and model just before `[DONE]`.
+ */
+export const chatUsageView: UsageView = {
+  answer: (a) => Array.isArray(a.choices),
+  json: (answer, usage) => ({ ...answer, usage: encodeUsage(usage) }),
+  event() {
+    let first: Json | undefined;
+    return {
+      carries(e) {
+        const raw = e.raw();
+        if (isDone(raw)) return true;
+        if (!first) {
+          try {
+            first = obj(JSON.parse(e.data()));
+          } catch { /* not a chunk: read the next one */ }
+        }
+        return false;
+      },
+      write(e, usage) {
+        const chunk = {
+          id: first?.id ?? "",
+          object: "chat.completion.chunk",
+          created: first?.created ?? Math.floor(Date.now() / 1000),
+          model: first?.model ?? "",
+          choices: [],
+          usage: encodeUsage(usage),
+        };
+        return encodeSse(JSON.stringify(chunk)) + encodeSse(e.data());
+      },
+    };
+  },
+};

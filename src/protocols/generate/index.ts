@@ -24,7 +24,7 @@ import {
   streamErrorElement,
   streamErrorEvent,
 } from "./stream.ts";
-import { geminiMeter, generateUsage } from "./usage.ts";
+import { geminiMeter, generateUsage, generateUsageView } from "./usage.ts";
 
 export const generate: WireProtocol = {
   id: "generate",
@@ -36,6 +36,7 @@ export const generate: WireProtocol = {
   streamDecoder: generateDecoder,
   streamEncoder: generateEncoder,
   answerId: () => newId("", 11),
+  usageView: generateUsageView,
   errorTail: (started, jsonArray) => jsonArray ? streamErrorElement(started) : streamErrorEvent(),
   countClient: generateCountClient,
   countUpstream: generateCountUpstream,

@@ -2,9 +2,13 @@
  * Reading usage from generateContent answers and streams (`gemini.md` §3–4): cached prompt,
  * thoughts, image output tokens, and search grounding.
  */
+import type { UsageView } from "../../translate/codec.ts";
+import { encodeSse } from "../../http/sse.ts";
+import { hasMember, memberName } from "../../http/json_bytes.ts";
+import { encodeUsage } from "./codec.ts";
 import type { Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
-import { addCalls, int, list, Meter, obj, parse, type StreamMeter } from "../../billing/usage.ts";
+import { addCalls, count, list, Meter, obj, parse, type StreamMeter } from "../../billing/usage.ts";
 
 type Json = Record<string, unknown>;
 
@@ -16,17 +20,17 @@ type Json = Record<string, unknown>;
 export function geminiUsage(raw: unknown): Usage | null {
   const u = obj(raw);
   if (!("promptTokenCount" in u || "candidatesTokenCount" in u)) return null;
-  const prompt = int(u.promptTokenCount) + int(u.toolUsePromptTokenCount);
-  const cached = Math.min(int(u.cachedContentTokenCount), prompt);
+  const prompt = count(u.promptTokenCount) + count(u.toolUsePromptTokenCount);
+  const cached = Math.min(count(u.cachedContentTokenCount), prompt);
   const image = list(u.candidatesTokensDetails)
     .filter((d) => obj(d).modality === "IMAGE")
-    .reduce((sum: number, d) => sum + int(obj(d).tokenCount), 0);
-  const candidates = int(u.candidatesTokenCount);
+    .reduce((sum: number, d) => sum + count(obj(d).tokenCount), 0);
+  const candidates = count(u.candidatesTokenCount);
   return {
     ...emptyUsage(),
     inputTokens: prompt - cached,
     cachedInputTokens: cached,
-    outputTokens: Math.max(0, candidates - image) + int(u.thoughtsTokenCount),
+    outputTokens: Math.max(0, candidates - image) + count(u.thoughtsTokenCount),
     imageOutputTokens: Math.min(image, candidates),
   };
 }
@@ -60,6 +64,8 @@ export function generateUsage(body: unknown): Usage | null {
  */
 export function geminiMeter(): StreamMeter {
   const m = new Meter();
+  // Every fragment repeats the usage so far: a stream cut short has its count.
+  m.running = true;
   let queries = 0;
   return m.view((e) => {
     const fragment = parse(e);
@@ -82,3 +88,22 @@ export function geminiMeter(): StreamMeter {
     }
   });
 }
+
+const FINISH_REASON = memberName("finishReason");
+
+/**
+ * How generateContent answers show a usage the gateway decided: `usageMetadata`, and that of the
+ * fragment with the `finishReason` (the last).
+ */
+export const generateUsageView: UsageView = {
+  answer: (a) => Array.isArray(a.candidates) || !!a.promptFeedback,
+  json: (answer, usage) => ({ ...answer, usageMetadata: encodeUsage(usage) }),
+  event: () => ({
+    carries: (e) => hasMember(e.raw(), FINISH_REASON),
+    write(e, usage) {
+      const data = parse(e);
+      data.usageMetadata = encodeUsage(usage);
+      return encodeSse(JSON.stringify(data), undefined, "\r\n");
+    },
+  }),
+};

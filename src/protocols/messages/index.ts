@@ -15,7 +15,7 @@ import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./
 import { messagesMinCap, messagesToolUses, wantsLongContext, withToolLimits } from "./metering.ts";
 import { MessagesRequest } from "./schema.ts";
 import { messagesDecoder, messagesEncoder, streamErrorEvent } from "./stream.ts";
-import { messagesMeter, messagesObjects, messagesUsage } from "./usage.ts";
+import { messagesMeter, messagesObjects, messagesUsage, messagesUsageView } from "./usage.ts";
 
 /** The client headers a Messages upstream gets on pass-through. */
 function forwardedHeaders(req: Request): Record<string, string> {
@@ -39,6 +39,7 @@ export const messages: WireProtocol = {
   answerId: () => newId("msg_", 12),
   countClient: messagesCountClient,
   countUpstream: messagesCountUpstream,
+  usageView: messagesUsageView,
   errorTail: () => streamErrorEvent(),
 
   accept(_ctx, body) {

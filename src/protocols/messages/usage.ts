@@ -2,11 +2,14 @@
  * Reading usage from Messages answers and streams (`anthropic-messages.md` §4–5): cache reads and
  * writes, server tool calls, and the container an answer uses.
  */
+import type { UsageView } from "../../translate/codec.ts";
+import { encodeSse } from "../../http/sse.ts";
+import { encodeUsage } from "./codec.ts";
 import type { HostedTool, Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
 import {
   addCalls,
-  int,
+  count,
   list,
   Meter,
   obj,
@@ -42,18 +45,18 @@ export function anthropicUsage(raw: unknown): Usage | null {
   const u = obj(raw);
   if (!("input_tokens" in u || "output_tokens" in u)) return null;
   const creation = obj(u.cache_creation);
-  const written = int(u.cache_creation_input_tokens);
-  const oneHour = Math.min(int(creation.ephemeral_1h_input_tokens), written);
+  const written = count(u.cache_creation_input_tokens);
+  const oneHour = Math.min(count(creation.ephemeral_1h_input_tokens), written);
   const usage: Usage = {
     ...emptyUsage(),
-    inputTokens: int(u.input_tokens),
-    cachedInputTokens: int(u.cache_read_input_tokens),
+    inputTokens: count(u.input_tokens),
+    cachedInputTokens: count(u.cache_read_input_tokens),
     cacheWriteTokens: written - oneHour,
     cacheWrite1hTokens: oneHour,
-    outputTokens: int(u.output_tokens),
+    outputTokens: count(u.output_tokens),
   };
   if (typeof u.service_tier === "string") usage.serviceTier = u.service_tier;
-  addCalls(usage, "web_search", int(obj(u.server_tool_use).web_search_requests));
+  addCalls(usage, "web_search", count(obj(u.server_tool_use).web_search_requests));
   return usage;
 }
 
@@ -118,10 +121,26 @@ export function messagesMeter(): StreamMeter {
       case "message_delta": {
         const data = parse(e);
         m.remember(obj(obj(data.delta).container).id, "container");
-        return update(obj(data.usage), true);
+        // Final only when it states the output (else the counts are message_start's).
+        const usage = obj(data.usage);
+        return update(usage, usage.output_tokens !== undefined && usage.output_tokens !== null);
       }
       case "message_stop":
         m.ended = true;
     }
   });
 }
+
+/** How Messages answers show a usage the gateway decided: `usage`, and `message_delta`'s. */
+export const messagesUsageView: UsageView = {
+  answer: (a) => a.type === "message" && Array.isArray(a.content),
+  json: (answer, usage) => ({ ...answer, usage: { ...obj(answer.usage), ...encodeUsage(usage) } }),
+  event: () => ({
+    carries: (e) => e.event === "message_delta",
+    write(e, usage) {
+      const data = parse(e);
+      data.usage = { ...obj(data.usage), ...encodeUsage(usage) };
+      return encodeSse(JSON.stringify(data), e.event);
+    },
+  }),
+};

@@ -19,7 +19,7 @@ import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./
 import { responsesToolUses } from "./metering.ts";
 import { ResponsesRequest } from "./schema.ts";
 import { responsesDecoder, responsesEncoder, streamErrorEvent } from "./stream.ts";
-import { responsesMeter, responsesObjects, responsesUsage } from "./usage.ts";
+import { responsesMeter, responsesObjects, responsesUsage, responsesUsageView } from "./usage.ts";
 
 export const responses: WireProtocol = {
   id: "responses",
@@ -33,6 +33,7 @@ export const responses: WireProtocol = {
   answerId: () => newId("resp_", 24),
   countClient: responsesCountClient,
   countUpstream: responsesCountUpstream,
+  usageView: responsesUsageView,
   errorTail: () => streamErrorEvent(),
   conversation: responsesConversation,
   stateProvider,

@@ -2,6 +2,9 @@
  * Reading usage from Responses answers and streams: tokens, the served tier, hosted tool calls
  * (`openai-responses.md` §4–6), and the objects an answer creates upstream.
  */
+import type { UsageView } from "../../translate/codec.ts";
+import { encodeSse } from "../../http/sse.ts";
+import { encodeUsage } from "./codec.ts";
 import type { HostedTool, Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
 import {
@@ -104,3 +107,17 @@ export function responsesMeter(): StreamMeter {
     }
   });
 }
+
+/** How Responses answers show a usage the gateway decided: `usage`, and the terminal event's. */
+export const responsesUsageView: UsageView = {
+  answer: (a) => typeof a.id === "string" && Array.isArray(a.output),
+  json: (answer, usage) => ({ ...answer, usage: encodeUsage(usage) }),
+  event: () => ({
+    carries: (e) => RESPONSES_TERMINAL.has(e.event),
+    write(e, usage) {
+      const data = parse(e);
+      data.response = { ...obj(data.response), usage: encodeUsage(usage) };
+      return encodeSse(JSON.stringify(data), e.event);
+    },
+  }),
+};
