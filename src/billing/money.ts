@@ -1,8 +1,10 @@
 /**
  * Money is kept as integer nano-dollars (1 USD = 1_000_000_000 nanoUSD) everywhere: in the store, in
  * the ledger and in price arithmetic. Decimal USD strings appear only at the edges (config file, CLI,
- * wire bodies). JS numbers hold integers exactly up to 2^53, i.e. about 9 million USD per balance.
+ * wire bodies). JS numbers hold integers exactly up to 2^53, about 9 million USD: a balance stays
+ * below it (see `MAX_BALANCE`), while totals past it (a lifetime spend) are bigints (`Total`).
  */
+import type { Total } from "../store/store.ts";
 
 /** nanoUSD in one USD. */
 export const NANO_PER_USD = 1_000_000_000n;
@@ -41,16 +43,19 @@ function numberToPlain(n: number): string {
 }
 
 /** Formats integer nanoUSD as an exact decimal USD string with at least two decimals ("0.000000038"). */
-export function nanoToUsd(nano: number): string {
+export function nanoToUsd(nano: Total): string {
   const negative = nano < 0;
-  const abs = BigInt(Math.abs(nano));
+  const abs = negative ? -BigInt(nano) : BigInt(nano);
   const whole = abs / NANO_PER_USD;
   let fraction = (abs % NANO_PER_USD).toString().padStart(9, "0").replace(/0+$/, "");
   if (fraction.length < 2) fraction = fraction.padEnd(2, "0");
   return `${negative ? "-" : ""}${whole}.${fraction}`;
 }
 
-/** An amount as the APIs show it: exact decimal USD beside integer nanoUSD. */
-export function amountFields(prefix: string, nano: number): Record<string, string | number> {
+/**
+ * An amount as the APIs show it: exact decimal USD beside integer nanoUSD (a bigint past 2^53,
+ * which `jsonText` writes as its exact digits).
+ */
+export function amountFields(prefix: string, nano: Total): Record<string, string | Total> {
   return { [`${prefix}_usd`]: nanoToUsd(nano), [`${prefix}_nanousd`]: nano };
 }

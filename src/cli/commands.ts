@@ -57,6 +57,7 @@ export function keyJson(k: KeyRecord) {
   };
 }
 
+/** An account as the CLI and the admin API show it (amounts exact: a bigint past 2^53). */
 export function accountJson(a: Account) {
   return {
     name: a.name,

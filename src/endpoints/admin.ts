@@ -14,6 +14,7 @@ import { validate } from "../http/validate.ts";
 import { amountFields, usdToNano } from "../billing/money.ts";
 import { byDayFields, byModelFields, byUnitFields } from "../billing/spend_report.ts";
 import { accountJson, CliError, createKey, creditAccount, keyJson } from "../cli/commands.ts";
+import { sumTotals } from "../store/amounts.ts";
 import type { Account, LedgerEntry } from "../store/store.ts";
 
 /** Ledger entries per page at most (and by default). */
@@ -206,7 +207,7 @@ export const totalUsage: Handler = admin(async (ctx) => {
     days,
     since: new Date(since).toISOString().slice(0, 10),
     requests: byDay.reduce((n, d) => n + d.requests, 0),
-    ...amountFields("spent", byDay.reduce((n, d) => n + d.amount, 0)),
+    ...amountFields("spent", sumTotals(byDay.map((d) => d.amount))),
     by_day: byDayFields(byDay),
   });
 });

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { nanoToUsd, usdToNano } from "../../src/billing/money.ts";
+import { amountFields, nanoToUsd, usdToNano } from "../../src/billing/money.ts";
+import { sumTotals, toTotal } from "../../src/store/amounts.ts";
+import { jsonText } from "../../src/http/json.ts";
 
 Deno.test("usdToNano parses decimal USD exactly", () => {
   assert.equal(usdToNano(1), 1_000_000_000);
@@ -21,4 +23,26 @@ Deno.test("nanoToUsd formats exactly with at least two decimals", () => {
   assert.equal(nanoToUsd(1_234_500_000), "1.2345");
   assert.equal(nanoToUsd(-2_500_000_000), "-2.50");
   assert.equal(nanoToUsd(Number.MAX_SAFE_INTEGER), "9007199.254740991");
+  assert.equal(nanoToUsd(2n ** 64n + 1n), "18446744073.709551617");
+  assert.equal(nanoToUsd(-(2n ** 60n)), "-1152921504.606846976");
+});
+
+Deno.test("totals are numbers while safe, bigints beyond, and written to JSON as exact digits", () => {
+  assert.equal(toTotal(5n), 5);
+  assert.equal(toTotal("9007199254740991"), Number.MAX_SAFE_INTEGER);
+  assert.equal(toTotal("9007199254740993"), 9007199254740993n);
+  assert.equal(toTotal(2n ** 60n), 2n ** 60n);
+  assert.equal(toTotal(null), 0);
+  assert.equal(toTotal(1e20), 100000000000000000000n, "a float from an old row: its integer");
+  assert.equal(sumTotals([Number.MAX_SAFE_INTEGER, 2]), 9007199254740993n);
+  assert.equal(sumTotals([2n ** 60n, -(2n ** 60n), 3]), 3);
+  const body = { ...amountFields("spent", 3n * BigInt(Number.MAX_SAFE_INTEGER)), n: 1 };
+  assert.equal(
+    jsonText(body),
+    '{"spent_usd":"27021597.764222973","spent_nanousd":27021597764222973,"n":1}',
+  );
+  assert.equal(jsonText({ a: [1, "x"] }), '{"a":[1,"x"]}');
+  const cycle: Record<string, unknown> = {};
+  cycle.self = cycle;
+  assert.throws(() => jsonText(cycle), TypeError);
 });
