@@ -9,6 +9,16 @@ import type { Total } from "../store/store.ts";
 /** nanoUSD in one USD. */
 export const NANO_PER_USD = 1_000_000_000n;
 
+/**
+ * The most one credit (or debit) may add (or remove): 1,000,000 USD. Far above any top-up a
+ * gateway's operator makes, yet a ninth of the most a balance may hold (`MAX_BALANCE`, about
+ * 9,007,199 USD), so a mistyped amount (nanoUSD typed as USD, a few extra zeros) is refused on its
+ * own rather than filling the balance; a larger top-up is several credits.
+ */
+export const MAX_CREDIT_USD = 1_000_000;
+/** `MAX_CREDIT_USD` in nanoUSD. */
+export const MAX_CREDIT = MAX_CREDIT_USD * 1_000_000_000;
+
 const DECIMAL = /^([+-]?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 
 /**
@@ -17,6 +27,31 @@ const DECIMAL = /^([+-]?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
  * of range, so that callers can report it in their own words.
  */
 export function usdToNano(value: number | string): number | string {
+  const nano = exactNano(value);
+  if (typeof nano === "string") return nano;
+  if (nano > BigInt(Number.MAX_SAFE_INTEGER) || nano < -BigInt(Number.MAX_SAFE_INTEGER)) {
+    return TOO_LARGE;
+  }
+  return Number(nano);
+}
+
+const TOO_LARGE = "is too large";
+
+/**
+ * Parses a credit (negative: a debit) as `usdToNano` does, refusing, whatever its size, more than
+ * `MAX_CREDIT_USD` either way with a message naming the limit.
+ */
+export function creditToNano(value: string): number | string {
+  const nano = exactNano(value);
+  if (typeof nano === "string" && nano !== TOO_LARGE) return nano;
+  if (typeof nano === "string" || nano > BigInt(MAX_CREDIT) || nano < -BigInt(MAX_CREDIT)) {
+    return `must be at most ${MAX_CREDIT_USD} USD per credit (a larger top-up is several credits)`;
+  }
+  return Number(nano);
+}
+
+/** A decimal USD amount as exact nanoUSD, of any size; an error string when it is not one. */
+function exactNano(value: number | string): bigint | string {
   const text = typeof value === "number" ? numberToPlain(value) : value.trim();
   const match = DECIMAL.exec(text);
   if (!match) return "must be a decimal amount in USD";
@@ -29,12 +64,12 @@ export function usdToNano(value: number | string): number | string {
     scale--;
   }
   if (scale > 9) return "must have at most 9 decimal places (1 nanoUSD)";
+  const significant = digits.replace(/^0+/, "");
+  if (!significant) return 0n;
+  // An exponent far past any amount would make the digits huge: it is too large either way.
+  if (significant.length - scale > 40) return TOO_LARGE;
   const nano = BigInt(digits) * 10n ** BigInt(9 - scale);
-  const signed = sign === "-" ? -nano : nano;
-  if (signed > BigInt(Number.MAX_SAFE_INTEGER) || signed < -BigInt(Number.MAX_SAFE_INTEGER)) {
-    return "is too large";
-  }
-  return Number(signed);
+  return sign === "-" ? -nano : nano;
 }
 
 function numberToPlain(n: number): string {

@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { amountFields, nanoToUsd, usdToNano } from "../../src/billing/money.ts";
+import {
+  amountFields,
+  creditToNano,
+  MAX_CREDIT,
+  nanoToUsd,
+  usdToNano,
+} from "../../src/billing/money.ts";
 import { sumTotals, toTotal } from "../../src/store/amounts.ts";
 import { jsonText } from "../../src/http/json.ts";
 
@@ -14,6 +20,23 @@ Deno.test("usdToNano parses decimal USD exactly", () => {
   assert.match(String(usdToNano("0.0000000001")), /at most 9 decimal places/);
   assert.match(String(usdToNano("ten")), /decimal amount/);
   assert.match(String(usdToNano("1e20")), /too large/);
+  assert.match(String(usdToNano("1e999999999999")), /too large/, "no huge power is computed");
+  assert.equal(usdToNano("0e999999999999"), 0);
+});
+
+Deno.test("a credit is at most 1,000,000 USD either way, whatever its size", () => {
+  assert.equal(creditToNano("1000000"), MAX_CREDIT);
+  assert.equal(creditToNano("-1000000"), -MAX_CREDIT);
+  assert.equal(creditToNano("2.5"), 2_500_000_000);
+  for (const text of ["1000000.000000001", "-1000001", "1e20", "1e999999999"]) {
+    assert.equal(
+      creditToNano(text),
+      "must be at most 1000000 USD per credit (a larger top-up is several credits)",
+      text,
+    );
+  }
+  assert.match(String(creditToNano("1.0000000001")), /at most 9 decimal places/);
+  assert.match(String(creditToNano("lots")), /decimal amount/);
 });
 
 Deno.test("nanoToUsd formats exactly with at least two decimals", () => {
