@@ -59,8 +59,12 @@ export function toTotal(value: unknown): Total {
   if (typeof value === "bigint") return normal(value);
   if (value === null || value === undefined) return 0;
   const text = String(value);
+  // Up to 15 digits (every id, time and amount in practice) is a safe integer: no bigint needed.
+  if (SHORT_INTEGER.test(text)) return Number(text);
   return /^-?\d+$/.test(text) ? normal(BigInt(text)) : toTotal(Number(text));
 }
+
+const SHORT_INTEGER = /^-?\d{1,15}$/;
 
 /** A bigint as a Total: a number when it is a safe integer. */
 function normal(value: bigint): Total {
