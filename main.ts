@@ -26,6 +26,7 @@ import { startEmulator } from "./src/emulator/server.ts";
 import { parseKeySpec } from "./src/emulator/keys.ts";
 import { restoreKeys } from "./src/routing/keys.ts";
 import { clearSpool } from "./src/http/multipart.ts";
+import { jsonText } from "./src/http/json.ts";
 import {
   accountJson,
   CliError,
@@ -129,8 +130,7 @@ async function main(argv: string[]): Promise<number> {
     );
   }
   const config = await loadConfig(values.config, (name) => Deno.env.get(name), overrides);
-  const print = (json: unknown, text: string) =>
-    console.log(values.json ? JSON.stringify(json) : text);
+  const print = (json: unknown, text: string) => console.log(values.json ? jsonText(json) : text);
 
   if (command === "reload") {
     const file = requestReload(config.dbPath);

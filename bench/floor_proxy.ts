@@ -53,11 +53,18 @@ function authorized(req: Request, url: URL): boolean {
   }
 }
 
-const charge = (usage: Usage | null) => ({
-  units: [],
-  amount: usage ? usage.inputTokens + usage.outputTokens : 1,
-  estimated: !usage,
-});
+/** What a hold's estimate charges: one input token. */
+const ESTIMATE = { units: [{ unit: "input_tokens", quantity: 1, amount: 1 }], amount: 1 };
+/** One nanoUSD per token (the store requires the amount to be the sum of the lines). */
+const charge = (usage: Usage | null) => {
+  const units = usage
+    ? [
+      { unit: "input_tokens", quantity: usage.inputTokens, amount: usage.inputTokens },
+      { unit: "output_tokens", quantity: usage.outputTokens, amount: usage.outputTokens },
+    ]
+    : ESTIMATE.units;
+  return { units, amount: units.reduce((n, u) => n + u.amount, 0), estimated: !usage };
+};
 
 const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
   const started = performance.now();
@@ -75,7 +82,7 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
     model: "floor",
     provider: "emulator",
     reserve: 1,
-    estimate: { units: [], amount: 1 },
+    estimate: ESTIMATE,
   });
   if (hold === null) return new Response("{}", { status: 402 });
   const upstream = await fetch(target + url.pathname + url.search, {

@@ -4,10 +4,12 @@
  * binaries are missing). Two handles on one store stand for two processes (or replicas).
  */
 import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
 import postgres from "postgres";
 import type { Store } from "../src/store/store.ts";
+import { AmountError, CreditRefused, MAX_BALANCE } from "../src/store/amounts.ts";
 import {
   HAS_POSTGRES,
   type Postgres,
@@ -21,6 +23,8 @@ if (!HAS_POSTGRES) console.warn(`skipping the PostgreSQL store tests: ${POSTGRES
 interface Place {
   open(options?: { owner?: boolean }): Promise<Store>;
   remove(): Promise<void>;
+  /** Runs SQL on the store's database directly (to seed a state the interface cannot reach). */
+  exec(statements: string): Promise<void>;
   /** PostgreSQL: the database's URL. */
   url?: string;
 }
@@ -37,6 +41,15 @@ const BACKENDS: { name: string; ignore: boolean; place(): Promise<Place> }[] = [
       return {
         open: (options) => Promise.resolve(openSqliteStore(`${dir}/s.db`, options)),
         remove: () => Deno.remove(dir, { recursive: true }),
+        exec(statements) {
+          const db = new DatabaseSync(`${dir}/s.db`);
+          try {
+            db.exec(`PRAGMA busy_timeout = 5000; ${statements}`);
+          } finally {
+            db.close();
+          }
+          return Promise.resolve();
+        },
       };
     },
   },
@@ -50,6 +63,14 @@ const BACKENDS: { name: string; ignore: boolean; place(): Promise<Place> }[] = [
         url,
         open: (options) => openPostgresStore(url, options),
         remove: () => Promise.resolve(),
+        async exec(statements) {
+          const sql = postgres(url, { max: 1, onnotice: () => {} });
+          try {
+            await sql.unsafe(statements);
+          } finally {
+            await sql.end();
+          }
+        },
       };
     },
   },
@@ -192,8 +213,11 @@ contract(
       assert.ok(after.balance >= 0, `balance ${after.balance}`);
       assert.equal(after.held, 0);
       const entries = await one.ledgerPage({ accountId: account.id, limit: 1000 });
-      const charged = entries.filter((e) => e.kind === "charge").reduce((n, e) => n + e.amount, 0);
-      assert.equal(20_000 - after.balance, charged, "ledger == balance change");
+      const charged = entries.filter((e) => e.kind === "charge").reduce(
+        (n, e) => n + Number(e.amount),
+        0,
+      );
+      assert.equal(20_000 - Number(after.balance), charged, "ledger == balance change");
       assert.equal(after.spent, charged);
     } finally {
       await one.close();
@@ -369,6 +393,266 @@ contract(
       assert.equal(await store.pruneResponses(3_000), 2);
       assert.deepEqual((await store.responseChain("resp_3", bound)).map((s) => s.id), ["resp_3"]);
       assert.deepEqual(await store.responseChain("nope", bound), []);
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+/** 2^53 − 1 as a bigint, for the exact figures past it. */
+const MAX = BigInt(MAX_BALANCE);
+
+/** `promise` rejects with an `AmountError` (a `RangeError`) whose message matches `message`. */
+async function refused(
+  promise: Promise<unknown>,
+  message: RegExp,
+  kind: abstract new (...args: never[]) => Error = AmountError,
+) {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof kind, `${error} is a ${kind.name}`);
+    assert.ok(error instanceof RangeError);
+    assert.match(error.message, message);
+    return true;
+  });
+}
+
+contract(
+  "a credit may not take a balance past 2^53 − 1 nanoUSD, nor a debit below what is held",
+  async (place) => {
+    const store = await place.open({ owner: true });
+    try {
+      const account = await store.ensureAccount("rich");
+      const full = await store.credit(account.id, MAX_BALANCE, "to the brim");
+      assert.deepEqual([full.balance, full.spent, full.held], [MAX_BALANCE, 0, 0]);
+      await refused(store.credit(account.id, 1, "one more"), /past the most/, CreditRefused);
+      await refused(store.credit(account.id, 1.5, "a float"), /whole number/);
+      await refused(store.credit(account.id, NaN, "NaN"), /whole number.*got NaN/);
+      await refused(store.credit(account.id, 2 ** 53, "2^53"), /whole number/);
+      await refused(store.credit(account.id, -Infinity, "-inf"), /whole number/);
+      assert.equal((await store.account("rich"))?.balance, MAX_BALANCE, "nothing was written");
+      assert.equal(await store.available(account.id), MAX_BALANCE);
+      assert.equal((await store.ledgerPage({ accountId: account.id, limit: 10 })).length, 1);
+
+      // A debit takes at most what is available: the held funds stay covered.
+      const held = await store.reserve(holdOf(account.id, 1_000));
+      assert.ok(held !== null);
+      await refused(
+        store.credit(account.id, -(MAX_BALANCE - 999), "too much"),
+        /more than it has available/,
+        CreditRefused,
+      );
+      const drained = await store.credit(account.id, -(MAX_BALANCE - 1_000), "all but the hold");
+      assert.deepEqual([drained.balance, drained.held], [1_000, 1_000]);
+      assert.equal(await store.available(account.id), 0);
+      assert.equal(await store.settle(held, charge(1_000)), true);
+      assert.deepEqual(
+        (await store.ledgerPage({ accountId: account.id, limit: 10 })).map((e) => e.amount),
+        [-(MAX_BALANCE - 1_000), 1_000, MAX_BALANCE],
+        "the debit, the charge (written when held), the credit",
+      );
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+contract(
+  "a lifetime spend and sums past 2^53 read exactly: account, usage by unit, model and day",
+  async (place) => {
+    const store = await place.open({ owner: true });
+    try {
+      const account = await store.ensureAccount("heavy");
+      // Three charges of 2^53 − 1 each, the balance refilled before each: 3 × (2^53 − 1) spent.
+      const big = {
+        units: [
+          { unit: "input_tokens", quantity: MAX_BALANCE, amount: MAX_BALANCE - 10 },
+          { unit: "output_tokens", quantity: 5, amount: 10 },
+        ],
+        amount: MAX_BALANCE,
+        estimated: false,
+      };
+      for (let i = 0; i < 3; i++) {
+        await store.credit(account.id, MAX_BALANCE, "refill");
+        const id = await store.reserve(holdOf(account.id, MAX_BALANCE, i));
+        assert.ok(id !== null);
+        assert.equal(await store.settle(id, big), true);
+      }
+      // Two calls in flight whose estimates sum past 2^53 (a zero hold is always taken).
+      const estimate = {
+        units: [{ unit: "input_tokens", quantity: MAX_BALANCE, amount: MAX_BALANCE }],
+        amount: MAX_BALANCE,
+      };
+      for (const i of [10, 11]) {
+        assert.ok((await store.reserve({ ...holdOf(account.id, 0, i), estimate })) !== null);
+      }
+      const expected = { balance: 0, spent: 3n * MAX, held: 0 };
+      const read = (await store.account("heavy"))!;
+      assert.deepEqual({ balance: read.balance, spent: read.spent, held: read.held }, expected);
+      const [listed] = await store.listAccounts();
+      assert.equal(listed.spent, 3n * MAX);
+      const usage = await store.usage(account.id);
+      assert.equal(usage.account.spent, 3n * MAX);
+      assert.equal(usage.requests, 3);
+      assert.deepEqual(usage.byUnit, {
+        input_tokens: { quantity: 3n * MAX, amount: 3n * (MAX - 10n) },
+        output_tokens: { quantity: 15, amount: 30 },
+      });
+      assert.deepEqual(usage.byModel, { m: { requests: 3, amount: 3n * MAX } });
+      assert.deepEqual(usage.heldByUnit, {
+        input_tokens: { quantity: 2n * MAX, amount: 2n * MAX },
+      });
+      const day = new Date().toISOString().slice(0, 10);
+      const days = [{ day, requests: 3, amount: 3n * MAX }];
+      assert.deepEqual(await store.usageByDay(account.id, Date.now() - 60_000), days);
+      assert.deepEqual(await store.totalUsageByDay(Date.now() - 60_000), days);
+      const charges = (await store.ledgerPage({ accountId: account.id, limit: 10 }))
+        .filter((e) => e.kind === "charge" && e.status === "settled");
+      assert.deepEqual(charges.map((e) => e.amount), [MAX_BALANCE, MAX_BALANCE, MAX_BALANCE]);
+      assert.deepEqual(charges[0].units, big.units);
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+contract(
+  "a store credited past 2^53 before the bound reads exactly, and can be put right",
+  async (place) => {
+    const store = await place.open();
+    try {
+      const account = await store.ensureAccount("legacy");
+      // What two credits of 5 million USD each left before the bound: 10^16 nanoUSD.
+      await place.exec(`UPDATE accounts SET balance = 10000000000000000 WHERE id = ${account.id};
+        INSERT INTO ledger (kind, status, account_id, amount, note, created_at, settled_at)
+        VALUES ('credit', 'settled', ${account.id}, 10000000000000000, 'old', 1, 1);`);
+      assert.equal((await store.account("legacy"))?.balance, 10n ** 16n);
+      assert.equal((await store.listAccounts())[0].balance, 10n ** 16n);
+      const [entry] = await store.ledgerPage({ accountId: account.id, limit: 10 });
+      assert.equal(entry.amount, 10n ** 16n);
+      assert.equal(await store.available(account.id), MAX_BALANCE, "at most the safe maximum");
+      await refused(store.credit(account.id, 1, "more"), /past the most/, CreditRefused);
+      const fixed = await store.credit(account.id, -Number(10n ** 16n - MAX), "put right");
+      assert.equal(fixed.balance, MAX_BALANCE);
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+contract(
+  "amounts that are not safe non-negative integers, or charges that are not the sum of their lines, are refused before anything is written",
+  async (place) => {
+    const store = await place.open({ owner: true });
+    try {
+      const account = await store.ensureAccount("strict");
+      await store.credit(account.id, 100_000, "test");
+      const id = (await store.reserve(holdOf(account.id, 10_000, 1)))!;
+      const state = async () => ({
+        account: await store.account("strict"),
+        holds: await store.holdsOutstanding(),
+        ledger: await store.ledgerPage({ limit: 100 }),
+        usage: await store.usage(account.id),
+      });
+      const before = await state();
+      const line = (quantity: number, amount: number) => ({
+        unit: "input_tokens",
+        quantity,
+        amount,
+      });
+      const estimate = (
+        units: { unit: string; quantity: number; amount: number }[],
+        amount: number,
+      ) => ({
+        ...holdOf(account.id, 1_000, 2),
+        estimate: { units, amount },
+      });
+      for (const reserve of [1.5, NaN, -1, Infinity, 2 ** 53, 1e21]) {
+        await refused(store.reserve(holdOf(account.id, reserve, 2)), /a hold's reserve must be/);
+      }
+      await refused(store.reserve(estimate([line(0.5, 5)], 5)), /quantity of input_tokens/);
+      await refused(store.reserve(estimate([line(5, 5)], 6)), /not the sum of its lines \(5\)/);
+      await refused(store.reserve(estimate([line(5, -5)], -5)), /amount of input_tokens/);
+      const bad: [unknown, RegExp][] = [
+        [{ units: [line(7, 2.5)], amount: 2.5 }, /amount of input_tokens.*got 2\.5/],
+        [{ units: [line(7, 2_500)], amount: 2_499 }, /2499\) is not the sum of its lines \(2500\)/],
+        [{ units: [], amount: 1 }, /not the sum of its lines \(0\)/],
+        [{ units: [line(1e300, 2_500)], amount: 2_500 }, /quantity of input_tokens/],
+        [{ units: [line(7, NaN)], amount: NaN }, /got NaN/],
+        [{ units: [line(7, -1), line(7, 1)], amount: 0 }, /at least 0/],
+        [
+          { units: [line(1, MAX_BALANCE), line(1, MAX_BALANCE)], amount: 2 ** 54 },
+          /lines add up past/,
+        ],
+        [{ units: [{ unit: "", quantity: 1, amount: 1 }], amount: 1 }, /no unit name/],
+      ];
+      for (const [wrong, message] of bad) {
+        await refused(
+          store.settle(id, { ...(wrong as object), estimated: false } as never),
+          message,
+        );
+      }
+      const job = {
+        id: "vid_bad",
+        upstreamId: "up",
+        accountId: account.id,
+        keyId: "k",
+        ledgerId: id,
+        model: "video",
+        provider: "p",
+        rate: 100,
+        heldSeconds: 8,
+        status: "pending" as const,
+        billedSeconds: null,
+        amount: null,
+        result: null,
+        createdAt: Date.now(),
+        finishedAt: null,
+      };
+      await refused(store.insertVideoJob({ ...job, rate: 0.5 }), /rate/);
+      await refused(store.insertVideoJob({ ...job, heldSeconds: NaN }), /seconds held/);
+      await refused(
+        store.recordObject({
+          id: "o",
+          accountId: account.id,
+          kind: "response",
+          contextTokens: 1e300,
+        }),
+        /context tokens/,
+      );
+      await refused(
+        store.saveResponse({
+          id: "resp_x",
+          accountId: account.id,
+          previousId: null,
+          items: "[]",
+          contextTokens: -1,
+          createdAt: 1,
+        }),
+        /context tokens/,
+      );
+      assert.deepEqual(await state(), before, "nothing was written");
+      assert.equal(await store.upstreamObject("o"), undefined);
+      assert.deepEqual(await store.responseChain("resp_x", { steps: 1, bytes: 1e6 }), []);
+
+      // A job recorded right is refused a wrong outcome, and finishes on a right one.
+      await store.insertVideoJob(job);
+      const done = (billedSeconds: number, amount: number, lineAmount = amount) => ({
+        status: "done" as const,
+        billedSeconds,
+        charge: {
+          units: [{ unit: "video_seconds", quantity: billedSeconds, amount: lineAmount }],
+          amount,
+          estimated: false,
+        },
+        result: "{}",
+      });
+      await refused(store.finishVideoJob(job.id, done(1.5, 150)), /seconds billed/);
+      await refused(store.finishVideoJob(job.id, done(5, 500, 499)), /not the sum/);
+      await refused(store.finishVideoJob(job.id, done(5, Infinity)), /whole number/);
+      assert.equal((await store.videoJob(job.id))?.status, "pending");
+      assert.equal(await store.finishVideoJob(job.id, done(5, 500)), true);
+      const after = (await store.account("strict"))!;
+      assert.deepEqual([after.balance, after.held, after.spent], [99_500, 0, 500]);
     } finally {
       await store.close();
     }

@@ -1,11 +1,15 @@
 /**
  * `switchyard store copy`: a gateway's SQLite store moved into PostgreSQL — its keys go on working
  * against a gateway on the database, with the same balances, usage and ledger — and a second copy
- * into the now non-empty database is refused.
+ * into the now non-empty database is refused. Totals past 2^53 nanoUSD are copied and checked
+ * exactly.
  */
 import assert from "node:assert/strict";
 import { startStack, usageOf } from "./helpers/setup.ts";
 import { HAS_POSTGRES, POSTGRES_MISSING, startPostgres } from "./helpers/postgres.ts";
+import { copyStore } from "../src/store/copy.ts";
+import { openSqliteStore } from "../src/store/sqlite.ts";
+import { openPostgresStore } from "../src/store/postgres.ts";
 
 if (!HAS_POSTGRES) console.warn(`skipping the store copy test: ${POSTGRES_MISSING}`);
 
@@ -74,6 +78,56 @@ Deno.test({
       await next?.stop();
       await old.stop();
       await pg.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "store copy carries a lifetime spend and sums past 2^53 nanoUSD exactly, and checks them exactly",
+  ignore: !HAS_POSTGRES,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const pg = await startPostgres();
+    const dir = await Deno.makeTempDir({ prefix: "switchyard-copy-big-" });
+    try {
+      const path = `${dir}/s.db`;
+      const max = Number.MAX_SAFE_INTEGER;
+      const source = openSqliteStore(path);
+      const account = await source.ensureAccount("heavy");
+      // Three charges of 2^53 − 1 nanoUSD each, the balance refilled before each.
+      for (let i = 0; i < 3; i++) {
+        await source.credit(account.id, max, "refill");
+        const id = await source.reserve({
+          requestId: `r${i}`,
+          keyId: "k",
+          accountId: account.id,
+          endpoint: "responses",
+          model: "m",
+          provider: "p",
+          reserve: max,
+          estimate: { units: [{ unit: "input_tokens", quantity: 1, amount: 1 }], amount: 1 },
+        });
+        const units = [{ unit: "input_tokens", quantity: max, amount: max }];
+        assert.equal(await source.settle(id!, { units, amount: max, estimated: false }), true);
+      }
+      const usage = await source.usage(account.id);
+      assert.equal(usage.account.spent, 3n * BigInt(max));
+      source.close();
+
+      const report = await copyStore(path, pg.url);
+      assert.equal(report.sums["accounts.spent"], 3n * BigInt(max));
+      assert.equal(report.sums["ledger.amount"], 6n * BigInt(max), "credits and charges");
+      const target = await openPostgresStore(pg.url);
+      try {
+        assert.deepEqual(await target.usage(account.id), usage, "the same, exactly");
+      } finally {
+        await target.close();
+      }
+    } finally {
+      await pg.stop();
+      await Deno.remove(dir, { recursive: true });
     }
   },
 });

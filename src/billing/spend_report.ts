@@ -1,14 +1,15 @@
 /**
  * Spend broken down as `GET /v1/usage` and the admin API show it: quantities and amounts by unit,
- * requests and amounts by model (amounts as `amountFields`).
+ * requests and amounts by model (amounts as `amountFields`: exact at any size).
  */
 import { amountFields } from "./money.ts";
+import type { Total } from "../store/store.ts";
 
 /** `{unit: {quantity, <prefix>_usd, <prefix>_nanousd}}` (prefix `spent`, or `held`). */
 export function byUnitFields(
-  byUnit: Record<string, { quantity: number; amount: number }>,
+  byUnit: Record<string, { quantity: Total; amount: Total }>,
   prefix = "spent",
-): Record<string, Record<string, string | number>> {
+): Record<string, Record<string, string | Total>> {
   return Object.fromEntries(
     Object.entries(byUnit).map((
       [unit, x],
@@ -18,8 +19,8 @@ export function byUnitFields(
 
 /** `{model: {requests, spent_usd, spent_nanousd}}`. */
 export function byModelFields(
-  byModel: Record<string, { requests: number; amount: number }>,
-): Record<string, Record<string, string | number>> {
+  byModel: Record<string, { requests: number; amount: Total }>,
+): Record<string, Record<string, string | Total>> {
   return Object.fromEntries(
     Object.entries(byModel).map((
       [model, x],
@@ -29,8 +30,8 @@ export function byModelFields(
 
 /** `[{day, requests, spent_usd, spent_nanousd}]`, one row per UTC day. */
 export function byDayFields(
-  byDay: readonly { day: string; requests: number; amount: number }[],
-): Record<string, string | number>[] {
+  byDay: readonly { day: string; requests: number; amount: Total }[],
+): Record<string, string | Total>[] {
   return byDay.map((d) => ({
     day: d.day,
     requests: d.requests,

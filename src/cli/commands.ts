@@ -3,7 +3,8 @@
  * server sees changes at once). Each returns the text to print; errors are `CliError`.
  */
 import { mintKey } from "../auth/keys.ts";
-import { nanoToUsd, usdToNano } from "../billing/money.ts";
+import { creditToNano, nanoToUsd } from "../billing/money.ts";
+import { CreditRefused, MAX_BALANCE } from "../store/amounts.ts";
 import type { Account, KeyRecord, Store } from "../store/store.ts";
 
 /** A usage or input mistake, printed without a stack trace (exit code 2). */
@@ -27,7 +28,7 @@ export async function createKey(store: Store, o: CreateKeyOptions) {
   }
   const credit = o.creditUsd === undefined ? 0 : parseUsd(o.creditUsd, "--credit");
   let account = await store.ensureAccount(o.account);
-  if (credit) account = await store.credit(account.id, credit, "keys create --credit");
+  if (credit) account = await credited(store, account, credit, "keys create --credit");
   const key = mintKey();
   await store.insertKey({
     id: key.id,
@@ -57,6 +58,7 @@ export function keyJson(k: KeyRecord) {
   };
 }
 
+/** An account as the CLI and the admin API show it (amounts exact: a bigint past 2^53). */
 export function accountJson(a: Account) {
   return {
     name: a.name,
@@ -73,11 +75,41 @@ export async function creditAccount(store: Store, name: string, usd: string): Pr
   const account = await store.account(name);
   if (!account) throw new CliError(`no account named "${name}"`);
   const amount = parseUsd(usd, "the amount", true);
-  return await store.credit(account.id, amount, "accounts credit");
+  return await credited(store, account, amount, "accounts credit");
+}
+
+/**
+ * Credits `amount` nanoUSD; a balance it would take past the most an account may hold, or (a
+ * debit) below what calls in flight hold, is a `CliError` saying so.
+ */
+async function credited(
+  store: Store,
+  account: Account,
+  amount: number,
+  note: string,
+): Promise<Account> {
+  try {
+    return await store.credit(account.id, amount, note);
+  } catch (error) {
+    if (!(error instanceof CreditRefused)) throw error;
+    const usd = (nano: bigint | number) => `${nanoToUsd(nano)} USD`;
+    if (amount > 0) {
+      throw new CliError(
+        `a credit of ${usd(amount)} would take the balance of account "${account.name}" to ${
+          usd(BigInt(error.balance) + BigInt(amount))
+        }, past the most an account may hold (${usd(MAX_BALANCE)})`,
+      );
+    }
+    throw new CliError(
+      `a debit of ${usd(-amount)} is more than account "${account.name}" has available (${
+        usd(BigInt(error.balance) - BigInt(error.held))
+      }: a balance of ${usd(error.balance)}, ${usd(error.held)} of it held by calls in flight)`,
+    );
+  }
 }
 
 function parseUsd(text: string, what: string, allowNegative = false): number {
-  const nano = usdToNano(text);
+  const nano = creditToNano(text);
   if (typeof nano === "string") throw new CliError(`${what} ${nano}, got "${text}"`);
   if (nano === 0 || (nano < 0 && !allowNegative)) {
     throw new CliError(`${what} must be a ${allowNegative ? "non-zero" : "positive"} USD amount`);

@@ -11,9 +11,10 @@ import { readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
-import { amountFields, usdToNano } from "../billing/money.ts";
+import { amountFields, creditToNano } from "../billing/money.ts";
 import { byDayFields, byModelFields, byUnitFields } from "../billing/spend_report.ts";
 import { accountJson, CliError, createKey, creditAccount, keyJson } from "../cli/commands.ts";
+import { sumTotals } from "../store/amounts.ts";
 import type { Account, LedgerEntry } from "../store/store.ts";
 
 /** Ledger entries per page at most (and by default). */
@@ -27,9 +28,20 @@ const ACCOUNT_NAME = v.pipe(
   v.string("must be a string"),
   v.regex(/^[\w.@-]{1,64}$/, "must be 1–64 characters of letters, digits, _ . @ -"),
 );
+/** A credit in USD: a decimal string of at most `MAX_CREDIT_USD` either way. */
 const USD = v.pipe(
   v.string('must be a decimal string such as "10" or "2.50"'),
-  v.check((text) => typeof usdToNano(text) === "number", "must be a USD amount such as 2.50"),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const nano = creditToNano(dataset.value);
+    if (typeof nano === "string") {
+      addIssue({
+        message: nano === "must be a decimal amount in USD"
+          ? "must be a USD amount such as 2.50"
+          : nano,
+      });
+    }
+  }),
 );
 
 const NewKey = v.strictObject({
@@ -206,7 +218,7 @@ export const totalUsage: Handler = admin(async (ctx) => {
     days,
     since: new Date(since).toISOString().slice(0, 10),
     requests: byDay.reduce((n, d) => n + d.requests, 0),
-    ...amountFields("spent", byDay.reduce((n, d) => n + d.amount, 0)),
+    ...amountFields("spent", sumTotals(byDay.map((d) => d.amount))),
     by_day: byDayFields(byDay),
   });
 });

@@ -14,16 +14,19 @@ import { openSqliteStore } from "./sqlite.ts";
 import { openPostgresStore } from "./postgres.ts";
 import { OwnerLock } from "./owners.ts";
 import { storeDir } from "../config/load.ts";
+import { jsonText } from "../http/json.ts";
+import { toTotal } from "./amounts.ts";
+import type { Total } from "./store.ts";
 
 /** A copy that cannot be made or did not check out; nothing was written. */
 export class CopyError extends Error {
   override name = "CopyError";
 }
 
-/** What was copied: rows per table, and the money totals both sides agree on. */
+/** What was copied: rows per table, and the money totals both sides agree on (exact). */
 export interface CopyReport {
   rows: Record<string, number>;
-  sums: Record<string, number>;
+  sums: Record<string, Total>;
 }
 
 /** A table to copy: its columns with their PostgreSQL types, and how a SQLite row becomes JSON. */
@@ -184,19 +187,23 @@ export async function copyStore(from: string, to: string): Promise<CopyReport> {
       for (const table of TABLES) {
         const names = table.columns.map(([name]) => name);
         const select = source.prepare(`SELECT ${names.join(", ")} FROM ${table.name}`);
+        // Integers past 2^53 (a lifetime spend) are read as bigints, and sent as exact digits.
+        select.setReadBigInts(true);
         const expand = names.map((name) => name === "hash" ? "decode(r.hash, 'hex')" : `r.${name}`);
         const record = table.columns.map(([name, type]) => `${name} ${type}`).join(", ");
         const insert = `INSERT INTO ${table.name} (${names.join(", ")})
-          SELECT ${expand.join(", ")} FROM jsonb_to_recordset($1::jsonb) AS r(${record})`;
+          SELECT ${expand.join(", ")} FROM jsonb_to_recordset($1::text::jsonb) AS r(${record})`;
         let batch: Record<string, unknown>[] = [];
         let copied = 0;
         const flush = async () => {
           if (!batch.length) return;
-          await tx.unsafe(insert, [tx.json(batch as postgres.JSONValue)]);
+          // As text (exact digits past 2^53), cast to jsonb by the statement.
+          await tx.unsafe(insert, [jsonText(batch)]);
           copied += batch.length;
           batch = [];
         };
-        for (const row of select.iterate() as Iterable<Record<string, unknown>>) {
+        for (const read of select.iterate() as Iterable<Record<string, unknown>>) {
+          const row = numbers(read);
           batch.push(table.row ? table.row(row) : row);
           if (batch.length >= BATCH) await flush();
         }
@@ -217,6 +224,15 @@ export async function copyStore(from: string, to: string): Promise<CopyReport> {
   }
 }
 
+/** A row's integers as numbers where they are safe, as bigints beyond (see `toTotal`). */
+function numbers(row: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(row)) {
+    out[name] = typeof value === "bigint" ? toTotal(value) : value;
+  }
+  return out;
+}
+
 /** Compares counts and sums of one table on both sides; throws (rolling back) when they differ. */
 async function check(
   source: DatabaseSync,
@@ -228,17 +244,19 @@ async function check(
   const sums = table.sums ?? [];
   const columns = ["count(*) AS n", ...sums.map((s) => `coalesce(sum(${s}), 0) AS ${s}`)];
   const query = `SELECT ${columns.join(", ")} FROM ${table.name}`;
-  const mine = source.prepare(query).get() as Record<string, unknown>;
+  const statement = source.prepare(query);
+  statement.setReadBigInts(true);
+  const mine = statement.get() as Record<string, unknown>;
   const [theirs] = await target.unsafe(query);
   for (const key of ["n", ...sums]) {
-    if (Number(mine[key]) !== Number(theirs[key])) {
+    if (String(toTotal(mine[key])) !== String(toTotal(theirs[key]))) {
       throw new CopyError(
         `${table.name}: ${key === "n" ? "rows" : `sum of ${key}`} is ${mine[key]} in the file but ${
           theirs[key]
         } in the copy`,
       );
     }
-    if (key !== "n") report.sums[`${table.name}.${key}`] = Number(mine[key]);
+    if (key !== "n") report.sums[`${table.name}.${key}`] = toTotal(mine[key]);
   }
   if (copied !== Number(mine.n)) throw new CopyError(`${table.name}: ${copied} rows read`);
   report.rows[table.name] = copied;

@@ -38,6 +38,17 @@ import type { RateDecision } from "../auth/ratelimit.ts";
 import { log } from "../log.ts";
 import { deadline } from "../http/deadlines.ts";
 import {
+  checkCharge,
+  checkCredit,
+  checkHold,
+  checkTokens,
+  checkVideoJob,
+  checkVideoOutcome,
+  CreditRefused,
+  MAX_BALANCE,
+  toTotal,
+} from "./amounts.ts";
+import {
   text,
   toAccount,
   toDay,
@@ -92,12 +103,15 @@ const OWNER_STALE_MS = 5_000;
 /** Unknown key ids remembered at most (until any key changes). */
 const MAX_MISSING_KEYS = 10_000;
 
-/** `bigint` columns as numbers (amounts in nanoUSD stay below 2^53). */
+/**
+ * `bigint` columns as numbers while they are safe integers, as bigints beyond (a lifetime spend
+ * may pass 2^53; see `toTotal`). Sums are `numeric`, which the driver leaves as text.
+ */
 const BIGINT = {
   to: 20,
   from: [20],
-  serialize: (value: number) => String(value),
-  parse: (value: string) => Number(value),
+  serialize: (value: number | bigint) => String(value),
+  parse: (value: string) => toTotal(value),
 };
 
 /** Errors of a database that could not be reached, or does not serve now: nothing was done. */
@@ -400,18 +414,29 @@ export class PostgresStore implements Store {
   }
 
   async credit(accountId: number, amount: number, note: string): Promise<Account> {
+    checkCredit(amount);
     const now = Date.now();
+    // A credit may not take the balance past MAX_BALANCE, nor a debit below what calls in
+    // flight hold (written so that nothing can overflow).
     const [row] = await this.#run(this.#sql`
       WITH a AS (
-        UPDATE accounts SET balance = balance + ${amount}::bigint WHERE id = ${accountId}
+        UPDATE accounts SET balance = balance + ${amount}::bigint
+        WHERE id = ${accountId} AND CASE WHEN ${amount}::bigint >= 0
+                                         THEN balance <= ${MAX_BALANCE}::bigint - ${amount}::bigint
+                                         ELSE balance + ${amount}::bigint >= held END
         RETURNING ${this.#sql.unsafe(ACCOUNT)}
       ), l AS (
         INSERT INTO ledger (kind, status, account_id, amount, note, created_at, settled_at)
         SELECT 'credit', 'settled', id, ${amount}::bigint, ${note}, ${now}, ${now} FROM a
       )
       SELECT * FROM a`);
-    if (!row) throw new Error(`no account ${accountId}`);
-    return toAccount(row);
+    if (row) return toAccount(row);
+    const [current] = await this.#run(
+      this.#sql`SELECT ${this.#sql.unsafe(ACCOUNT)} FROM accounts WHERE id = ${accountId}`,
+    );
+    if (!current) throw new Error(`no account ${accountId}`);
+    const account = toAccount(current);
+    throw new CreditRefused(accountId, amount, account.balance, account.held);
   }
 
   async insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): Promise<void> {
@@ -472,12 +497,13 @@ export class PostgresStore implements Store {
 
   async available(accountId: number): Promise<number> {
     const [row] = await this.#run(this.#sql`
-      SELECT balance - held AS available FROM accounts WHERE id = ${accountId}`);
+      SELECT least(balance - held, ${MAX_BALANCE}::bigint) AS available FROM accounts
+      WHERE id = ${accountId}`);
     return row ? Number(row.available) : 0;
   }
 
   async reserve(h: NewHold): Promise<number | null> {
-    if (h.reserve < 0) return null;
+    checkHold(h);
     const token = crypto.randomUUID();
     const [row] = await this.#run(this.#sql`
       WITH a AS (
@@ -505,6 +531,7 @@ export class PostgresStore implements Store {
    * be written once, when the database is back).
    */
   async settle(id: number, charge: Charge | null): Promise<boolean> {
+    checkCharge(charge); // before anything is written, or queued
     try {
       return await this.#settle(id, charge);
     } catch (error) {
@@ -668,6 +695,7 @@ export class PostgresStore implements Store {
    * upstream job exists and its funds are held, so the client gets its id all the same).
    */
   async insertVideoJob(job: VideoJob): Promise<void> {
+    checkVideoJob(job);
     try {
       await this.#insertVideoJob(job);
     } catch (error) {
@@ -699,6 +727,7 @@ export class PostgresStore implements Store {
 
   /** One statement: the job, its ledger row and the account's funds move together, once. */
   async finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean> {
+    checkVideoOutcome(outcome);
     const done = outcome.status === "done";
     const amount = done ? outcome.charge?.amount ?? 0 : null;
     const now = Date.now();
@@ -735,6 +764,7 @@ export class PostgresStore implements Store {
   }
 
   async recordObject(o: UpstreamObject): Promise<void> {
+    checkTokens("an upstream object", o.contextTokens);
     await this.#run(this.#sql`
       INSERT INTO upstream_objects (id, account_id, kind, context_tokens, provider, created_at)
       VALUES (${o.id}, ${o.accountId}, ${o.kind}, ${o.contextTokens}, ${o.provider ?? null},
@@ -759,6 +789,7 @@ export class PostgresStore implements Store {
   }
 
   async saveResponse(r: StoredResponse): Promise<void> {
+    checkTokens("a conversation step", r.contextTokens);
     await this.#run(this.#sql`
       INSERT INTO stored_responses (id, account_id, previous_id, items, context_tokens,
                                     created_at)
@@ -814,15 +845,18 @@ export class PostgresStore implements Store {
     );
     const byUnit: UsageSummary["byUnit"] = {};
     for (const row of units) {
-      byUnit[String(row.unit)] = { quantity: Number(row.quantity), amount: Number(row.amount) };
+      byUnit[String(row.unit)] = { quantity: toTotal(row.quantity), amount: toTotal(row.amount) };
     }
     const byModel: UsageSummary["byModel"] = {};
     for (const row of models) {
-      byModel[String(row.model)] = { requests: Number(row.requests), amount: Number(row.amount) };
+      byModel[String(row.model)] = { requests: Number(row.requests), amount: toTotal(row.amount) };
     }
     const heldByUnit: UsageSummary["heldByUnit"] = {};
     for (const row of held) {
-      heldByUnit[String(row.unit)] = { quantity: Number(row.quantity), amount: Number(row.amount) };
+      heldByUnit[String(row.unit)] = {
+        quantity: toTotal(row.quantity),
+        amount: toTotal(row.amount),
+      };
     }
     return {
       account: toAccount(accounts[0]),
@@ -881,7 +915,7 @@ export class PostgresStore implements Store {
       model: text(row.model),
       provider: text(row.provider),
       upstreamModel: text(row.upstream_model),
-      amount: Number(row.amount),
+      amount: toTotal(row.amount),
       units: row.units as LedgerEntry["units"],
       estimated: row.estimated === true,
       note: text(row.note),

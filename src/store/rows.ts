@@ -8,6 +8,7 @@ import type {
   VideoJob,
   VideoJobStatus,
 } from "./store.ts";
+import { toTotal } from "./amounts.ts";
 
 /** A row as a driver gives it: column name to value. */
 export type Row = Record<string, unknown>;
@@ -25,9 +26,9 @@ export function toAccount(row: Row): Account {
   return {
     id: Number(row.id),
     name: String(row.name),
-    balance: Number(row.balance),
-    spent: Number(row.spent),
-    held: Number(row.held),
+    balance: toTotal(row.balance),
+    spent: toTotal(row.spent),
+    held: toTotal(row.held),
     createdAt: Number(row.created_at),
   };
 }
@@ -57,7 +58,7 @@ export function toStoredResponse(row: Row): StoredResponse {
 }
 
 export function toDay(row: Row): DayUsage {
-  return { day: String(row.day), requests: Number(row.requests), amount: Number(row.amount) };
+  return { day: String(row.day), requests: Number(row.requests), amount: toTotal(row.amount) };
 }
 
 export function toVideoJob(row: Row): VideoJob {

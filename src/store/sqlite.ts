@@ -10,6 +10,17 @@ import { OwnerLock } from "./owners.ts";
 import { WriteLock } from "./write_lock.ts";
 import type { CheckpointerStart } from "./checkpointer.ts";
 import {
+  checkCharge,
+  checkCredit,
+  checkHold,
+  checkTokens,
+  checkVideoJob,
+  checkVideoOutcome,
+  CreditRefused,
+  MAX_BALANCE,
+  toTotal,
+} from "./amounts.ts";
+import {
   type Row,
   toAccount,
   toDay,
@@ -256,6 +267,20 @@ const SETTLED_CHARGES = "l.account_id = ? AND l.kind = 'charge' AND l.status = '
  */
 const LEDGER_SKEW_MS = 3600_000;
 
+/** The statements that read amounts or sums of them (see the constructor). */
+const MONEY_READS = [
+  "accountByName",
+  "accountById",
+  "accounts",
+  "heldByUnit",
+  "byUnit",
+  "byDay",
+  "allByDay",
+  "ledgerPage",
+  "accountLedgerPage",
+  "byModel",
+];
+
 /** A write waiting for the turn's flush, and who waits for its result. */
 interface Queued {
   run: () => unknown;
@@ -300,12 +325,20 @@ export class SqliteStore implements Store {
     this.#s = {
       accountByName: p(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE name = ?`),
       accountById: p(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
-      available: p(`SELECT balance - held AS available FROM accounts WHERE id = ?`),
+      available: p(
+        `SELECT min(balance - held, ${MAX_BALANCE}) AS available FROM accounts WHERE id = ?`,
+      ),
       insertAccount: p(
         `INSERT INTO accounts (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
       ),
       accounts: p(`SELECT ${ACCOUNT_COLUMNS} FROM accounts ORDER BY name`),
-      addBalance: p(`UPDATE accounts SET balance = balance + ? WHERE id = ?`),
+      // A credit may not take the balance past MAX_BALANCE, nor a debit below what calls in
+      // flight hold (written so that nothing can overflow).
+      addBalance: p(
+        `UPDATE accounts SET balance = balance + ?1
+         WHERE id = ?2 AND CASE WHEN ?1 >= 0 THEN balance <= ${MAX_BALANCE} - ?1
+                                ELSE balance + ?1 >= held END`,
+      ),
       insertCredit: p(
         `INSERT INTO ledger (kind, status, account_id, amount, note, created_at, settled_at)
          VALUES ('credit', 'settled', ?1, ?2, ?3, ?4, ?4)`,
@@ -429,6 +462,9 @@ export class SqliteStore implements Store {
       byModel: p(`SELECT model, count(*) AS requests, sum(amount) AS amount FROM ledger l
                   WHERE ${SETTLED_CHARGES} GROUP BY model ORDER BY model`),
     };
+    // Money is read as bigints, then as numbers where they are safe (`toTotal`): a balance, a
+    // lifetime spend or a sum past 2^53 reads exactly (as a number, node:sqlite would throw).
+    for (const name of MONEY_READS) this.#s[name].setReadBigInts(true);
   }
 
   /**
@@ -563,8 +599,14 @@ export class SqliteStore implements Store {
 
   credit(accountId: number, amount: number, note: string): Promise<Account> {
     return answer(() => {
+      checkCredit(amount);
       return this.#tx(() => {
-        this.#s.addBalance.run(amount, accountId);
+        if (Number(this.#s.addBalance.run(amount, accountId).changes) !== 1) {
+          const row = this.#s.accountById.get(accountId) as Row | undefined;
+          if (!row) throw new Error(`no account ${accountId}`);
+          const account = toAccount(row);
+          throw new CreditRefused(accountId, amount, account.balance, account.held);
+        }
         this.#s.insertCredit.run(accountId, amount, note, Date.now());
         return toAccount(this.#s.accountById.get(accountId) as Row);
       });
@@ -630,8 +672,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  reserve(h: NewHold): Promise<number | null> {
-    return this.#write(() => {
+  async reserve(h: NewHold): Promise<number | null> {
+    checkHold(h);
+    return await this.#write(() => {
       const written = this.#s.hold.run(
         h.requestId,
         h.keyId,
@@ -649,8 +692,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  settle(id: number, charge: Charge | null): Promise<boolean> {
-    return this.#write(() => this.#settle(id, charge));
+  async settle(id: number, charge: Charge | null): Promise<boolean> {
+    checkCharge(charge);
+    return await this.#write(() => this.#settle(id, charge));
   }
 
   /** One statement: the row's triggers move the funds (see migration 8). */
@@ -691,8 +735,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  insertVideoJob(job: VideoJob): Promise<void> {
-    return this.#write(() =>
+  async insertVideoJob(job: VideoJob): Promise<void> {
+    checkVideoJob(job);
+    await this.#write(() =>
       this.#s.insertVideoJob.run(
         job.id,
         job.upstreamId,
@@ -706,7 +751,7 @@ export class SqliteStore implements Store {
         job.createdAt,
         job.upstreamKey ?? null,
       )
-    ).then(() => {});
+    );
   }
 
   videoJob(id: string): Promise<VideoJob | undefined> {
@@ -722,8 +767,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean> {
-    return this.#write(() => {
+  async finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean> {
+    checkVideoOutcome(outcome);
+    return await this.#write(() => {
       const done = outcome.status === "done";
       const row = this.#s.finishVideoJob.get(
         outcome.status,
@@ -739,8 +785,9 @@ export class SqliteStore implements Store {
     }, true);
   }
 
-  recordObject(o: UpstreamObject): Promise<void> {
-    return this.#write(() => {
+  async recordObject(o: UpstreamObject): Promise<void> {
+    checkTokens("an upstream object", o.contextTokens);
+    await this.#write(() => {
       this.#s.recordObject.run(
         o.id,
         o.accountId,
@@ -765,8 +812,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  saveResponse(r: StoredResponse): Promise<void> {
-    return this.#write(() => {
+  async saveResponse(r: StoredResponse): Promise<void> {
+    checkTokens("a conversation step", r.contextTokens);
+    await this.#write(() => {
       this.#s.saveResponse.run(
         r.id,
         r.accountId,
@@ -797,17 +845,20 @@ export class SqliteStore implements Store {
       const account = toAccount(this.#s.accountById.get(accountId) as Row);
       const byUnit: UsageSummary["byUnit"] = {};
       for (const row of this.#s.byUnit.all(accountId) as Row[]) {
-        byUnit[String(row.unit)] = { quantity: Number(row.quantity), amount: Number(row.amount) };
+        byUnit[String(row.unit)] = { quantity: toTotal(row.quantity), amount: toTotal(row.amount) };
       }
       const byModel: UsageSummary["byModel"] = {};
       for (const row of this.#s.byModel.all(accountId) as Row[]) {
-        byModel[String(row.model)] = { requests: Number(row.requests), amount: Number(row.amount) };
+        byModel[String(row.model)] = {
+          requests: Number(row.requests),
+          amount: toTotal(row.amount),
+        };
       }
       const heldByUnit: UsageSummary["heldByUnit"] = {};
       for (const row of this.#s.heldByUnit.all(accountId) as Row[]) {
         heldByUnit[String(row.unit)] = {
-          quantity: Number(row.quantity),
-          amount: Number(row.amount),
+          quantity: toTotal(row.quantity),
+          amount: toTotal(row.amount),
         };
       }
       const requests = Number((this.#s.requests.get(accountId) as Row).n);
@@ -867,7 +918,7 @@ export class SqliteStore implements Store {
         model: row.model === null ? null : String(row.model),
         provider: row.provider === null ? null : String(row.provider),
         upstreamModel: row.upstream_model === null ? null : String(row.upstream_model),
-        amount: Number(row.amount),
+        amount: toTotal(row.amount),
         units: JSON.parse(String(row.units)),
         estimated: Number(row.estimated) === 1,
         note: row.note === null ? null : String(row.note),

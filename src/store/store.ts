@@ -1,18 +1,30 @@
 /**
  * The storage interface: accounts, keys (hashes only) and the ledger. Amounts are integer nanoUSD.
- * `sqlite.ts` is the embedded implementation, `postgres.ts` the one several hosts can share.
+ * `sqlite.ts` is the embedded implementation, `postgres.ts` the one several hosts can share. What
+ * is written is checked at the boundary, and totals are read exactly (see `amounts.ts`).
  */
 import type { RateDecision } from "../auth/ratelimit.ts";
+
+/**
+ * An exact integer amount (nanoUSD) or quantity as a store reads it: a number while it is a safe
+ * integer, a bigint only beyond `Number.MAX_SAFE_INTEGER` (so `===` and JSON stay as they were for
+ * every figure below 2^53). Lifetime spend and sums over many entries can pass 2^53 in a few years
+ * of heavy use.
+ */
+export type Total = number | bigint;
 
 export interface Account {
   id: number;
   name: string;
-  /** Spendable balance in nanoUSD. */
-  balance: number;
-  /** Total charged so far, in nanoUSD. */
-  spent: number;
-  /** Reserved by calls in flight (holds), in nanoUSD. */
-  held: number;
+  /**
+   * Spendable balance in nanoUSD: at most `MAX_BALANCE` (credits past it are refused), so a safe
+   * integer — a bigint only in a store credited past it before the bound.
+   */
+  balance: Total;
+  /** Total charged so far, in nanoUSD (may pass 2^53 over an account's life). */
+  spent: Total;
+  /** Reserved by calls in flight (holds), in nanoUSD; never more than the balance. */
+  held: Total;
   createdAt: number;
 }
 
@@ -76,10 +88,10 @@ export interface PendingHold {
 export interface UsageSummary {
   account: Account;
   requests: number;
-  byUnit: Record<string, { quantity: number; amount: number }>;
-  byModel: Record<string, { requests: number; amount: number }>;
+  byUnit: Record<string, { quantity: Total; amount: Total }>;
+  byModel: Record<string, { requests: number; amount: Total }>;
   /** Calls still held (in flight, or video jobs not finished), by unit of their estimate. */
-  heldByUnit: Record<string, { quantity: number; amount: number }>;
+  heldByUnit: Record<string, { quantity: Total; amount: Total }>;
 }
 
 /** Settled spend of one UTC day. */
@@ -87,7 +99,7 @@ export interface DayUsage {
   /** `YYYY-MM-DD` (UTC). */
   day: string;
   requests: number;
-  amount: number;
+  amount: Total;
 }
 
 /** One ledger entry as the admin API lists it. */
@@ -103,7 +115,8 @@ export interface LedgerEntry {
   provider: string | null;
   /** The model id the upstream served the call as (null before migration 11, and for credits). */
   upstreamModel: string | null;
-  amount: number;
+  /** nanoUSD: a safe integer for every entry written since the boundary checks. */
+  amount: Total;
   /** The charge's lines (`[]` for credits and held entries). */
   units: UnitLine[];
   estimated: boolean;
@@ -212,7 +225,11 @@ export interface Store {
   ensureAccount(name: string): Promise<Account>;
   account(name: string): Promise<Account | undefined>;
   listAccounts(): Promise<Account[]>;
-  /** Adds (or with a negative amount removes) balance, with a `credit` ledger entry. */
+  /**
+   * Adds (or with a negative amount removes) balance, with a `credit` ledger entry. Rejects with
+   * `CreditRefused` (see `amounts.ts`) when the balance would pass `MAX_BALANCE` or a debit would
+   * take it below the funds held, and with `AmountError` when `amount` is not a safe integer.
+   */
   credit(accountId: number, amount: number, note: string): Promise<Account>;
   insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): Promise<void>;
   /**
@@ -225,11 +242,14 @@ export interface Store {
   revokeKey(id: string): Promise<boolean>;
   /** Calls holding funds now, every process's (held ledger entries). */
   holdsOutstanding(): Promise<number>;
-  /** The account's available balance (balance − held), nanoUSD. */
+  /** The account's available balance (balance − held), nanoUSD, at most `MAX_BALANCE`. */
   available(accountId: number): Promise<number>;
   /*
    * The hot-path writes below are group-committed: writes made in the same event-loop turn share
-   * one transaction, committed when the turn ends; each resolves once committed.
+   * one transaction, committed when the turn ends; each resolves once committed. Each rejects
+   * with `AmountError` (see `amounts.ts`), before any statement runs, when an amount or quantity
+   * it is given is not a safe non-negative integer or a charge's amount is not the sum of its
+   * lines.
    */
   /**
    * Reserves `hold.reserve` if the available balance (balance − held) covers it, writing the

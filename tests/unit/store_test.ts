@@ -56,7 +56,8 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
     db.close();
     const store = openSqliteStore(path);
     const id = Number((await store.pendingHolds())[0].id);
-    assert.equal(await store.settle(id, { units: [], amount: 1_200, estimated: true }), true);
+    const units = [{ unit: "input_tokens", quantity: 400, amount: 1_200 }];
+    assert.equal(await store.settle(id, { units, amount: 1_200, estimated: true }), true);
     const account = (await store.account("old"))!;
     assert.deepEqual([account.balance, account.held, account.spent], [3_800, 0, 1_200]);
     store.close();

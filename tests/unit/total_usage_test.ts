@@ -31,7 +31,7 @@ Deno.test("spend by day of every account equals a scan of the ledger, for any wi
         model: "m",
         provider: "p",
         reserve: 10,
-        estimate: { units: [], amount: 1 },
+        estimate: { units: [{ unit: "input_tokens", quantity: 1, amount: 1 }], amount: 1 },
       });
     // 300 calls: every 11th left held; beside every 7th, a call released (a gap in the ids).
     let settled = 0;
