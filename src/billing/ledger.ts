@@ -8,6 +8,7 @@ import { GatewayError } from "../http/errors.ts";
 import { nanoToUsd } from "./money.ts";
 import { emptyUsage, inputTotal, price, type Usage } from "./price.ts";
 import type { Store, UnitLine } from "../store/store.ts";
+import { AmountError } from "../store/amounts.ts";
 import { log } from "../log.ts";
 import { tokensForBytes } from "./estimate.ts";
 import { recordCharge } from "../metrics/gateway.ts";
@@ -206,7 +207,20 @@ export class Bill {
       });
     }
     const charge = price(usage, prices);
-    const settled = await this.store.settle(this.id, { ...charge, estimated: charged.estimated });
+    let settled: boolean;
+    try {
+      settled = await this.store.settle(this.id, { ...charge, estimated: charged.estimated });
+    } catch (error) {
+      if (!(error instanceof AmountError)) throw error;
+      // Not money (a bug past the checks above): the charge a crash would make instead.
+      log("error", "a charge was refused by the store: settled on the recorded estimate", {
+        request_id: this.call.requestId,
+        ledger_id: this.id,
+        error: String(error),
+      });
+      await this.store.settle(this.id, { ...this.recorded, estimated: true });
+      return;
+    }
     if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
     else recordCharge(this.call.model.id, this.call.principal.accountName, usage, charge.amount);
   }
