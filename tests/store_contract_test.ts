@@ -10,6 +10,7 @@ import { openPostgresStore } from "../src/store/postgres.ts";
 import postgres from "postgres";
 import type { Store } from "../src/store/store.ts";
 import { AmountError, CreditRefused, MAX_BALANCE } from "../src/store/amounts.ts";
+import { utcWindows } from "../src/store/limits.ts";
 import {
   HAS_POSTGRES,
   type Postgres,
@@ -860,6 +861,284 @@ Deno.test({
     }
   },
 });
+
+// ---------------------------------------------------------------------------------------------
+// Keys a team can hand out: their fields, and limited holds.
+
+const KEY_HASH = new Uint8Array(32).fill(7);
+
+async function keyed(store: Store, name: string, limits = {}, accountLimits = {}) {
+  const account = await store.ensureAccount(name);
+  await store.credit(account.id, 1_000_000, "test");
+  await store.insertKey({
+    id: `key_${name}`,
+    accountId: account.id,
+    hash: KEY_HASH,
+    prefix: "sy-abc",
+    rpm: null,
+    createdAt: Date.now(),
+    name: `${name} key`,
+    metadata: { team: "research" },
+    limits,
+  });
+  if (Object.keys(accountLimits).length) await store.updateAccountLimits(name, accountLimits);
+  return account;
+}
+
+function limitedHold(accountId: number, keyId: string, reserve: number, i = 0) {
+  return { ...holdOf(accountId, reserve, i), keyId };
+}
+
+const NOW = Date.now();
+const at = (tokens = 0, when = NOW) => ({
+  windows: utcWindows(when),
+  minute: Math.floor(when / 60_000) * 60_000,
+  tokens,
+});
+const tokensCharge = (amount: number, tokens: number) => ({
+  units: [{ unit: "output_tokens", quantity: tokens, amount }],
+  amount,
+  estimated: false,
+});
+
+contract(
+  "keys keep names, metadata, expiry and limits; they change, rotate and record use",
+  async (place) => {
+    const store = await place.open();
+    const other = await place.open();
+    try {
+      await keyed(store, "fields", { tpm: 5_000, models: { allow: ["claude-*"] } });
+      let key = (await store.findKey("key_fields"))!;
+      assert.equal(key.name, "fields key");
+      assert.deepEqual(key.metadata, { team: "research" });
+      assert.deepEqual(key.limits, { tpm: 5_000, models: { allow: ["claude-*"] } });
+      assert.deepEqual([key.expiresAt, key.disabledAt, key.lastUsedAt], [null, null, null]);
+      const expires = Date.now() + 86_400_000;
+      const budgets = [{ period: "month" as const, amount: 20_000_000_000 }];
+      key = (await store.updateKey("key_fields", {
+        name: "intern",
+        expiresAt: expires,
+        disabled: true,
+        limits: { budgets, maxConcurrent: 3 },
+      }))!;
+      assert.deepEqual([key.name, key.expiresAt, key.limits], ["intern", expires, {
+        budgets,
+        maxConcurrent: 3,
+      }]);
+      assert.ok(key.disabledAt !== null);
+      assert.equal((await store.updateKey("key_fields", { disabled: false }))!.disabledAt, null);
+      const states = await store.budgets("key_fields", key.accountId, utcWindows(Date.now()));
+      assert.deepEqual(states.map((b) => [b.owner, b.period, b.amount, b.spent, b.held]), [
+        ["key", "month", 20_000_000_000, 0, 0],
+      ]);
+      // Another handle (another process, replica) sees the change, and the account's limits.
+      await store.updateAccountLimits("fields", { models: { deny: ["gpt-*"] } });
+      let seen = await other.findKey("key_fields");
+      for (let i = 0; i < 30 && seen?.accountLimits.models === undefined; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        seen = await other.findKey("key_fields");
+      }
+      assert.deepEqual(seen!.accountLimits, { models: { deny: ["gpt-*"] } });
+      // Rotation: a new secret, the old one's hash kept until its grace ends.
+      const rotated = new Uint8Array(32).fill(9);
+      assert.equal(await store.rotateKey("key_fields", rotated, "sy-new", expires), true);
+      key = (await store.findKey("key_fields"))!;
+      assert.deepEqual([key.hash, key.previousHash, key.previousUntil, key.prefix], [
+        rotated,
+        KEY_HASH,
+        expires,
+        "sy-new",
+      ]);
+      // Last use: recorded, never moved back.
+      await store.touchKeys(new Map([["key_fields", 5_000]]));
+      await store.touchKeys(new Map([["key_fields", 4_000]]));
+      assert.equal((await store.listKeys()).find((k) => k.id === "key_fields")!.lastUsedAt, 5_000);
+      assert.equal(await store.revokeKey("key_fields"), true);
+      assert.equal(await store.updateKey("key_fields", { name: "x" }), undefined, "revoked");
+      assert.equal(await store.rotateKey("key_fields", rotated, "sy-x", null), false);
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  },
+);
+
+contract(
+  "a limited hold fits every budget, the key's calls in flight and tokens per minute, and gives back exactly",
+  async (place) => {
+    const store = await place.open({ owner: true });
+    try {
+      const account = await keyed(store, "limited", {
+        budgets: [{ period: "month", amount: 10_000 }],
+        maxConcurrent: 2,
+        tpm: 1_000,
+      }, { budgets: [{ period: "day", amount: 15_000 }] });
+      const k = "key_limited";
+      const first = await store.reserveLimited(limitedHold(account.id, k, 4_000, 1), at(300));
+      assert.ok("id" in first);
+      assert.deepEqual(first.tokens, { limit: 1_000, used: 300, resetsAt: at().minute + 60_000 });
+      const second = await store.reserveLimited(limitedHold(account.id, k, 4_000, 2), at(300));
+      assert.ok("id" in second);
+      assert.deepEqual(
+        await store.reserveLimited(limitedHold(account.id, k, 1, 3), at(1)),
+        { refused: "concurrency", limit: 2 },
+      );
+      // The charge counts in the window; the hold and the unused tokens come back.
+      assert.equal(await store.settle(first.id, tokensCharge(1_000, 100), utcWindows(NOW)), true);
+      const month = utcWindows(NOW).month;
+      assert.deepEqual(
+        await store.reserveLimited(limitedHold(account.id, k, 6_000, 4), at(1)),
+        { refused: "budget", owner: "key", period: "month", amount: 10_000, resetsAt: month.end },
+      );
+      assert.deepEqual(
+        await store.reserveLimited(limitedHold(account.id, k, 5_000, 5), at(700)),
+        { refused: "tpm", limit: 1_000, resetsAt: at().minute + 60_000, tooLarge: false },
+      );
+      assert.deepEqual(
+        await store.reserveLimited(limitedHold(account.id, k, 5_000, 6), at(2_000)),
+        { refused: "tpm", limit: 1_000, resetsAt: at().minute + 60_000, tooLarge: true },
+      );
+      assert.deepEqual(
+        await store.reserveLimited(limitedHold(account.id, k, 2_000_000, 7), at(1)),
+        { refused: "balance", needed: 2_000_000 },
+      );
+      // A release gives everything back.
+      assert.equal(await store.settle(second.id, null, utcWindows(NOW)), true);
+      let states = await store.budgets(k, account.id, utcWindows(NOW));
+      assert.deepEqual(states.map((b) => [b.owner, b.period, b.spent, b.held]), [
+        ["key", "month", 1_000, 0],
+        ["account", "day", 1_000, 0],
+      ]);
+      // The account's budget binds another key of the account too.
+      await store.insertKey({
+        id: "key_limited2",
+        accountId: account.id,
+        hash: KEY_HASH,
+        prefix: "sy-2",
+        rpm: null,
+        createdAt: Date.now(),
+      });
+      const big = await store.reserveLimited(
+        limitedHold(account.id, "key_limited2", 14_000, 8),
+        at(),
+      );
+      assert.ok("id" in big);
+      assert.deepEqual(
+        await store.reserveLimited(limitedHold(account.id, "key_limited2", 1, 9), at()),
+        {
+          refused: "budget",
+          owner: "account",
+          period: "day",
+          amount: 15_000,
+          resetsAt: utcWindows(NOW).day.end,
+        },
+      );
+      // Settled in the next day, it counts there: the day's window starts afresh.
+      const tomorrow = utcWindows(NOW + 86_400_000);
+      assert.equal(await store.settle(big.id, tokensCharge(2_000, 10), tomorrow), true);
+      states = await store.budgets(k, account.id, tomorrow);
+      assert.deepEqual(states.find((b) => b.period === "day")!.spent, 2_000);
+      assert.deepEqual(states.find((b) => b.period === "day")!.held, 0);
+      const account2 = (await store.account("limited"))!;
+      assert.deepEqual([account2.held, account2.spent], [0, 3_000]);
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+contract(
+  "concurrent limited holds on two handles never overshoot a budget or the calls in flight",
+  async (place) => {
+    const a = await place.open({ owner: true });
+    const b = await place.open({ owner: true });
+    try {
+      const account = await keyed(a, "race", {
+        budgets: [{ period: "5h", amount: 5_000 }],
+      });
+      const holds = await Promise.all(
+        Array.from(
+          { length: 24 },
+          (_, i) =>
+            (i % 2 ? a : b).reserveLimited(limitedHold(account.id, "key_race", 1_000, i), at()),
+        ),
+      );
+      const taken = holds.filter((h) => "id" in h);
+      assert.equal(taken.length, 5, "exactly the budget's worth");
+      assert.ok(holds.every((h) => "id" in h || h.refused === "budget"));
+      await a.updateKey("key_race", { limits: { maxConcurrent: 3 } });
+      for (const h of taken) await a.settle((h as { id: number }).id, charge(0), utcWindows(NOW));
+      const flights = await Promise.all(
+        Array.from(
+          { length: 12 },
+          (_, i) =>
+            (i % 2 ? a : b).reserveLimited(limitedHold(account.id, "key_race", 10, 100 + i), at()),
+        ),
+      );
+      assert.equal(
+        flights.filter((h) => "id" in h).length,
+        3,
+        "exactly the calls allowed in flight",
+      );
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  },
+);
+
+contract(
+  "a limited video job's hold gives back what it counted when the job finishes",
+  async (place) => {
+    const store = await place.open({ owner: true });
+    try {
+      const account = await keyed(store, "vlimited", {
+        budgets: [{ period: "week", amount: 100_000 }],
+        maxConcurrent: 1,
+      });
+      const hold = await store.reserveLimited(
+        limitedHold(account.id, "key_vlimited", 50_000, 1),
+        at(),
+      );
+      assert.ok("id" in hold);
+      await store.insertVideoJob({
+        id: "vid_limited",
+        upstreamId: "up",
+        accountId: account.id,
+        keyId: "key_vlimited",
+        ledgerId: hold.id,
+        model: "video",
+        provider: "p",
+        upstreamKey: null,
+        rate: 100,
+        heldSeconds: 8,
+        status: "pending",
+        billedSeconds: null,
+        amount: null,
+        result: null,
+        createdAt: Date.now(),
+        finishedAt: null,
+      });
+      const outcome = {
+        status: "done" as const,
+        billedSeconds: 5,
+        charge: {
+          units: [{ unit: "video_seconds", quantity: 5, amount: 500 }],
+          amount: 500,
+          estimated: false,
+        },
+        result: "{}",
+      };
+      assert.equal(await store.finishVideoJob("vid_limited", outcome, utcWindows(NOW)), true);
+      const [week] = await store.budgets("key_vlimited", account.id, utcWindows(NOW));
+      assert.deepEqual([week.spent, week.held], [500, 0]);
+      const next = await store.reserveLimited(limitedHold(account.id, "key_vlimited", 1, 2), at());
+      assert.ok("id" in next, "its place in flight came back");
+    } finally {
+      await store.close();
+    }
+  },
+);
 
 Deno.test({
   name: "[postgres] stop the shared throw-away server",

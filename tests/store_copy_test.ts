@@ -48,7 +48,7 @@ Deno.test({
 
       const copied = await gw.cli("store", "copy", "--to", pg.url);
       assert.equal(copied.code, 0, copied.stderr);
-      assert.match(copied.stdout, /accounts 1, keys 2, ledger 3/);
+      assert.match(copied.stdout, /accounts 1, keys 2, budgets 0, ledger 3/);
       assert.match(copied.stdout, /counts and sums checked/);
       assert.ok(!copied.stdout.includes("switchyard@"), "no credentials printed");
 

@@ -1,6 +1,7 @@
 /**
- * `store copy`: moves a SQLite store into an empty PostgreSQL database — accounts, keys (their
- * hashes), the ledger, video jobs, upstream objects and kept conversations — with their ids, in
+ * `store copy`: moves a SQLite store into an empty PostgreSQL database — accounts and their
+ * limits, keys (their hashes, names, limits and counts), budget states, the ledger, video jobs,
+ * upstream objects and kept conversations — with their ids, in
  * one transaction, and checks the copy: row counts and money sums must be equal on both sides, or
  * nothing is committed. A target that already holds data is refused.
  *
@@ -45,12 +46,21 @@ const json = (value: unknown) => value === null ? null : JSON.parse(String(value
 const TABLES: Table[] = [
   {
     name: "accounts",
-    columns: [["id", "bigint"], ["name", "text"], ["balance", "bigint"], ["spent", "bigint"], [
-      "held",
-      "bigint",
-    ], ["created_at", "bigint"]],
+    columns: [
+      ["id", "bigint"],
+      ["name", "text"],
+      ["balance", "bigint"],
+      ["spent", "bigint"],
+      [
+        "held",
+        "bigint",
+      ],
+      ["created_at", "bigint"],
+      ["limits", "jsonb"],
+    ],
     sums: ["balance", "spent", "held"],
     sequence: "accounts_id_seq",
+    row: (r) => ({ ...r, limits: json(r.limits) }),
   },
   {
     name: "keys",
@@ -65,8 +75,37 @@ const TABLES: Table[] = [
       ],
       ["created_at", "bigint"],
       ["revoked_at", "bigint"],
+      ["name", "text"],
+      ["metadata", "jsonb"],
+      ["expires_at", "bigint"],
+      ["disabled_at", "bigint"],
+      ["last_used_at", "bigint"],
+      ["limits", "jsonb"],
+      ["previous_hash", "text"],
+      ["previous_until", "bigint"],
+      ["in_flight", "integer"],
+      ["tpm_minute", "bigint"],
+      ["tpm_tokens", "bigint"],
     ],
-    row: (r) => ({ ...r, hash: toHex(r.hash as Uint8Array) }),
+    row: (r) => ({
+      ...r,
+      hash: toHex(r.hash as Uint8Array),
+      previous_hash: r.previous_hash ? toHex(r.previous_hash as Uint8Array) : null,
+      metadata: json(r.metadata),
+      limits: json(r.limits),
+    }),
+  },
+  {
+    name: "budgets",
+    columns: [
+      ["owner", "text"],
+      ["period", "text"],
+      ["amount", "bigint"],
+      ["held", "bigint"],
+      ["window_start", "bigint"],
+      ["window_spent", "bigint"],
+    ],
+    sums: ["held", "window_spent"],
   },
   {
     name: "ledger",
@@ -89,6 +128,7 @@ const TABLES: Table[] = [
       ["note", "text"],
       ["created_at", "bigint"],
       ["settled_at", "bigint"],
+      ["limits", "jsonb"],
     ],
     sums: ["amount", "reserved"],
     sequence: "ledger_id_seq",
@@ -97,6 +137,7 @@ const TABLES: Table[] = [
       units: json(r.units),
       estimate: json(r.estimate),
       estimated: Number(r.estimated) === 1,
+      limits: json(r.limits),
     }),
   },
   {
@@ -189,7 +230,9 @@ export async function copyStore(from: string, to: string): Promise<CopyReport> {
         const select = source.prepare(`SELECT ${names.join(", ")} FROM ${table.name}`);
         // Integers past 2^53 (a lifetime spend) are read as bigints, and sent as exact digits.
         select.setReadBigInts(true);
-        const expand = names.map((name) => name === "hash" ? "decode(r.hash, 'hex')" : `r.${name}`);
+        const expand = names.map((name) =>
+          name === "hash" || name === "previous_hash" ? `decode(r.${name}, 'hex')` : `r.${name}`
+        );
         const record = table.columns.map(([name, type]) => `${name} ${type}`).join(", ");
         const insert = `INSERT INTO ${table.name} (${names.join(", ")})
           SELECT ${expand.join(", ")} FROM jsonb_to_recordset($1::text::jsonb) AS r(${record})`;

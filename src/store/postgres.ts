@@ -19,12 +19,22 @@ import postgres from "postgres";
 import { KEYS_CHANNEL, LOCKS, MIGRATIONS } from "./postgres_schema.ts";
 import {
   type Account,
+  type AccountLimits,
+  type Budget,
+  BUDGET_PERIODS,
+  type BudgetState,
+  type BudgetWindows,
   type ChainBound,
   type Charge,
   type DayUsage,
+  type HoldLimits,
+  type KeyPatch,
   type KeyRecord,
   type LedgerEntry,
+  type LimitedHold,
+  type LimitRefusal,
   type NewHold,
+  type NewKey,
   type PendingHold,
   type Store,
   type StoredResponse,
@@ -49,8 +59,21 @@ import {
   toTotal,
 } from "./amounts.ts";
 import {
+  accountOwner,
+  budgetStates,
+  chargedTokens,
+  type HoldMark,
+  keyLimitsOf,
+  keyOwner,
+  markOf,
+  planHold,
+  settledBudget,
+  utcWindows,
+} from "./limits.ts";
+import {
   text,
   toAccount,
+  toBudgetRow,
   toDay,
   toKey,
   toStoredResponse,
@@ -162,7 +185,7 @@ function outage(error: unknown): { mayHaveRun: boolean } | null {
  * job (its upstream job exists and its funds are held: it must be recorded).
  */
 type Deferred =
-  | { id: number; charge: Charge | null }
+  | { id: number; charge: Charge | null; windows?: BudgetWindows }
   | { token: string }
   | { job: VideoJob };
 
@@ -231,9 +254,11 @@ function describe(error: unknown): string {
   return code ? `the database is unreachable (${String(code)})` : "the database is unreachable";
 }
 
-const ACCOUNT = "id, name, balance, spent, held, created_at";
+const ACCOUNT = "id, name, balance, spent, held, created_at, limits";
 const KEY = `k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm, k.created_at,
-  k.revoked_at`;
+  k.revoked_at, k.name, k.metadata, k.expires_at, k.disabled_at, k.last_used_at, k.limits,
+  a.limits AS account_limits, k.previous_hash, k.previous_until`;
+const BUDGET = "owner, period, amount, held, window_start, window_spent";
 const ENTRY = `l.id, l.kind, l.status, a.name AS account, l.request_id, l.key_id, l.endpoint,
   l.model, l.provider, l.upstream_model, l.amount, l.units, l.estimated, l.note, l.created_at,
   l.settled_at`;
@@ -439,11 +464,112 @@ export class PostgresStore implements Store {
     throw new CreditRefused(accountId, amount, account.balance, account.held);
   }
 
-  async insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): Promise<void> {
+  async insertKey(key: NewKey): Promise<void> {
+    const limits = key.limits ?? {};
+    await this.#run(this.#sql.begin(async (tx) => {
+      await tx`
+        INSERT INTO keys (id, account_id, hash, prefix, rpm, created_at, name, metadata,
+                          expires_at, limits)
+        VALUES (${key.id}, ${key.accountId}, ${key.hash}, ${key.prefix}, ${key.rpm},
+                ${key.createdAt}, ${key.name ?? null}, ${this.#jsonOrNull(key.metadata)},
+                ${key.expiresAt ?? null}, ${this.#jsonOrNull(limits)})`;
+      await this.#defineBudgets(tx, keyOwner(key.id), limits.budgets);
+    }));
+    this.#keysChanged();
+  }
+
+  /** A `jsonb` parameter, or null for an empty object. */
+  #jsonOrNull(value: object | undefined) {
+    return value && Object.keys(value).length ? this.#json(value) : null;
+  }
+
+  /** Makes an owner's budget rows the given ones (a removed budget's row goes, counts and all). */
+  async #defineBudgets(tx: postgres.TransactionSql, owner: string, budgets?: Budget[]) {
+    const kept = (budgets ?? []).map((b) => b.period);
+    await tx`DELETE FROM budgets WHERE owner = ${owner}
+             AND NOT (period = ANY(${kept as string[]}::text[]))`;
+    for (const b of budgets ?? []) {
+      await tx`INSERT INTO budgets (owner, period, amount) VALUES (${owner}, ${b.period}, ${b.amount})
+               ON CONFLICT (owner, period) DO UPDATE SET amount = EXCLUDED.amount`;
+    }
+  }
+
+  async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | undefined> {
+    const updated = await this.#run(this.#sql.begin(async (tx) => {
+      const [row] = await tx`
+        SELECT ${tx.unsafe(KEY)} FROM keys k JOIN accounts a ON a.id = k.account_id
+        WHERE k.id = ${id} AND k.revoked_at IS NULL FOR UPDATE OF k`;
+      if (!row) return false;
+      const key = toKey(row);
+      const limits = patch.limits ?? key.limits;
+      const disabledAt = patch.disabled === undefined
+        ? key.disabledAt
+        : patch.disabled
+        ? key.disabledAt ?? Date.now()
+        : null;
+      await tx`
+        UPDATE keys SET name = ${patch.name === undefined ? key.name : patch.name},
+               metadata = ${this.#jsonOrNull(patch.metadata ?? key.metadata)},
+               expires_at = ${patch.expiresAt === undefined ? key.expiresAt : patch.expiresAt},
+               disabled_at = ${disabledAt}, rpm = ${patch.rpm === undefined ? key.rpm : patch.rpm},
+               limits = ${this.#jsonOrNull(limits)}
+        WHERE id = ${id}`;
+      if (patch.limits) await this.#defineBudgets(tx, keyOwner(id), limits.budgets);
+      return true;
+    }));
+    this.#keysChanged();
+    if (!updated) return undefined;
+    const [row] = await this.#run(this.#sql`
+      SELECT ${this.#sql.unsafe(KEY)} FROM keys k JOIN accounts a ON a.id = k.account_id
+      WHERE k.id = ${id}`);
+    return row && toKey(row);
+  }
+
+  async rotateKey(
+    id: string,
+    hash: Uint8Array,
+    prefix: string,
+    previousUntil: number | null,
+  ): Promise<boolean> {
+    const result = await this.#run(this.#sql`
+      UPDATE keys SET previous_hash = hash, previous_until = ${previousUntil}, hash = ${hash},
+             prefix = ${prefix}
+      WHERE id = ${id} AND revoked_at IS NULL`);
+    this.#keysChanged();
+    return result.count === 1;
+  }
+
+  async touchKeys(used: ReadonlyMap<string, number>): Promise<void> {
+    if (!used.size) return;
+    const ids = [...used.keys()];
+    const times = ids.map((id) => used.get(id)!);
     await this.#run(this.#sql`
-      INSERT INTO keys (id, account_id, hash, prefix, rpm, created_at)
-      VALUES (${key.id}, ${key.accountId}, ${key.hash}, ${key.prefix}, ${key.rpm},
-              ${key.createdAt})`);
+      UPDATE keys SET last_used_at = u.at
+      FROM unnest(${ids}::text[], ${times}::bigint[]) AS u(id, at)
+      WHERE keys.id = u.id AND coalesce(keys.last_used_at, 0) < u.at`);
+  }
+
+  async updateAccountLimits(name: string, limits: AccountLimits): Promise<Account | undefined> {
+    const row = await this.#run(this.#sql.begin(async (tx) => {
+      const [row] = await tx`
+        UPDATE accounts SET limits = ${this.#jsonOrNull(limits)} WHERE name = ${name}
+        RETURNING ${tx.unsafe(ACCOUNT)}`;
+      if (row) await this.#defineBudgets(tx, accountOwner(Number(row.id)), limits.budgets);
+      return row;
+    }));
+    this.#keysChanged();
+    return row ? toAccount(row) : undefined;
+  }
+
+  async budgets(
+    keyId: string | null,
+    accountId: number,
+    windows: BudgetWindows,
+  ): Promise<BudgetState[]> {
+    const rows = await this.#run(this.#sql`
+      SELECT ${this.#sql.unsafe(BUDGET)} FROM budgets
+      WHERE owner IN (${keyId === null ? "" : keyOwner(keyId)}, ${accountOwner(accountId)})`);
+    return budgetStates(rows.map(toBudgetRow), windows);
   }
 
   /** From memory when cached (see the module's note on how changes drop the cache). */
@@ -527,21 +653,152 @@ export class PostgresStore implements Store {
   }
 
   /**
+   * A limited hold, in one transaction: the account's row, then its budget rows and the key's row
+   * are locked — in the order a limited settlement takes them too, so the two never deadlock —
+   * the decision is `planHold`'s (see `limits.ts`), and the hold is written with its mark.
+   */
+  async reserveLimited(h: NewHold, at: HoldLimits): Promise<LimitedHold | LimitRefusal> {
+    checkHold(h);
+    const token = crypto.randomUUID();
+    return await this.#run(this.#sql.begin(async (tx) => {
+      const [account] = await tx`
+        SELECT balance, held FROM accounts WHERE id = ${h.accountId} FOR UPDATE`;
+      if (!account) return { refused: "balance", needed: h.reserve } as const;
+      const rows = (await tx`
+        SELECT ${tx.unsafe(BUDGET)} FROM budgets
+        WHERE owner IN (${keyOwner(h.keyId)}, ${accountOwner(h.accountId)})
+        ORDER BY owner, period FOR UPDATE`).map(toBudgetRow);
+      const [key] = await tx`
+        SELECT limits, in_flight, tpm_minute, tpm_tokens FROM keys WHERE id = ${h.keyId}
+        FOR UPDATE`;
+      const available = Number(toTotal(account.balance)) - Number(toTotal(account.held));
+      const plan = planHold(h.reserve, available, keyLimitsOf(key?.limits), rows, {
+        inFlight: Number(key?.in_flight ?? 0),
+        tpmMinute: Number(key?.tpm_minute ?? 0),
+        tpmTokens: Number(key?.tpm_tokens ?? 0),
+      }, at);
+      if ("refused" in plan) return plan;
+      await tx`UPDATE accounts SET held = held + ${h.reserve}::bigint WHERE id = ${h.accountId}`;
+      const [row] = await tx`
+        INSERT INTO ledger (kind, status, request_id, key_id, account_id, endpoint, model,
+                            provider, upstream_model, reserved, amount, estimate, owner, token,
+                            created_at, limits)
+        VALUES ('charge', 'held', ${h.requestId}, ${h.keyId}, ${h.accountId}, ${h.endpoint},
+                ${h.model}, ${h.provider}, ${h.upstreamModel ?? null}, ${h.reserve}, 0,
+                ${this.#json(h.estimate)}, ${this.#owner}, ${token}, ${Date.now()},
+                ${this.#json(plan.mark)})
+        RETURNING id`;
+      for (const b of plan.budgets) {
+        await tx`UPDATE budgets SET held = ${b.held}, window_start = ${b.windowStart},
+                        window_spent = ${b.windowSpent}
+                 WHERE owner = ${b.owner} AND period = ${b.period}`;
+      }
+      if (key && (plan.mark.c || plan.mark.t !== undefined)) {
+        const c = plan.counts;
+        await tx`UPDATE keys SET in_flight = ${c.inFlight}, tpm_minute = ${c.tpmMinute},
+                        tpm_tokens = ${c.tpmTokens}
+                 WHERE id = ${h.keyId}`;
+      }
+      return { id: Number(row.id), ...(plan.tokens ? { tokens: plan.tokens } : {}) };
+    })).catch((error) => {
+      if (error instanceof StoreUnavailable && error.mayHaveRun) this.#defer({ token });
+      throw error;
+    });
+  }
+
+  /**
    * Settles now, or — the database being away — queues the settlement (resolving true: it will
    * be written once, when the database is back).
    */
-  async settle(id: number, charge: Charge | null): Promise<boolean> {
+  async settle(id: number, charge: Charge | null, windows?: BudgetWindows): Promise<boolean> {
     checkCharge(charge); // before anything is written, or queued
+    const at = windows ?? utcWindows(Date.now());
     try {
-      return await this.#settle(id, charge);
+      return await this.#settle(id, charge, at);
     } catch (error) {
       if (!(error instanceof StoreUnavailable)) throw error;
-      this.#defer({ id, charge });
+      this.#defer({ id, charge, windows: at });
       return true;
     }
   }
 
-  async #settle(id: number, charge: Charge | null): Promise<boolean> {
+  /**
+   * One statement for a hold that counted nothing; a limited hold (found when that statement
+   * settles nothing) in a transaction of its own (see `#settleLimited`).
+   */
+  async #settle(id: number, charge: Charge | null, windows?: BudgetWindows): Promise<boolean> {
+    if (await this.#settlePlain(id, charge)) return true;
+    return await this.#run(
+      this.#sql.begin((tx) =>
+        this.#settleLimited(tx, id, charge, windows ?? utcWindows(Date.now()))
+      ),
+    );
+  }
+
+  /**
+   * Settles a limited hold in `tx` (false when it is not held): the ledger row, the account's,
+   * then its budget rows and its key's — the order `reserveLimited` locks them in.
+   */
+  async #settleLimited(
+    tx: postgres.TransactionSql,
+    id: number,
+    charge: Charge | null,
+    windows: BudgetWindows,
+  ): Promise<boolean> {
+    const now = Date.now();
+    const [row] = charge
+      ? await tx`
+        UPDATE ledger SET status = 'settled', amount = ${charge.amount}::bigint,
+                          units = ${this.#json(charge.units)}, estimated = ${charge.estimated},
+                          settled_at = ${now}
+        WHERE id = ${id} AND status = 'held' RETURNING account_id, reserved, key_id, limits`
+      : await tx`
+        DELETE FROM ledger WHERE id = ${id} AND status = 'held'
+        RETURNING account_id, reserved, key_id, limits`;
+    if (!row) return false;
+    const amount = charge?.amount ?? 0;
+    await tx`
+      UPDATE accounts SET held = held - ${row.reserved}::bigint,
+                          balance = balance - ${amount}::bigint, spent = spent + ${amount}::bigint
+      WHERE id = ${row.account_id}`;
+    const mark = markOf(row.limits);
+    if (!mark) return true;
+    await this.#giveBack(tx, mark, String(row.key_id), Number(row.reserved), charge, windows);
+    return true;
+  }
+
+  /** Gives back what a limited hold counted (see `Store.settle`), in `tx`. */
+  async #giveBack(
+    tx: postgres.TransactionSql,
+    mark: HoldMark,
+    keyId: string,
+    reserved: number,
+    charge: Charge | null,
+    windows: BudgetWindows,
+  ): Promise<void> {
+    for (const name of [...mark.b].sort()) {
+      const at = name.lastIndexOf("|");
+      const [found] = await tx`
+        SELECT ${tx.unsafe(BUDGET)} FROM budgets
+        WHERE owner = ${name.slice(0, at)} AND period = ${name.slice(at + 1)} FOR UPDATE`;
+      if (!found) continue; // the budget was removed meanwhile
+      const b = settledBudget(toBudgetRow(found), reserved, charge?.amount ?? 0, windows);
+      await tx`UPDATE budgets SET held = ${b.held}, window_start = ${b.windowStart},
+                      window_spent = ${b.windowSpent}
+               WHERE owner = ${b.owner} AND period = ${b.period}`;
+    }
+    if (mark.c) {
+      await tx`UPDATE keys SET in_flight = greatest(0, in_flight - 1) WHERE id = ${keyId}`;
+    }
+    if (mark.t !== undefined && mark.m !== undefined) {
+      const used = charge ? chargedTokens(charge.units) : 0;
+      await tx`UPDATE keys SET tpm_tokens = greatest(0, tpm_tokens + ${used - mark.t})
+               WHERE id = ${keyId} AND tpm_minute = ${mark.m}`;
+    }
+  }
+
+  /** The one-statement settlement of a hold that counted nothing; false when there is none. */
+  async #settlePlain(id: number, charge: Charge | null): Promise<boolean> {
     const now = Date.now();
     const [row] = charge
       ? await this.#run(this.#sql`
@@ -549,7 +806,7 @@ export class PostgresStore implements Store {
           UPDATE ledger SET status = 'settled', amount = ${charge.amount}::bigint,
                             units = ${this.#json(charge.units)},
                             estimated = ${charge.estimated}, settled_at = ${now}
-          WHERE id = ${id} AND status = 'held' RETURNING account_id, reserved
+          WHERE id = ${id} AND status = 'held' AND limits IS NULL RETURNING account_id, reserved
         ), a AS (
           UPDATE accounts SET held = accounts.held - l.reserved,
                               balance = accounts.balance - ${charge.amount}::bigint,
@@ -559,7 +816,8 @@ export class PostgresStore implements Store {
         SELECT count(*) AS n FROM a`)
       : await this.#run(this.#sql`
         WITH l AS (
-          DELETE FROM ledger WHERE id = ${id} AND status = 'held' RETURNING account_id, reserved
+          DELETE FROM ledger WHERE id = ${id} AND status = 'held' AND limits IS NULL
+          RETURNING account_id, reserved
         ), a AS (
           UPDATE accounts SET held = accounts.held - l.reserved
           FROM l WHERE accounts.id = l.account_id RETURNING 1
@@ -632,7 +890,7 @@ export class PostgresStore implements Store {
 
   async #apply(deferred: Deferred): Promise<void> {
     if ("id" in deferred) {
-      await this.#settle(deferred.id, deferred.charge);
+      await this.#settle(deferred.id, deferred.charge, deferred.windows);
       return;
     }
     if ("job" in deferred) {
@@ -726,11 +984,32 @@ export class PostgresStore implements Store {
   }
 
   /** One statement: the job, its ledger row and the account's funds move together, once. */
-  async finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean> {
+  async finishVideoJob(
+    id: string,
+    outcome: VideoOutcome,
+    windows?: BudgetWindows,
+  ): Promise<boolean> {
     checkVideoOutcome(outcome);
     const done = outcome.status === "done";
     const amount = done ? outcome.charge?.amount ?? 0 : null;
     const now = Date.now();
+    const [limited] = await this.#run(this.#sql`
+      SELECT 1 FROM video_jobs j JOIN ledger l ON l.id = j.ledger_id
+      WHERE j.id = ${id} AND j.status = 'pending' AND l.limits IS NOT NULL`);
+    if (limited) {
+      // A limited hold gives back what it counted, in one transaction with the job.
+      return await this.#run(this.#sql.begin(async (tx) => {
+        const [job] = await tx`
+          UPDATE video_jobs SET status = ${outcome.status},
+                 billed_seconds = ${done ? outcome.billedSeconds ?? 0 : null},
+                 amount = ${amount}::bigint, result = ${outcome.result}, finished_at = ${now}
+          WHERE id = ${id} AND status = 'pending' RETURNING ledger_id`;
+        if (!job) return false;
+        const charge = done ? outcome.charge! : null;
+        await this.#settleLimited(tx, Number(job.ledger_id), charge, windows ?? utcWindows(now));
+        return true;
+      }));
+    }
     const finish = this.#sql`
       UPDATE video_jobs SET status = ${outcome.status},
              billed_seconds = ${done ? outcome.billedSeconds ?? 0 : null},

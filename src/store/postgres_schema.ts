@@ -202,4 +202,36 @@ export const MIGRATIONS: string[] = [
   // connection for a moment does not make a live process look dead.
   `ALTER TABLE owners ADD COLUMN seen_at bigint;
    ALTER TABLE owners ADD COLUMN seen_epoch float8;`,
+  // Keys a team can hand out (see the SQLite store's migration of the same name): names,
+  // metadata, expiry, disabling, rotation, limits and the counts a limited hold keeps on the key's
+  // row; account limits; budget states; what each limited hold counted. Counters and last use
+  // change on every call and must not be announced as key changes.
+  `ALTER TABLE keys ADD COLUMN name text;
+   ALTER TABLE keys ADD COLUMN metadata jsonb;
+   ALTER TABLE keys ADD COLUMN expires_at bigint;
+   ALTER TABLE keys ADD COLUMN disabled_at bigint;
+   ALTER TABLE keys ADD COLUMN last_used_at bigint;
+   ALTER TABLE keys ADD COLUMN limits jsonb;
+   ALTER TABLE keys ADD COLUMN previous_hash bytea;
+   ALTER TABLE keys ADD COLUMN previous_until bigint;
+   ALTER TABLE keys ADD COLUMN in_flight integer NOT NULL DEFAULT 0;
+   ALTER TABLE keys ADD COLUMN tpm_minute bigint NOT NULL DEFAULT 0;
+   ALTER TABLE keys ADD COLUMN tpm_tokens bigint NOT NULL DEFAULT 0;
+   ALTER TABLE accounts ADD COLUMN limits jsonb;
+   ALTER TABLE ledger ADD COLUMN limits jsonb;
+   CREATE TABLE budgets (
+     owner text NOT NULL,
+     period text NOT NULL,
+     amount bigint NOT NULL,
+     held bigint NOT NULL DEFAULT 0,
+     window_start bigint NOT NULL DEFAULT 0,
+     window_spent bigint NOT NULL DEFAULT 0,
+     PRIMARY KEY (owner, period)
+   );
+   DROP TRIGGER keys_changed ON keys;
+   CREATE TRIGGER keys_changed AFTER INSERT OR DELETE OR UPDATE OF account_id, hash, prefix, rpm,
+     revoked_at, name, metadata, expires_at, disabled_at, limits, previous_hash, previous_until
+     ON keys FOR EACH STATEMENT EXECUTE FUNCTION switchyard_key_changed();
+   CREATE TRIGGER accounts_limits_changed AFTER UPDATE OF limits ON accounts
+     FOR EACH STATEMENT EXECUTE FUNCTION switchyard_key_changed();`,
 ];

@@ -1,6 +1,7 @@
 /** Rows of either store's tables as the store interface's records. */
 import type {
   Account,
+  BudgetPeriod,
   DayUsage,
   KeyRecord,
   StoredResponse,
@@ -9,6 +10,7 @@ import type {
   VideoJobStatus,
 } from "./store.ts";
 import { toTotal } from "./amounts.ts";
+import { accountLimitsOf, type BudgetRow, keyLimitsOf, metadataOf } from "./limits.ts";
 
 /** A row as a driver gives it: column name to value. */
 export type Row = Record<string, unknown>;
@@ -30,6 +32,7 @@ export function toAccount(row: Row): Account {
     spent: toTotal(row.spent),
     held: toTotal(row.held),
     createdAt: Number(row.created_at),
+    limits: accountLimitsOf(row.limits),
   };
 }
 
@@ -43,6 +46,27 @@ export function toKey(row: Row): KeyRecord {
     rpm: num(row.rpm),
     createdAt: Number(row.created_at),
     revokedAt: num(row.revoked_at),
+    name: text(row.name),
+    metadata: metadataOf(row.metadata),
+    expiresAt: num(row.expires_at),
+    disabledAt: num(row.disabled_at),
+    lastUsedAt: num(row.last_used_at),
+    limits: keyLimitsOf(row.limits),
+    accountLimits: accountLimitsOf(row.account_limits),
+    previousHash: row.previous_hash ? new Uint8Array(row.previous_hash as Uint8Array) : null,
+    previousUntil: num(row.previous_until),
+  };
+}
+
+/** A budget row (see `limits.ts`). */
+export function toBudgetRow(row: Row): BudgetRow {
+  return {
+    owner: String(row.owner),
+    period: String(row.period) as BudgetPeriod,
+    amount: Number(row.amount),
+    held: Number(row.held),
+    windowStart: Number(row.window_start),
+    windowSpent: Number(row.window_spent),
   };
 }
 

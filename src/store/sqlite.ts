@@ -10,6 +10,19 @@ import { OwnerLock } from "./owners.ts";
 import { WriteLock } from "./write_lock.ts";
 import type { CheckpointerStart } from "./checkpointer.ts";
 import {
+  accountOwner,
+  budgetStates,
+  chargedTokens,
+  type HoldMark,
+  keyLimitsOf,
+  keyOwner,
+  limitsText,
+  markOf,
+  planHold,
+  settledBudget,
+  utcWindows,
+} from "./limits.ts";
+import {
   checkCharge,
   checkCredit,
   checkHold,
@@ -23,6 +36,7 @@ import {
 import {
   type Row,
   toAccount,
+  toBudgetRow,
   toDay,
   toKey,
   toStoredResponse,
@@ -30,14 +44,24 @@ import {
   toVideoJob,
 } from "./rows.ts";
 import { COMMIT_SECONDS_FAMILY, metrics } from "../metrics/gateway.ts";
+import { BUDGET_PERIODS } from "./store.ts";
 import type {
   Account,
+  AccountLimits,
+  Budget,
+  BudgetState,
+  BudgetWindows,
   ChainBound,
   Charge,
   DayUsage,
+  HoldLimits,
+  KeyPatch,
   KeyRecord,
   LedgerEntry,
+  LimitedHold,
+  LimitRefusal,
   NewHold,
+  NewKey,
   PendingHold,
   Store,
   StoredResponse,
@@ -186,6 +210,39 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE upstream_objects ADD COLUMN provider TEXT;`,
   // The upstream key a video job was submitted with: its polls use the same one.
   `ALTER TABLE video_jobs ADD COLUMN upstream_key TEXT;`,
+  // Keys a team can hand out: names, metadata, expiry, disabling, rotation, limits (JSON, see
+  // `limits.ts`) and the counts a limited hold keeps on the key's row; account limits; budget
+  // states (one row per owner and period); what each limited hold counted. A key's counters and
+  // last use change on every call, and must not wake every process's key cache: the change
+  // trigger watches the other columns only (and account limits, read with the key).
+  `ALTER TABLE keys ADD COLUMN name TEXT;
+   ALTER TABLE keys ADD COLUMN metadata TEXT;
+   ALTER TABLE keys ADD COLUMN expires_at INTEGER;
+   ALTER TABLE keys ADD COLUMN disabled_at INTEGER;
+   ALTER TABLE keys ADD COLUMN last_used_at INTEGER;
+   ALTER TABLE keys ADD COLUMN limits TEXT;
+   ALTER TABLE keys ADD COLUMN previous_hash BLOB;
+   ALTER TABLE keys ADD COLUMN previous_until INTEGER;
+   ALTER TABLE keys ADD COLUMN in_flight INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE keys ADD COLUMN tpm_minute INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE keys ADD COLUMN tpm_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE accounts ADD COLUMN limits TEXT;
+   ALTER TABLE ledger ADD COLUMN limits TEXT;
+   CREATE TABLE budgets (
+     owner TEXT NOT NULL,
+     period TEXT NOT NULL,
+     amount INTEGER NOT NULL,
+     held INTEGER NOT NULL DEFAULT 0,
+     window_start INTEGER NOT NULL DEFAULT 0,
+     window_spent INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (owner, period)
+   ) WITHOUT ROWID;
+   DROP TRIGGER keys_updated;
+   CREATE TRIGGER keys_updated AFTER UPDATE OF account_id, hash, prefix, rpm, revoked_at, name,
+     metadata, expires_at, disabled_at, limits, previous_hash, previous_until ON keys
+   BEGIN UPDATE key_changes SET n = n + 1; END;
+   CREATE TRIGGER accounts_limits AFTER UPDATE OF limits ON accounts
+   BEGIN UPDATE key_changes SET n = n + 1; END;`,
 ];
 
 /** Keys kept in memory at most (only keys that exist, so bounded by the store as well). */
@@ -253,9 +310,10 @@ function migrate(db: DatabaseSync): void {
   }
 }
 
-const ACCOUNT_COLUMNS = "id, name, balance, spent, held, created_at";
-const KEY_COLUMNS =
-  "k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm, k.created_at, k.revoked_at";
+const ACCOUNT_COLUMNS = "id, name, balance, spent, held, created_at, limits";
+const KEY_COLUMNS = `k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm,
+  k.created_at, k.revoked_at, k.name, k.metadata, k.expires_at, k.disabled_at, k.last_used_at,
+  k.limits, a.limits AS account_limits, k.previous_hash, k.previous_until`;
 const LEDGER_COLUMNS = `l.id, l.kind, l.status, a.name AS account, l.request_id, l.key_id,
   l.endpoint, l.model, l.provider, l.upstream_model, l.amount, l.units, l.estimated, l.note,
   l.created_at, l.settled_at`;
@@ -352,12 +410,60 @@ export class SqliteStore implements Store {
          SELECT 'charge', 'held', ?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10, ?11 FROM accounts
          WHERE id = ?3 AND ?7 >= 0 AND (?7 = 0 OR balance - held >= ?7)`,
       ),
+      // A limited hold: the limits were checked in the same write (see `reserveLimited`).
+      holdMarked: p(
+        `INSERT INTO ledger (kind, status, request_id, key_id, account_id, endpoint, model,
+                             provider, reserved, amount, estimate, created_at, owner,
+                             upstream_model, limits)
+         SELECT 'charge', 'held', ?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10, ?11, ?12
+         FROM accounts WHERE id = ?3 AND ?7 >= 0 AND (?7 = 0 OR balance - held >= ?7)`,
+      ),
+      // What a limited hold counted comes back with its settlement (null for the others).
       settleHold: p(
         `UPDATE ledger SET status = 'settled', amount = ?, units = ?, estimated = ?,
                            settled_at = ?
-         WHERE id = ? AND status = 'held'`,
+         WHERE id = ? AND status = 'held' RETURNING limits, reserved, key_id`,
       ),
-      deleteHold: p(`DELETE FROM ledger WHERE id = ? AND status = 'held'`),
+      deleteHold: p(
+        `DELETE FROM ledger WHERE id = ? AND status = 'held' RETURNING limits, reserved, key_id`,
+      ),
+      budgetRows: p(
+        `SELECT owner, period, amount, held, window_start, window_spent FROM budgets
+         WHERE owner IN (?, ?)`,
+      ),
+      budgetRow: p(
+        `SELECT owner, period, amount, held, window_start, window_spent FROM budgets
+         WHERE owner = ? AND period = ?`,
+      ),
+      putBudget: p(
+        `UPDATE budgets SET held = ?, window_start = ?, window_spent = ?
+         WHERE owner = ? AND period = ?`,
+      ),
+      defineBudget: p(
+        `INSERT INTO budgets (owner, period, amount) VALUES (?, ?, ?)
+         ON CONFLICT (owner, period) DO UPDATE SET amount = excluded.amount`,
+      ),
+      dropBudgets: p(`DELETE FROM budgets WHERE owner = ?`),
+      dropBudget: p(`DELETE FROM budgets WHERE owner = ? AND period = ?`),
+      keyCounts: p(`SELECT limits, in_flight, tpm_minute, tpm_tokens FROM keys WHERE id = ?`),
+      putKeyCounts: p(`UPDATE keys SET in_flight = ?, tpm_minute = ?, tpm_tokens = ? WHERE id = ?`),
+      leaveFlight: p(`UPDATE keys SET in_flight = max(0, in_flight - 1) WHERE id = ?`),
+      correctTokens: p(
+        `UPDATE keys SET tpm_tokens = max(0, tpm_tokens + ?) WHERE id = ? AND tpm_minute = ?`,
+      ),
+      touchKey: p(
+        `UPDATE keys SET last_used_at = ? WHERE id = ? AND coalesce(last_used_at, 0) < ?`,
+      ),
+      rotateKey: p(
+        `UPDATE keys SET previous_hash = hash, previous_until = ?, hash = ?, prefix = ?
+         WHERE id = ? AND revoked_at IS NULL`,
+      ),
+      updateKey: p(
+        `UPDATE keys SET name = ?, metadata = ?, expires_at = ?, disabled_at = ?, rpm = ?,
+                         limits = ?
+         WHERE id = ? AND revoked_at IS NULL`,
+      ),
+      accountLimits: p(`UPDATE accounts SET limits = ? WHERE name = ? RETURNING id`),
       holds: p(
         `SELECT id, account_id, estimate, owner FROM ledger INDEXED BY ledger_held
          WHERE kind = 'charge' AND status = 'held'
@@ -386,8 +492,9 @@ export class SqliteStore implements Store {
          WHERE id = ? AND status = 'pending' RETURNING ledger_id`,
       ),
       insertKey: p(
-        `INSERT INTO keys (id, account_id, hash, prefix, rpm, created_at)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO keys (id, account_id, hash, prefix, rpm, created_at, name, metadata,
+                           expires_at, limits)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       keyById: p(`SELECT ${KEY_COLUMNS} FROM keys k JOIN accounts a ON a.id = k.account_id
                   WHERE k.id = ?`),
@@ -613,9 +720,110 @@ export class SqliteStore implements Store {
     });
   }
 
-  insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): Promise<void> {
+  insertKey(key: NewKey): Promise<void> {
+    return answer(() =>
+      this.#tx(() => {
+        const limits = key.limits ?? {};
+        this.#s.insertKey.run(
+          key.id,
+          key.accountId,
+          key.hash,
+          key.prefix,
+          key.rpm,
+          key.createdAt,
+          key.name ?? null,
+          key.metadata && Object.keys(key.metadata).length ? JSON.stringify(key.metadata) : null,
+          key.expiresAt ?? null,
+          limitsText(limits),
+        );
+        this.#defineBudgets(keyOwner(key.id), limits.budgets);
+      })
+    );
+  }
+
+  /** Makes an owner's budget rows the given ones (a removed budget's row goes, counts and all). */
+  #defineBudgets(owner: string, budgets: Budget[] | undefined): void {
+    const kept = new Set((budgets ?? []).map((b) => b.period));
+    for (const period of BUDGET_PERIODS) {
+      if (!kept.has(period)) this.#s.dropBudget.run(owner, period);
+    }
+    for (const budget of budgets ?? []) {
+      this.#s.defineBudget.run(owner, budget.period, budget.amount);
+    }
+  }
+
+  updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | undefined> {
     return answer(() => {
-      this.#s.insertKey.run(key.id, key.accountId, key.hash, key.prefix, key.rpm, key.createdAt);
+      const updated = this.#tx(() => {
+        const row = this.#s.keyById.get(id) as Row | undefined;
+        if (!row || row.revoked_at !== null) return false;
+        const key = toKey(row);
+        const limits = patch.limits ?? key.limits;
+        const disabledAt = patch.disabled === undefined
+          ? key.disabledAt
+          : patch.disabled
+          ? key.disabledAt ?? Date.now()
+          : null;
+        const metadata = patch.metadata ?? key.metadata;
+        this.#s.updateKey.run(
+          patch.name === undefined ? key.name : patch.name,
+          Object.keys(metadata).length ? JSON.stringify(metadata) : null,
+          patch.expiresAt === undefined ? key.expiresAt : patch.expiresAt,
+          disabledAt,
+          patch.rpm === undefined ? key.rpm : patch.rpm,
+          limitsText(limits),
+          id,
+        );
+        if (patch.limits) this.#defineBudgets(keyOwner(id), limits.budgets);
+        return true;
+      });
+      this.#keysChecked = false; // this connection's own change is seen in this very turn
+      const row = updated ? this.#s.keyById.get(id) as Row | undefined : undefined;
+      return row && toKey(row);
+    });
+  }
+
+  rotateKey(
+    id: string,
+    hash: Uint8Array,
+    prefix: string,
+    previousUntil: number | null,
+  ): Promise<boolean> {
+    return answer(() => {
+      const rotated = Number(this.#s.rotateKey.run(previousUntil, hash, prefix, id).changes) === 1;
+      this.#keysChecked = false;
+      return rotated;
+    });
+  }
+
+  async touchKeys(used: ReadonlyMap<string, number>): Promise<void> {
+    if (!used.size) return;
+    await this.#write(() => {
+      for (const [id, at] of used) this.#s.touchKey.run(at, id, at);
+    });
+  }
+
+  updateAccountLimits(name: string, limits: AccountLimits): Promise<Account | undefined> {
+    return answer(() => {
+      const updated = this.#tx(() => {
+        const row = this.#s.accountLimits.get(limitsText(limits), name) as Row | undefined;
+        if (!row) return false;
+        this.#defineBudgets(accountOwner(Number(row.id)), limits.budgets);
+        return true;
+      });
+      this.#keysChecked = false;
+      const row = updated ? this.#s.accountByName.get(name) as Row | undefined : undefined;
+      return row && toAccount(row);
+    });
+  }
+
+  budgets(keyId: string | null, accountId: number, windows: BudgetWindows): Promise<BudgetState[]> {
+    return answer(() => {
+      const rows = this.#s.budgetRows.all(
+        keyId === null ? "" : keyOwner(keyId),
+        accountOwner(accountId),
+      ) as Row[];
+      return budgetStates(rows.map(toBudgetRow), windows);
     });
   }
 
@@ -692,23 +900,109 @@ export class SqliteStore implements Store {
     });
   }
 
-  async settle(id: number, charge: Charge | null): Promise<boolean> {
-    checkCharge(charge);
-    return await this.#write(() => this.#settle(id, charge));
+  async reserveLimited(h: NewHold, at: HoldLimits): Promise<LimitedHold | LimitRefusal> {
+    checkHold(h);
+    return await this.#write(() => {
+      const account = this.#s.accountById.get(h.accountId) as Row | undefined;
+      const key = this.#s.keyCounts.get(h.keyId) as Row | undefined;
+      if (!account) return { refused: "balance", needed: h.reserve } as const;
+      const keyLimits = keyLimitsOf(key?.limits);
+      const rows = (this.#s.budgetRows.all(
+        keyOwner(h.keyId),
+        accountOwner(h.accountId),
+      ) as Row[]).map(toBudgetRow);
+      const available = Number(toTotal(account.balance)) - Number(toTotal(account.held));
+      const plan = planHold(h.reserve, available, keyLimits, rows, {
+        inFlight: Number(key?.in_flight ?? 0),
+        tpmMinute: Number(key?.tpm_minute ?? 0),
+        tpmTokens: Number(key?.tpm_tokens ?? 0),
+      }, at);
+      if ("refused" in plan) return plan;
+      const written = this.#s.holdMarked.run(
+        h.requestId,
+        h.keyId,
+        h.accountId,
+        h.endpoint,
+        h.model,
+        h.provider,
+        h.reserve,
+        JSON.stringify(h.estimate),
+        Date.now(),
+        this.#owner,
+        h.upstreamModel ?? null,
+        JSON.stringify(plan.mark),
+      );
+      if (Number(written.changes) !== 1) {
+        return { refused: "balance", needed: h.reserve } as const;
+      }
+      for (const row of plan.budgets) {
+        this.#s.putBudget.run(row.held, row.windowStart, row.windowSpent, row.owner, row.period);
+      }
+      if (key && (plan.mark.c || plan.mark.t !== undefined)) {
+        const c = plan.counts;
+        this.#s.putKeyCounts.run(c.inFlight, c.tpmMinute, c.tpmTokens, h.keyId);
+      }
+      return {
+        id: Number(written.lastInsertRowid),
+        ...(plan.tokens ? { tokens: plan.tokens } : {}),
+      };
+    }, true);
   }
 
-  /** One statement: the row's triggers move the funds (see migration 8). */
-  #settle(id: number, charge: Charge | null): boolean {
-    const written = charge
-      ? this.#s.settleHold.run(
+  async settle(id: number, charge: Charge | null, windows?: BudgetWindows): Promise<boolean> {
+    checkCharge(charge);
+    return await this.#write(() => this.#settle(id, charge, windows));
+  }
+
+  /**
+   * One statement (the row's triggers move the funds, see migration 8), and for a limited hold
+   * what it counted given back (see `limits.ts`).
+   */
+  #settle(id: number, charge: Charge | null, windows?: BudgetWindows): boolean {
+    const row = (charge
+      ? this.#s.settleHold.get(
         charge.amount,
         JSON.stringify(charge.units),
         charge.estimated ? 1 : 0,
         Date.now(),
         id,
       )
-      : this.#s.deleteHold.run(id);
-    return Number(written.changes) === 1;
+      : this.#s.deleteHold.get(id)) as Row | undefined;
+    if (!row) return false;
+    const mark = markOf(row.limits);
+    if (mark) this.#giveBack(mark, String(row.key_id), Number(row.reserved), charge, windows);
+    return true;
+  }
+
+  /** Gives back what a limited hold counted (see `Store.settle`). */
+  #giveBack(
+    mark: HoldMark,
+    keyId: string,
+    reserved: number,
+    charge: Charge | null,
+    windows = utcWindows(Date.now()),
+  ): void {
+    const amount = charge?.amount ?? 0;
+    for (const name of mark.b) {
+      const at = name.lastIndexOf("|");
+      const found = this.#s.budgetRow.get(name.slice(0, at), name.slice(at + 1)) as
+        | Row
+        | undefined;
+      if (!found) continue; // the budget was removed meanwhile
+      const after = settledBudget(toBudgetRow(found), reserved, amount, windows);
+      this.#s.putBudget.run(
+        after.held,
+        after.windowStart,
+        after.windowSpent,
+        after.owner,
+        after.period,
+      );
+    }
+    if (mark.c) this.#s.leaveFlight.run(keyId);
+    if (mark.t !== undefined && mark.m !== undefined) {
+      const used = charge ? chargedTokens(charge.units) : 0;
+      this.#s.correctTokens.run(used - mark.t, keyId, mark.m);
+    }
   }
 
   /**
@@ -767,7 +1061,11 @@ export class SqliteStore implements Store {
     });
   }
 
-  async finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean> {
+  async finishVideoJob(
+    id: string,
+    outcome: VideoOutcome,
+    windows?: BudgetWindows,
+  ): Promise<boolean> {
     checkVideoOutcome(outcome);
     return await this.#write(() => {
       const done = outcome.status === "done";
@@ -780,7 +1078,7 @@ export class SqliteStore implements Store {
         id,
       ) as Row | undefined;
       if (!row) return false;
-      this.#settle(Number(row.ledger_id), done ? outcome.charge! : null);
+      this.#settle(Number(row.ledger_id), done ? outcome.charge! : null, windows);
       return true;
     }, true);
   }

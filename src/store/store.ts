@@ -26,6 +26,43 @@ export interface Account {
   /** Reserved by calls in flight (holds), in nanoUSD; never more than the balance. */
   held: Total;
   createdAt: number;
+  /** What the operator limits the account's keys to, together. */
+  limits: AccountLimits;
+}
+
+/** A budget's window kind: 5-hour blocks, calendar days, weeks, months, or the whole lifetime. */
+export type BudgetPeriod = "5h" | "day" | "week" | "month" | "total";
+
+/** The budget periods, shortest first. */
+export const BUDGET_PERIODS: readonly BudgetPeriod[] = ["5h", "day", "week", "month", "total"];
+
+/** A budget: at most `amount` nanoUSD charged per window of `period`. */
+export interface Budget {
+  period: BudgetPeriod;
+  amount: number;
+}
+
+/** Which models may be called: ids and `*` patterns allowed (none listed: all) and denied. */
+export interface ModelAccess {
+  allow?: string[];
+  deny?: string[];
+}
+
+/** What an operator limits an account to (beyond its balance). */
+export interface AccountLimits {
+  /** At most one per period. */
+  budgets?: Budget[];
+  models?: ModelAccess;
+}
+
+/** What an operator limits a key to (beyond its account's limits and its requests per minute). */
+export interface KeyLimits extends AccountLimits {
+  /** Tokens per minute (input and output; held when a call starts, corrected when it ends). */
+  tpm?: number;
+  /** Calls in flight at most (calls that hold funds: a video job until it finishes). */
+  maxConcurrent?: number;
+  /** Addresses the key may be used from: IPv4/IPv6 addresses and CIDR ranges. */
+  ips?: string[];
 }
 
 export interface KeyRecord {
@@ -39,6 +76,89 @@ export interface KeyRecord {
   rpm: number | null;
   createdAt: number;
   revokedAt: number | null;
+  /** A name for people (`intern-2026`). */
+  name: string | null;
+  /** Free-form string pairs the operator keeps with the key. */
+  metadata: Record<string, string>;
+  /** When the key stops working (ms since the epoch); null: never. */
+  expiresAt: number | null;
+  /** When it was disabled (it may be enabled again); null: enabled. */
+  disabledAt: number | null;
+  /** When it was last used (kept to about a minute). */
+  lastUsedAt: number | null;
+  limits: KeyLimits;
+  /** The account's own limits (read with the key, so a call needs one lookup). */
+  accountLimits: AccountLimits;
+  /** A rotated key's previous secret (its hash), still accepted until `previousUntil`. */
+  previousHash: Uint8Array | null;
+  previousUntil: number | null;
+}
+
+/** A key as it is created: what the store does not default. */
+export type NewKey =
+  & Pick<KeyRecord, "id" | "accountId" | "hash" | "prefix" | "rpm" | "createdAt">
+  & Partial<Pick<KeyRecord, "name" | "metadata" | "expiresAt" | "limits">>;
+
+/** A change to a key: only the fields given change. */
+export interface KeyPatch {
+  name?: string | null;
+  metadata?: Record<string, string>;
+  expiresAt?: number | null;
+  /** true: disable now (it stays disabled); false: enable. */
+  disabled?: boolean;
+  rpm?: number | null;
+  limits?: KeyLimits;
+}
+
+/**
+ * The windows a budget can be counted in at one instant, one per period (`total`: from the epoch,
+ * never ending): computed by the caller (see `billing/windows.ts`), so the store keeps no clock
+ * or time zone of its own.
+ */
+export type BudgetWindows = Record<BudgetPeriod, { start: number; end: number }>;
+
+/** A budget as it stands: its limit, what its current window has spent and what calls hold. */
+export interface BudgetState extends Budget {
+  owner: "key" | "account";
+  /** Settled in the current window, nanoUSD. */
+  spent: number;
+  /** Held by calls in flight, nanoUSD. */
+  held: number;
+  /** The current window: when it began and when it resets (ms since the epoch). */
+  windowStart: number;
+  resetsAt: number;
+}
+
+/**
+ * The instant a limited hold is taken at (see `Store.reserveLimited`); the limits themselves are
+ * read in the write, as the key and account have them then.
+ */
+export interface HoldLimits {
+  /** The windows of this instant. */
+  windows: BudgetWindows;
+  /** The minute this instant is in (ms since the epoch, a multiple of 60,000). */
+  minute: number;
+  /** Tokens the call holds against the key's tokens per minute (input bound + output cap). */
+  tokens: number;
+}
+
+/** Why a limited hold was refused. */
+export type LimitRefusal =
+  | { refused: "balance"; needed: number }
+  | {
+    refused: "budget";
+    owner: "key" | "account";
+    period: BudgetPeriod;
+    amount: number;
+    resetsAt: number;
+  }
+  | { refused: "tpm"; limit: number; resetsAt: number; tooLarge: boolean }
+  | { refused: "concurrency"; limit: number };
+
+/** A limited hold taken: its entry, and the key's tokens this minute when it has a limit. */
+export interface LimitedHold {
+  id: number;
+  tokens?: { limit: number; used: number; resetsAt: number };
 }
 
 /** One priced quantity of a charge, e.g. 1200 `input_tokens` costing 3000 nanoUSD. */
@@ -231,7 +351,22 @@ export interface Store {
    * take it below the funds held, and with `AmountError` when `amount` is not a safe integer.
    */
   credit(accountId: number, amount: number, note: string): Promise<Account>;
-  insertKey(key: Omit<KeyRecord, "accountName" | "revokedAt">): Promise<void>;
+  insertKey(key: NewKey): Promise<void>;
+  /** Changes a key (not a revoked one); the key after, or undefined when there is none. */
+  updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | undefined>;
+  /**
+   * Gives a key a new secret (its hash and prefix) and keeps the old one valid until
+   * `previousUntil` (null: not at all); false when there is no such active key.
+   */
+  rotateKey(id: string, hash: Uint8Array, prefix: string, previousUntil: number | null): Promise<
+    boolean
+  >;
+  /** Records when keys were last used (written without waking any key cache). */
+  touchKeys(used: ReadonlyMap<string, number>): Promise<void>;
+  /** Sets an account's limits; the account after, or undefined when there is none. */
+  updateAccountLimits(name: string, limits: AccountLimits): Promise<Account | undefined>;
+  /** The budgets of a key and its account as they stand at the instant `windows` are of. */
+  budgets(keyId: string | null, accountId: number, windows: BudgetWindows): Promise<BudgetState[]>;
   /**
    * The key with this id. Cached in memory: every change to a key anywhere (another thread,
    * process or replica, the CLI) drops the cache before the next lookup, or within a second.
@@ -258,11 +393,22 @@ export interface Store {
    */
   reserve(hold: NewHold): Promise<number | null>;
   /**
-   * Settles a held entry exactly once: with `charge`, it becomes the call's charge; with null
-   * (the call failed), it is removed unbilled. Resolves, once committed, to false when the entry
-   * was already settled.
+   * `reserve` for a call whose key or account has limits: the hold must also fit in every budget
+   * of the key and of the account (what their window settled + what calls hold + this hold ≤ the
+   * budget), in the key's calls in flight and in its tokens per minute — all decided in the one
+   * write that takes the hold, so concurrent calls, threads and replicas cannot overshoot. The
+   * entry remembers what it counted, so its settlement gives back exactly that.
    */
-  settle(id: number, charge: Charge | null): Promise<boolean>;
+  reserveLimited(hold: NewHold, limits: HoldLimits): Promise<LimitedHold | LimitRefusal>;
+  /**
+   * Settles a held entry exactly once: with `charge`, it becomes the call's charge; with null
+   * (the call failed), it is removed unbilled. A limited hold gives back what it counted — its
+   * hold to each budget (the charge counting in the window of `windows`, the settlement's
+   * instant, default now in UTC), its place among the key's calls in flight, the difference
+   * between its tokens and those charged to the minute it was held in. Resolves, once committed,
+   * to false when the entry was already settled.
+   */
+  settle(id: number, charge: Charge | null, windows?: BudgetWindows): Promise<boolean>;
   /**
    * Entries left `held` by calls that never settled (after a crash). Holds of unfinished video
    * jobs are not among them: those jobs go on after a restart.
@@ -278,7 +424,7 @@ export interface Store {
    * settles the hold on `charge`, `failed`/`expired` release it. Resolves, once committed, to
    * false when the job had already finished (another poll got there first).
    */
-  finishVideoJob(id: string, outcome: VideoOutcome): Promise<boolean>;
+  finishVideoJob(id: string, outcome: VideoOutcome, windows?: BudgetWindows): Promise<boolean>;
   /**
    * Records an upstream object an answer created (group-committed with the call's settlement).
    * The first account to record an id keeps it.

@@ -83,13 +83,30 @@ function freePort(): number {
 }
 
 /** Whether something accepts TCP connections on `port`. */
+/**
+ * Whether the server takes queries: not only listening — a server still starting up (or
+ * recovering) accepts connections and refuses them with 57P03 — but answering one.
+ */
 async function listening(port: number): Promise<boolean> {
   try {
     const conn = await Deno.connect({ hostname: "127.0.0.1", port });
     conn.close();
+  } catch {
+    return false;
+  }
+  const { default: postgres } = await import("postgres");
+  const sql = postgres(`postgres://switchyard@127.0.0.1:${port}/postgres`, {
+    max: 1,
+    connect_timeout: 2,
+    onnotice: () => {},
+  });
+  try {
+    await sql`SELECT 1`;
     return true;
   } catch {
     return false;
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => {});
   }
 }
 
