@@ -21,7 +21,6 @@ import {
   type Account,
   type AccountLimits,
   type Budget,
-  BUDGET_PERIODS,
   type BudgetState,
   type BudgetWindows,
   type ChainBound,
