@@ -16,7 +16,7 @@ import { metrics, RATE_LIMITED, REFUSED, REQUESTS } from "./metrics/gateway.ts";
 import { metricsPortHandler } from "./endpoints/metrics.ts";
 import { redactServerSpan, startCallSpan } from "./metrics/trace.ts";
 import { startMemoryTrim } from "./serve/memory_trim.ts";
-import { faultPoint } from "./pipeline/fault_points.ts";
+import { faultPoint } from "./test_hooks.ts";
 
 /** A client's own request id is used when it is this safe (else one is generated). */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;

@@ -1,6 +1,6 @@
 /**
  * The call lifecycle is structurally safe: a fault at any step after the hold is taken — thrown
- * inside the gateway by its test-only fault points (`SWITCHYARD_TEST_FAULTS=1`, the
+ * inside the gateway by its test-only fault points (`SWITCHYARD_TEST_HOOKS=1`, the
  * `x-switchyard-test-fault` header naming the step) — leaves no hold held and no upstream stream
  * open, on JSON and streamed calls, passed through and translated. And a client value that
  * reaches a stricter grammar than JSON (a model id copied into a response header, a metric label,
@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { eventually, startStack, usageOf } from "./helpers/setup.ts";
 
 const stack = await startStack({
-  env: { SWITCHYARD_TEST_FAULTS: "1" },
+  env: { SWITCHYARD_TEST_HOOKS: "1" },
   models: {
     // An open pattern: the client's id is passed upstream as it is.
     "local-*": { provider: "local", price: { input: 2.5, output: 15 }, maxOutputTokens: 8192 },

@@ -3,7 +3,9 @@
  * key in the store on every request, so a revoked key stops working at once.
  */
 import { GatewayError } from "../http/errors.ts";
-import type { KeyRecord, Store } from "../store/store.ts";
+import type { AccountLimits, KeyLimits, KeyRecord, Store } from "../store/store.ts";
+import { needsLimitedHold } from "../store/limits.ts";
+import { addressAllowed } from "./ip_allow.ts";
 import { hashKey, keyIdOf, timingSafeEqual } from "./keys.ts";
 
 /**
@@ -20,6 +22,11 @@ export interface Principal {
   accountId: number;
   accountName: string;
   rpm: number;
+  /** The key's limits, and its account's. */
+  limits: KeyLimits;
+  accountLimits: AccountLimits;
+  /** Its calls' holds must be limited ones (budgets, calls in flight, tokens per minute). */
+  limited: boolean;
 }
 
 const MISSING: Record<Exclude<AuthScheme, "none">, string> = {
@@ -56,30 +63,67 @@ export function presentedKey(req: Request, url: URL, scheme: Exclude<AuthScheme,
 
 const DUMMY_HASH = new Uint8Array(32);
 
+/** Where and when a key is presented (for its address allowlist and its expiry). */
+export interface Presented {
+  /** The client's address (the connection's). */
+  address?: string;
+  /** Now, ms since the epoch (the request's clock). */
+  now: number;
+}
+
 /**
- * Looks the key up and checks it in constant time; 401 for unknown or revoked keys. Answers at
- * once when the store has the key in memory.
+ * Looks the key up and checks it in constant time — its secret, or a rotated key's previous one
+ * within its grace period; 401 for unknown, revoked, disabled or expired keys, 403 for an address
+ * outside the key's allowlist. Answers at once when the store has the key in memory.
  */
 export function authenticate(
   store: Store,
   key: string,
   defaultRpm: number,
+  presented: Presented = { now: Date.now() },
 ): Principal | Promise<Principal> {
   const id = keyIdOf(key);
   const record = id ? store.findKey(id) : undefined;
   return record instanceof Promise
-    ? record.then((found) => principalOf(found, key, defaultRpm))
-    : principalOf(record, key, defaultRpm);
+    ? record.then((found) => principalOf(found, key, defaultRpm, presented))
+    : principalOf(record, key, defaultRpm, presented);
 }
 
-function principalOf(record: KeyRecord | undefined, key: string, defaultRpm: number): Principal {
-  const matches = timingSafeEqual(hashKey(key), record?.hash ?? DUMMY_HASH);
-  if (!record || !matches) throw new GatewayError(401, "Invalid API key.");
+function principalOf(
+  record: KeyRecord | undefined,
+  key: string,
+  defaultRpm: number,
+  presented: Presented,
+): Principal {
+  const hash = hashKey(key);
+  const current = timingSafeEqual(hash, record?.hash ?? DUMMY_HASH);
+  const previous = timingSafeEqual(hash, record?.previousHash ?? DUMMY_HASH) &&
+    record?.previousUntil != null && presented.now < record.previousUntil;
+  if (!record || !(current || previous)) throw new GatewayError(401, "Invalid API key.");
   if (record.revokedAt !== null) throw new GatewayError(401, "This API key has been revoked.");
+  if (record.disabledAt !== null) {
+    throw new GatewayError(401, "This API key is disabled.", { code: "key_disabled" });
+  }
+  if (record.expiresAt !== null && presented.now >= record.expiresAt) {
+    throw new GatewayError(
+      401,
+      `This API key expired at ${new Date(record.expiresAt).toISOString()}.`,
+      { code: "key_expired" },
+    );
+  }
+  const ips = record.limits.ips;
+  if (ips && !addressAllowed(ips, presented.address)) {
+    throw new GatewayError(403, "This API key may not be used from this address.", {
+      code: "address_not_allowed",
+    });
+  }
   return {
     keyId: record.id,
     accountId: record.accountId,
     accountName: record.accountName,
     rpm: record.rpm ?? defaultRpm,
+    limits: record.limits,
+    accountLimits: record.accountLimits,
+    limited: needsLimitedHold(record.limits, record.accountLimits),
   };
 }

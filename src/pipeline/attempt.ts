@@ -17,7 +17,7 @@ import type { FailureKind } from "../routing/attempts.ts";
 import type { PassThrough } from "./passthrough.ts";
 import { holdTokens } from "./reserve.ts";
 import { scopeOf } from "./scope.ts";
-import { faultPoint } from "./fault_points.ts";
+import { faultPoint } from "../test_hooks.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
 
 /** How providers say the input does not fit the model's context window. */

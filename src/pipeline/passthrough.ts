@@ -33,7 +33,7 @@ import type { TokenUsage } from "../translate/ir.ts";
 import type { Charged } from "../billing/ledger.ts";
 import { tokenUsageOf } from "../billing/usage.ts";
 import { utf8Length } from "../billing/estimate.ts";
-import { faultPoint } from "./fault_points.ts";
+import { faultPoint } from "../test_hooks.ts";
 import { scopeOf } from "./scope.ts";
 import { metrics, UPSTREAM_RETRIES, UPSTREAM_SECONDS } from "../metrics/gateway.ts";
 import { type CallSpan, providerName } from "../metrics/trace.ts";
