@@ -61,7 +61,7 @@ export interface LabelCap {
   pinned?: (value: string) => boolean;
 }
 
-/** The series one observation of `family` writes in the exposition. */
+/** The exposition lines one series of `family` writes. */
 export function linesPerSeries(family: Family): number {
   return family.type === "histogram" ? family.buckets!.length + 3 : 1;
 }
@@ -78,7 +78,7 @@ export class Registry {
   readonly samples: Record<string, Samples> = {};
   readonly families: readonly Family[];
   #caps: readonly LabelCap[] = [];
-  #state = new Map<string, FamilyState>();
+  readonly #state = new Map<string, FamilyState>();
   #bounds!: Bounds;
 
   /**
