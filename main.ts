@@ -22,6 +22,7 @@ import { type ConfigSource, startWorkers, ThreadsUnavailable } from "./src/serve
 import { reloadConfig, requestReload, watchReloads } from "./src/serve/reload.ts";
 import { startDemo } from "./src/serve/demo.ts";
 import { boardOf, type Services } from "./src/context.ts";
+import { shareMetricBounds } from "./src/metrics/gateway.ts";
 import { startEmulator } from "./src/emulator/server.ts";
 import { parseKeySpec } from "./src/emulator/keys.ts";
 import { restoreKeys } from "./src/routing/keys.ts";
@@ -239,6 +240,8 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   const leftovers = await clearSpool(config.spoolDir);
   if (leftovers) log("warn", "removed uploads left by an earlier crash", { files: leftovers });
   const services: Services & { config: Config } = { config, store };
+  // This thread's metric bounds, which serving threads share (made before any thread serves).
+  shareMetricBounds(services);
   if (!(await store.listKeys()).length) {
     const command = firstKeyCommand({
       execPath: Deno.execPath(),

@@ -21,6 +21,8 @@ export interface Services {
   collectMetrics?: () => Promise<Record<string, Samples>[]>;
   /** The routing state the process's threads share (see `routing/board.ts`). */
   board?: Board;
+  /** The metrics' bounds the process's threads share (see `shareMetricBounds`). */
+  metricBounds?: SharedArrayBuffer;
 }
 
 /** The services' routing board, made on first use when none was given. */

@@ -203,14 +203,21 @@ const MODEL_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_MODEL_ID}}$`);
 export function isModelId(id: string): boolean {
   return MODEL_ID.test(id);
 }
-const CACHE_SIZE = 10_000;
+
+/**
+ * Resolutions of ids only a pattern matches (client-chosen, so unbounded in number) kept at most;
+ * past it the oldest is dropped. Exact ids are all kept: the config bounds them.
+ */
+export const PATTERN_CACHE_SIZE = 1000;
 
 /** Model lookup with exact ids first, then the most specific matching pattern. */
 export class Catalog {
   readonly #exact = new Map<string, ModelEntry>();
   readonly #patterns: { entry: ModelEntry; regex: RegExp; literal: number }[] = [];
   readonly #providers: Map<string, ProviderEntry>;
+  /** Resolutions of exact ids, and of ids a pattern matched (at most `PATTERN_CACHE_SIZE`). */
   readonly #cache = new Map<string, Resolution>();
+  readonly #patternCache = new Map<string, Resolution>();
   /** Every entry in the order the catalog was given (for listings). */
   readonly #order: ModelEntry[];
   #listed?: ListedModel[];
@@ -272,6 +279,11 @@ export class Catalog {
     return this.#lookup(stem) === entry ? stem : undefined;
   }
 
+  /** Whether `id` is one of the catalog's exact ids (not one only a pattern matches). */
+  isExact(id: string): boolean {
+    return this.#exact.has(id);
+  }
+
   /** The entry `id` resolves to, whether or not its providers are enabled. */
   entry(id: string): ModelEntry | undefined {
     return isModelId(id) ? this.#lookup(id) : undefined;
@@ -297,11 +309,12 @@ export class Catalog {
   }
 
   /**
-   * Resolves a requested model id to its provider, upstream id and prices. Ids outside the model id
-   * grammar (see `isModelId`) are unknown. Only ids that resolve are cached, at most `CACHE_SIZE` of them.
+   * Resolves a requested model id to its provider, upstream id and prices. Ids outside the model
+   * id grammar (see `isModelId`) are unknown. Only ids that resolve are cached: every exact id, and
+   * at most `PATTERN_CACHE_SIZE` ids a pattern matched (the latest).
    */
   resolve(id: string): Resolution {
-    const cached = this.#cache.get(id);
+    const cached = this.#cache.get(id) ?? this.#patternCache.get(id);
     if (cached) return cached;
     if (!isModelId(id)) return { ok: false, reason: "unknown" };
     const entry = this.#lookup(id);
@@ -347,9 +360,13 @@ export class Catalog {
         }
         : { ok: false, reason: "disabled", provider: entry.provider };
     }
-    if (result.ok) {
-      if (this.#cache.size >= CACHE_SIZE) this.#cache.clear();
+    if (!result.ok) return result;
+    if (this.#exact.has(id)) {
       this.#cache.set(id, result);
+    } else {
+      const patterns = this.#patternCache;
+      if (patterns.size >= PATTERN_CACHE_SIZE) patterns.delete(patterns.keys().next().value!);
+      patterns.set(id, result);
     }
     return result;
   }

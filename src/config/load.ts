@@ -20,6 +20,7 @@ import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
 import {
   type ConfigInput,
   ConfigSchema,
+  DEFAULT_METRICS_MODELS,
   type DeploymentInput,
   isPostgresUrl,
   MAX_WORKERS,
@@ -60,6 +61,8 @@ export interface Config {
   adminToken: string | null;
   /** The loopback port serving `/metrics` without a token; null: none. */
   metricsPort: number | null;
+  /** Model ids served by open patterns that get series of their own (see `metrics/gateway.ts`). */
+  metricsModels: number;
   dbPath: string;
   /** The PostgreSQL store's URL (`store.url`, `SWITCHYARD_DB_URL`); null: the SQLite file. */
   dbUrl: string | null;
@@ -325,6 +328,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     port,
     adminToken,
     metricsPort: file.server?.metricsPort ?? null,
+    metricsModels: file.server?.metricsModels ?? DEFAULT_METRICS_MODELS,
     maxBodyBytes: envInt(env, "SWITCHYARD_MAX_BODY_BYTES", 1024, Number.MAX_SAFE_INTEGER) ??
       file.server?.maxBodyBytes ?? 32 * 1024 * 1024,
     maxUploadBytes: file.server?.maxUploadBytes ?? 256 * 1024 * 1024,

@@ -13,6 +13,11 @@ export function isPostgresUrl(text: string): boolean {
 
 export const MAX_WORKERS = 256;
 
+/** Distinct model ids served by open patterns that get series of their own in the metrics. */
+export const DEFAULT_METRICS_MODELS = 100;
+/** The most `server.metricsModels` may be. */
+export const MAX_METRICS_MODELS = 10_000;
+
 /** The upstream failures a call may be retried on (`routing.retryOn`). */
 export const RETRY_TRIGGERS = ["connection", "timeout", "429", "5xx"] as const;
 export type RetryTrigger = typeof RETRY_TRIGGERS[number];
@@ -285,6 +290,19 @@ export const ConfigSchema = v.strictObject({
       accessLog: v.optional(v.boolean("must be true or false")),
       /** A second port, bound to 127.0.0.1 only, serving `GET /metrics` without a token. */
       metricsPort: v.optional(port),
+      /**
+       * Model ids served by open patterns (`local-*`) that get series of their own in the metrics,
+       * the first ones called; later ones are counted under `other` (the catalog's exact ids are
+       * always kept).
+       */
+      metricsModels: v.optional(
+        v.pipe(
+          v.number("must be an integer"),
+          v.integer("must be an integer"),
+          v.minValue(0, "must be ≥ 0"),
+          v.maxValue(MAX_METRICS_MODELS, `must be at most ${MAX_METRICS_MODELS}`),
+        ),
+      ),
       /** Serving threads on the one port (default: the number of cores; 1: a single thread). */
       workers: v.optional(
         v.pipe(

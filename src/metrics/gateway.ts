@@ -3,9 +3,18 @@
  * families `/metrics` writes. Each thread keeps its own values (`metrics.samples`); a scrape adds
  * up every thread's (see `collect` in `Services`).
  */
-import { type Family, merge, Registry, render, type Samples } from "./registry.ts";
+import {
+  type Family,
+  FOLDED,
+  type LabelCap,
+  merge,
+  Registry,
+  render,
+  type Samples,
+} from "./registry.ts";
 import type { Usage } from "../billing/price.ts";
 import type { Services } from "../context.ts";
+import { DEFAULT_METRICS_MODELS } from "../config/schema.ts";
 import { RECENT_FAMILIES, RecentCalls } from "./recent.ts";
 
 /** Seconds: from a millisecond up to two minutes (long streams land in +Inf). */
@@ -112,10 +121,46 @@ export const FAMILIES: readonly Family[] = [
   OPEN_STREAMS,
   HOLDS,
   COMMIT_SECONDS_FAMILY,
+  FOLDED,
 ];
 
+/**
+ * Distinct account names the metrics keep (`switchyard_tokens_total`, `_spend_`): accounts are
+ * the operator's, not a client's, but may be many; past these, per-account figures are in the
+ * ledger (`/v1/usage`, `accounts list`), and the metrics count them under `other`.
+ */
+export const MAX_ACCOUNTS = 1000;
+
+/**
+ * The caps on client-chosen label values: model ids (other than the catalog's own, and "": no
+ * model) at most `models`, accounts at most `MAX_ACCOUNTS`.
+ */
+function labelCaps(models: number, catalogId: (id: string) => boolean = () => false): LabelCap[] {
+  return [
+    { label: "model", max: models, pinned: (id) => id === "" || catalogId(id) },
+    { label: "account", max: MAX_ACCOUNTS },
+  ];
+}
+
 /** This thread's values (with the recent window `/readyz` reads, which `/metrics` leaves out). */
-export const metrics = new Registry([...FAMILIES, ...RECENT_FAMILIES]);
+export const metrics = new Registry(
+  [...FAMILIES, ...RECENT_FAMILIES],
+  labelCaps(DEFAULT_METRICS_MODELS),
+);
+
+/**
+ * Bounds this thread's metrics as the config says (`server.metricsModels`; the current catalog's
+ * exact ids are always kept), over the bounds every thread of the process shares:
+ * `services.metricBounds`, made by the first call when absent (the main thread's, which hands it
+ * to the serving threads). Called once per thread, before it serves.
+ */
+export function shareMetricBounds(services: Services): void {
+  const caps = labelCaps(
+    services.config.metricsModels,
+    (id) => services.config.catalog.isExact(id),
+  );
+  services.metricBounds = metrics.share(caps, services.metricBounds);
+}
 
 /** This thread's upstream outcomes of the last minutes, by provider (see `recent.ts`). */
 export const recentCalls = new RecentCalls(metrics);

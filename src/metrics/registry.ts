@@ -2,7 +2,13 @@
  * Counters and histograms by label values, kept per thread as plain data (so the threads' values
  * can be sent to one place and added up), and written in the Prometheus text exposition format.
  * Written by hand: the format is a few lines of text, no client library is needed.
+ *
+ * What a registry holds is bounded whatever clients send (see `bounds.ts`): a family has at most
+ * `MAX_LINES` lines' worth of series, and a capped label (`LabelCap`: a model id served by an open
+ * pattern) at most its `max` distinct values; past either, values are recorded as `other` and the
+ * folds counted in `FOLDED`. The bounds are the process's when its threads `share` them.
  */
+import { Bounds } from "./bounds.ts";
 
 /** A metric family's definition. */
 export interface Family {
@@ -22,29 +28,144 @@ export type Samples = Record<string, Sample>;
 
 /** Label values of one series are at most this long (client-chosen values are cut). */
 const MAX_LABEL = 128;
-/** Series per family at most; past it, new label sets are counted under `other`. */
-export const MAX_SERIES = 10_000;
+/**
+ * Exposition lines a family may write at most, whatever the number of threads: its series are
+ * capped at this many over the lines one series writes (1; a histogram's: its buckets, `+Inf`,
+ * `_sum` and `_count`). Past it, new label sets are counted under `other` (every label).
+ */
+export const MAX_LINES = 10_000;
 const SEPARATOR = "\u0000";
-const OTHER = "other";
+/** The value that stands for the values a cap folded. */
+export const OTHER = "other";
+/** The `label` of `FOLDED` when a family's series cap folded a whole label set. */
+export const ALL_LABELS = "*";
+
+/** Observations whose label values were folded into `other`: by family and label. */
+export const FOLDED: Family = {
+  name: "switchyard_metric_labels_folded_total",
+  help:
+    "Observations recorded under `other` because a label had all the distinct values it may (label: its name) or a family all its series (label: *).",
+  type: "counter",
+  labels: ["family", "label"],
+};
+
+/**
+ * A label whose values clients choose (a model id served by an open pattern): across every
+ * family that has it, at most `max` distinct values get series of their own, the first ones seen
+ * in the process; the others are recorded as `other` and counted in `FOLDED`.
+ */
+export interface LabelCap {
+  label: string;
+  max: number;
+  /** Values that are always kept and do not count against `max` (the catalog's own ids). */
+  pinned?: (value: string) => boolean;
+}
+
+/** The exposition lines one series of `family` writes. */
+export function linesPerSeries(family: Family): number {
+  return family.type === "histogram" ? family.buckets!.length + 3 : 1;
+}
+
+/** What a registry knows of one family: its place in the bounds and its capped labels. */
+interface FamilyState {
+  index: number;
+  /** Label positions in the family and the cap (index into the caps) each has. */
+  capped: [position: number, cap: number][];
+}
 
 /** The values of one thread: every family's samples by name. */
 export class Registry {
   readonly samples: Record<string, Samples> = {};
-  /** Label sets per family so far. */
-  readonly #series = new Map<string, number>();
+  readonly families: readonly Family[];
+  #caps: readonly LabelCap[] = [];
+  readonly #state = new Map<string, FamilyState>();
+  #bounds!: Bounds;
 
-  constructor(readonly families: readonly Family[]) {
-    for (const family of families) this.samples[family.name] = {};
+  /**
+   * A registry of `families` (and `FOLDED`), its bounds its own until `share` gives it the
+   * process's.
+   */
+  constructor(families: readonly Family[], caps: readonly LabelCap[] = []) {
+    this.families = families.includes(FOLDED) ? families : [...families, FOLDED];
+    for (const family of this.families) this.samples[family.name] = {};
+    this.share(caps);
   }
 
+  /**
+   * Sets the label caps and the bounds' buffer: the one another thread's registry made (`bounds`
+   * of it), so the bounds hold for the threads together, or a new one. Every thread must give the
+   * same families and caps (`max`). The series recorded so far count against the new bounds.
+   */
+  share(caps: readonly LabelCap[], buffer?: SharedArrayBuffer): SharedArrayBuffer {
+    const same = buffer !== undefined && buffer === this.#bounds?.buffer;
+    this.#caps = caps;
+    this.#state.clear();
+    this.families.forEach((family, index) => {
+      const capped: [number, number][] = [];
+      family.labels.forEach((name, position) => {
+        const cap = caps.findIndex((c) => c.label === name);
+        if (cap >= 0) capped.push([position, cap]);
+      });
+      this.#state.set(family.name, { index, capped });
+    });
+    this.#bounds = new Bounds(
+      this.families.map((family) => Math.floor(MAX_LINES / linesPerSeries(family))),
+      caps.map((cap) => cap.max),
+      buffer,
+    );
+    // Series recorded so far count against new bounds (bounds they were made in have them).
+    for (const family of same ? [] : this.families) {
+      const { index, capped } = this.#state.get(family.name)!;
+      for (const key in this.samples[family.name]) {
+        this.#bounds.takeSeries(index);
+        const values = labelsOf(key);
+        for (const [position, cap] of capped) this.#admit(cap, values[position]);
+      }
+    }
+    return this.#bounds.buffer;
+  }
+
+  /** The bounds' shared buffer (to give the other threads' registries, see `share`). */
+  get bounds(): SharedArrayBuffer {
+    return this.#bounds.buffer;
+  }
+
+  #admit(cap: number, value: string): boolean {
+    const { pinned } = this.#caps[cap];
+    return (pinned?.(value) ?? false) || value === OTHER || this.#bounds.admit(cap, value);
+  }
+
+  /** The key of `values` in `family`: the existing series, else a new one within the bounds. */
   #key(family: Family, values: readonly string[]): string {
     const samples = this.samples[family.name];
-    const key = values.map(label).join(SEPARATOR);
-    if (key in samples) return key;
-    const series = this.#series.get(family.name) ?? 0;
-    if (series >= MAX_SERIES) return family.labels.map(() => OTHER).join(SEPARATOR);
-    this.#series.set(family.name, series + 1);
-    return key;
+    const labels = values.map(label);
+    const key = labels.join(SEPARATOR);
+    return key in samples ? key : this.#newKey(family, values, labels, key);
+  }
+
+  /** The key of a label set with no series in this thread yet (`labels`: `values` cut). */
+  #newKey(family: Family, values: readonly string[], labels: string[], key: string): string {
+    const samples = this.samples[family.name];
+    const state = this.#state.get(family.name)!;
+    let folded = false;
+    for (const [position, cap] of state.capped) {
+      if (this.#admit(cap, values[position])) continue;
+      labels[position] = OTHER;
+      folded = true;
+      this.#fold(family, family.labels[position]);
+    }
+    if (folded) {
+      key = labels.join(SEPARATOR);
+      if (key in samples) return key;
+    }
+    if (this.#bounds.takeSeries(state.index)) return key;
+    this.#fold(family, ALL_LABELS);
+    // The one series a full family still gets (in each thread; they add up to one).
+    return family.labels.map(() => OTHER).join(SEPARATOR);
+  }
+
+  #fold(family: Family, label: string): void {
+    if (family !== FOLDED) this.add(FOLDED, [family.name, label]);
   }
 
   /** Adds `by` (default 1) to a counter, or sets a gauge with `set`. */
@@ -57,8 +178,13 @@ export class Registry {
   /** Drops a family's label sets that `keep` refuses (their series no longer count to the cap). */
   retain(family: Family, keep: (values: string[]) => boolean): void {
     const samples = this.samples[family.name];
-    for (const key in samples) if (!keep(labelsOf(key))) delete samples[key];
-    this.#series.set(family.name, Object.keys(samples).length);
+    let dropped = 0;
+    for (const key in samples) {
+      if (keep(labelsOf(key))) continue;
+      delete samples[key];
+      dropped++;
+    }
+    this.#bounds.giveSeries(this.#state.get(family.name)!.index, dropped);
   }
 
   /** Records one observation in a histogram. */

@@ -16,6 +16,8 @@ export type ToWorker =
     shared?: SharedArrayBuffer;
     /** The routing state the threads share (see `routing/board.ts`). */
     routing: SharedArrayBuffer;
+    /** The metrics' bounds the threads share (see `shareMetricBounds`). */
+    metricBounds: SharedArrayBuffer;
   }
   /** The process's answer to a rate-limit question. */
   | { type: "rpm"; id: number; decision: RateDecision }

@@ -25,6 +25,8 @@ const FIXED = [
   "dbPath",
   "spoolDir",
   "metricsPort",
+  // The threads' shared metric bounds are sized by it when the process starts.
+  "metricsModels",
 ] as const;
 
 /** How often the reload file is looked at. */

@@ -11,7 +11,7 @@ import { openStore } from "../store/open.ts";
 import { drainServer } from "./drain.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 import type { LiveStream } from "../http/relay.ts";
-import { snapshot } from "../metrics/gateway.ts";
+import { shareMetricBounds, snapshot } from "../metrics/gateway.ts";
 import type { Services } from "../context.ts";
 import { Board } from "../routing/board.ts";
 import { reloadConfig } from "./reload.ts";
@@ -90,7 +90,9 @@ scope.onmessage = async ({ data }) => {
       live,
       collectMetrics,
       board: new Board(data.routing),
+      metricBounds: data.metricBounds,
     };
+    shareMetricBounds(services);
     server = startHttp(services, {
       reusePort: true,
       port: data.port,

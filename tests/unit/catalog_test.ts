@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { buildConfig } from "../../src/config/load.ts";
+import { PATTERN_CACHE_SIZE } from "../../src/catalog/catalog.ts";
 
 const env = (vars: Record<string, string>) => (name: string) => vars[name];
 
@@ -162,4 +163,35 @@ Deno.test("listed: enabled providers' exact ids, and patterns by their stems whe
   assert.equal(new Set(listed).size, listed.length, "each id once");
   const entry = config.catalog.listed().find((m) => m.id === "gemini-2.5-pro")!;
   assert.deepEqual([entry.entry.pattern, entry.provider.name], ["gemini-2.5-pro*", "gemini"]);
+});
+
+Deno.test("resolutions of ids only a pattern matches are cached at most PATTERN_CACHE_SIZE; exact ids all", () => {
+  const config = buildConfig({
+    defaultCatalog: false,
+    providers: { local: { type: "openai-compatible", baseUrl: "http://127.0.0.1:1/v1" } },
+    models: {
+      "local-*": { provider: "local", price: { input: 1 } },
+      "local-exact": { provider: "local", upstream: "qwen3", price: { input: 2 } },
+    },
+  }, env({}));
+  const { catalog } = config;
+  const resolved = (id: string) => {
+    const r = catalog.resolve(id);
+    assert.ok(r.ok);
+    return r.model;
+  };
+  const exact = resolved("local-exact");
+  const first = resolved("local-0");
+  assert.equal(resolved("local-0"), first, "a cached resolution is the same object");
+  for (let i = 1; i <= PATTERN_CACHE_SIZE; i++) resolved(`local-${i}-${"m".repeat(200)}`);
+  // The oldest pattern id was dropped (resolved anew, to the same answer); the exact id stays.
+  const again = resolved("local-0");
+  assert.notEqual(again, first);
+  assert.deepEqual(again, first);
+  assert.equal(resolved("local-exact"), exact);
+  assert.equal(again.upstreamId, "local-0");
+  assert.equal(exact.upstreamId, "qwen3");
+  // The latest ones are still cached.
+  const latest = `local-${PATTERN_CACHE_SIZE}-${"m".repeat(200)}`;
+  assert.equal(resolved(latest), resolved(latest));
 });
