@@ -1121,15 +1121,15 @@ export class PostgresStore implements Store {
       ]),
       REPORT_TIMEOUT_MS,
     );
-    const byUnit: UsageSummary["byUnit"] = {};
+    const byUnit: UsageSummary["byUnit"] = Object.create(null);
     for (const row of units) {
       byUnit[String(row.unit)] = { quantity: toTotal(row.quantity), amount: toTotal(row.amount) };
     }
-    const byModel: UsageSummary["byModel"] = {};
+    const byModel: UsageSummary["byModel"] = Object.create(null);
     for (const row of models) {
       byModel[String(row.model)] = { requests: Number(row.requests), amount: toTotal(row.amount) };
     }
-    const heldByUnit: UsageSummary["heldByUnit"] = {};
+    const heldByUnit: UsageSummary["heldByUnit"] = Object.create(null);
     for (const row of held) {
       heldByUnit[String(row.unit)] = {
         quantity: toTotal(row.quantity),

@@ -1141,18 +1141,18 @@ export class SqliteStore implements Store {
   usage(accountId: number): Promise<UsageSummary> {
     return answer(() => {
       const account = toAccount(this.#s.accountById.get(accountId) as Row);
-      const byUnit: UsageSummary["byUnit"] = {};
+      const byUnit: UsageSummary["byUnit"] = Object.create(null);
       for (const row of this.#s.byUnit.all(accountId) as Row[]) {
         byUnit[String(row.unit)] = { quantity: toTotal(row.quantity), amount: toTotal(row.amount) };
       }
-      const byModel: UsageSummary["byModel"] = {};
+      const byModel: UsageSummary["byModel"] = Object.create(null);
       for (const row of this.#s.byModel.all(accountId) as Row[]) {
         byModel[String(row.model)] = {
           requests: Number(row.requests),
           amount: toTotal(row.amount),
         };
       }
-      const heldByUnit: UsageSummary["heldByUnit"] = {};
+      const heldByUnit: UsageSummary["heldByUnit"] = Object.create(null);
       for (const row of this.#s.heldByUnit.all(accountId) as Row[]) {
         heldByUnit[String(row.unit)] = {
           quantity: toTotal(row.quantity),
