@@ -1,8 +1,9 @@
 /**
  * Switchyard command line:
  *   serve [--config FILE] [--host H] [--port N] [--workers N] [--emulate]
- *   keys create --account NAME [--rpm N] [--credit USD] [--json] · keys list [--json] · keys revoke ID
- *   accounts list [--json] · accounts credit NAME USD
+ *   keys create --account NAME [--credit USD] [settings] [--json] · keys update ID [settings]
+ *   keys rotate ID [--grace D] · keys list [--json] · keys revoke ID
+ *   accounts list [--json] · accounts credit NAME USD · accounts update NAME [settings]
  *   config check [--config FILE] · reload [--config FILE]
  *   store copy --from sqlite:PATH --to postgres://…
  *   emulate [--host H] [--port N] [--key K[:fault]]...
@@ -34,8 +35,19 @@ import {
   createKey,
   creditAccount,
   keyJson,
+  keyRow,
+  rotateKey,
   table,
+  updateAccount,
+  updateKey,
 } from "./src/cli/commands.ts";
+import {
+  budgetsFromText,
+  expiryOf,
+  listFromText,
+  metadataFromText,
+  type Settings,
+} from "./src/cli/key_settings.ts";
 import { firstKeyCommand } from "./src/cli/first_key.ts";
 
 const USAGE = `usage: switchyard <command> [options]
@@ -44,11 +56,15 @@ const USAGE = `usage: switchyard <command> [options]
                                                    run the gateway (N serving threads;
                                                    default: one per core; --emulate: every
                                                    built-in provider is the built-in emulator)
-  keys create --account NAME [--rpm N] [--credit USD] [--json]
+  keys create --account NAME [--credit USD] [KEY SETTINGS] [--json]
+  keys update ID [KEY SETTINGS] [--disable | --enable] [--json]
+  keys rotate ID [--grace DURATION] [--json]       a new secret for the same key; the old one
+                                                   keeps working for DURATION (e.g. 1h, 7d)
   keys list [--json]
   keys revoke ID
   accounts list [--json]
   accounts credit NAME USD                         add (or, negative, remove) balance
+  accounts update NAME [--budget B]... [--models L] [--deny-models L] [--json]
   config check [--config FILE]                     validate the configuration and exit
   reload [--config FILE]                           make the running server re-read its config
                                                    (as SIGHUP does)
@@ -57,6 +73,18 @@ const USAGE = `usage: switchyard <command> [options]
                                                    store.path and store.url)
   emulate [--host H] [--port N] [--key K[:fault]]... run the offline provider emulator
                                                    (faults: exhausted[=S], invalid, failing, overloaded)
+
+KEY SETTINGS (on update, what is not given stays; none / never / an empty list clears):
+  --name TEXT                  a name for people
+  --budget USD/PERIOD          e.g. 20/month, 5/5h, 50/week, 10/day, 100/total (repeatable)
+  --models LIST                model ids and * patterns the key may call: gpt-5-mini,claude-haiku-*
+  --deny-models LIST           model ids and * patterns it may not call
+  --expires WHEN               2027-01-31, 2027-01-31T18:00:00Z, 30d, 12h, 2w, or never
+  --tpm N                      tokens per minute (0: none)
+  --max-concurrent N           calls in flight at once (0: none)
+  --ip CIDR                    an address or range the key may be used from (repeatable)
+  --meta KEY=VALUE             free-form metadata (repeatable)
+  --rpm N                      requests per minute (0: unlimited)
 
 Every command takes --config FILE (or SWITCHYARD_CONFIG); the store is store.url (or
 SWITCHYARD_DB_URL) when set, else store.path (default ./data/switchyard.db, or SWITCHYARD_DB).`;
@@ -70,6 +98,18 @@ const OPTIONS = {
   rpm: { type: "string" },
   credit: { type: "string" },
   json: { type: "boolean" },
+  name: { type: "string" },
+  budget: { type: "string", multiple: true },
+  models: { type: "string" },
+  "deny-models": { type: "string" },
+  expires: { type: "string" },
+  tpm: { type: "string" },
+  "max-concurrent": { type: "string" },
+  ip: { type: "string", multiple: true },
+  meta: { type: "string", multiple: true },
+  disable: { type: "boolean" },
+  enable: { type: "boolean" },
+  grace: { type: "string" },
   key: { type: "string", multiple: true },
   emulate: { type: "boolean" },
   from: { type: "string" },
@@ -154,8 +194,8 @@ async function main(argv: string[]): Promise<number> {
     if (command === "keys" && sub === "create") {
       if (!values.account) throw new CliError("keys create needs --account NAME");
       const created = await createKey(store, {
+        ...settingsOf(values),
         account: values.account,
-        rpm: values.rpm === undefined ? undefined : Number(values.rpm),
         creditUsd: values.credit,
       });
       print(
@@ -165,8 +205,29 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === "keys" && sub === "list") {
-      const keys = (await store.listKeys()).map(keyJson);
-      print(keys, table(keys));
+      const keys = await store.listKeys();
+      print(keys.map((k) => keyJson(k)), table(keys.map((k) => keyRow(k))));
+      return 0;
+    }
+    if (command === "keys" && sub === "update") {
+      if (!rest[0]) throw new CliError("keys update needs the key id (see keys list)");
+      if (values.disable && values.enable) throw new CliError("--disable or --enable, not both");
+      const key = await updateKey(store, rest[0], settingsOf(values));
+      print(keyJson(key), table([keyRow(key)]));
+      return 0;
+    }
+    if (command === "keys" && sub === "rotate") {
+      if (!rest[0]) throw new CliError("keys rotate needs the key id (see keys list)");
+      const grace = values.grace === undefined ? 0 : durationMs(values.grace, "--grace");
+      const rotated = await rotateKey(store, rest[0], grace);
+      print(
+        rotated,
+        `${rotated.key}\n\nnew secret for key ${rotated.id}${
+          rotated.previous_valid_until
+            ? `; the old one works until ${rotated.previous_valid_until}`
+            : "; the old one no longer works"
+        }.\nThis is the only time the key is shown; store it now.`,
+      );
       return 0;
     }
     if (command === "keys" && sub === "revoke") {
@@ -180,6 +241,12 @@ async function main(argv: string[]): Promise<number> {
       print(accounts, table(accounts));
       return 0;
     }
+    if (command === "accounts" && sub === "update") {
+      if (rest.length !== 1) throw new CliError("usage: accounts update NAME [settings]");
+      const account = accountJson(await updateAccount(store, rest[0], settingsOf(values)));
+      print(account, table([{ ...account, budgets: JSON.stringify(account.budgets) }]));
+      return 0;
+    }
     if (command === "accounts" && sub === "credit") {
       if (rest.length !== 2) throw new CliError("usage: accounts credit NAME USD");
       const account = accountJson(await creditAccount(store, rest[0], rest[1]));
@@ -190,6 +257,47 @@ async function main(argv: string[]): Promise<number> {
     await store.close();
   }
   throw new CliError(`unknown command: ${positionals.join(" ")}\n\n${USAGE}`);
+}
+
+/** Key (or account) settings from the command line's options (see `KEY SETTINGS`). */
+function settingsOf(values: Record<string, string | string[] | boolean | undefined>): Settings {
+  const s: Settings = {};
+  const str = (name: string) => values[name] as string | undefined;
+  const list = (name: string) => values[name] as string[] | undefined;
+  const number = (name: string, zeroClears: boolean) => {
+    const text = str(name);
+    if (text === undefined) return undefined;
+    const n = Number(text);
+    if (!/^\d+$/.test(text.trim())) throw new CliError(`--${name} must be a whole number`);
+    return zeroClears && n === 0 ? null : n;
+  };
+  if (str("name") !== undefined) s.name = /^(none)?$/i.test(str("name")!) ? null : str("name");
+  if (list("budget")) s.budgets = budgetsFromText(list("budget")!);
+  if (str("models") !== undefined) s.models = listFromText(str("models")!);
+  if (str("deny-models") !== undefined) s.denyModels = listFromText(str("deny-models")!);
+  if (str("expires") !== undefined) s.expires = str("expires");
+  const tpm = number("tpm", true);
+  if (tpm !== undefined) s.tpm = tpm;
+  const max = number("max-concurrent", true);
+  if (max !== undefined) s.maxConcurrent = max;
+  const rpm = number("rpm", false);
+  if (rpm !== undefined) s.rpm = rpm;
+  const ips = list("ip");
+  if (ips) s.ips = ips.length === 1 && /^none$/i.test(ips[0]) ? null : ips;
+  if (list("meta")) s.metadata = metadataFromText(list("meta")!);
+  if (values.disable) s.disabled = true;
+  if (values.enable) s.disabled = false;
+  return s;
+}
+
+/** A duration (`90m`, `12h`, `7d`, `2w`) in ms. */
+function durationMs(text: string, what: string): number {
+  const at = expiryOf(text, 0);
+  if (at === null) return 0;
+  if (!/^\d+\s*[mhdw]$/.test(text.trim())) {
+    throw new CliError(`${what} must be a duration such as 30m, 12h, 7d or 2w`);
+  }
+  return at;
 }
 
 /** `store copy`: the SQLite file into an empty PostgreSQL database, checked. */
@@ -235,7 +343,7 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
   const store = await openStore(config, { owner: true });
   for (const notice of config.notices) log("warn", notice);
   // Once per process, before any thread serves.
-  const recovered = await recoverHolds(store);
+  const recovered = await recoverHolds(store, config.budgetTimeZone);
   if (recovered) log("warn", "settled calls left open by an earlier crash", { calls: recovered });
   const leftovers = await clearSpool(config.spoolDir);
   if (leftovers) log("warn", "removed uploads left by an earlier crash", { files: leftovers });

@@ -55,6 +55,10 @@ export interface RequestContext {
   trace?: CallSpan | null;
   /** The model call's attempts at its upstreams (see `callRoute`). */
   route?: CallRoute;
+  /** Now, ms since the epoch: the request's clock (a test may set it, see `test_hooks.ts`). */
+  now(): number;
+  /** Headers its response carries besides the server's own (the key's token limits). */
+  headers?: Record<string, string>;
   /** Its holds and upstream requests, made on first use (see `pipeline/scope.ts`). */
   scope?: RequestScope;
   /** The stored state the request names (see `pipeline/named_state.ts`). */

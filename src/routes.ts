@@ -28,7 +28,7 @@ import {
 import { batchEmbedContents, embedContent } from "./endpoints/gemini_embeddings.ts";
 
 export interface Route {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PATCH" | "DELETE";
   path: string;
   auth: AuthScheme;
   /**
@@ -49,9 +49,13 @@ export const routes: Route[] = [
   ...([
     ["GET", "/admin/api/keys", admin.listKeys],
     ["POST", "/admin/api/keys", admin.createKeyRoute],
+    ["GET", "/admin/api/keys/:id", admin.getKey],
+    ["PATCH", "/admin/api/keys/:id", admin.updateKeyRoute],
     ["DELETE", "/admin/api/keys/:id", admin.revokeKey],
+    ["POST", "/admin/api/keys/:id/rotate", admin.rotateKeyRoute],
     ["GET", "/admin/api/accounts", admin.listAccounts],
     ["POST", "/admin/api/accounts", admin.createAccount],
+    ["PATCH", "/admin/api/accounts/:name", admin.updateAccountRoute],
     ["POST", "/admin/api/accounts/:name/credit", admin.creditAccountRoute],
     ["GET", "/admin/api/accounts/:name/usage", admin.accountUsage],
     ["GET", "/admin/api/ledger", admin.ledger],

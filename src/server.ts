@@ -16,7 +16,8 @@ import { metrics, RATE_LIMITED, REFUSED, REQUESTS } from "./metrics/gateway.ts";
 import { metricsPortHandler } from "./endpoints/metrics.ts";
 import { redactServerSpan, startCallSpan } from "./metrics/trace.ts";
 import { startMemoryTrim } from "./serve/memory_trim.ts";
-import { faultPoint } from "./test_hooks.ts";
+import { faultPoint, requestClock } from "./test_hooks.ts";
+import { lastUsed } from "./auth/last_used.ts";
 
 /** A client's own request id is used when it is this safe (else one is generated). */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -24,6 +25,8 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const MAX_REQUEST_ID = 128;
 /** How long the owner of an upstream object (a stored response) is remembered. */
 const OBJECT_RETENTION_MS = 30 * 24 * 3600 * 1000;
+/** How often the keys' last use is written (see `auth/last_used.ts`). */
+const LAST_USED_FLUSH_MS = 30_000;
 /** How often calls held by a process that died are looked for (also done at startup). */
 const RECOVERY_INTERVAL_MS = 30_000;
 
@@ -80,6 +83,8 @@ function setServerHeaders(
   // Anthropic's own header, which its SDK exposes as `_request_id`.
   if (format === "anthropic") headers.set("request-id", requestId);
   for (const name in extra) headers.set(name, extra[name]);
+  const own = ctx.headers;
+  if (own) { for (const name in own) headers.set(name, own[name]); }
   const route = ctx.route;
   if (route && route.count > 0) {
     headers.set("x-switchyard-attempts", String(route.count));
@@ -96,12 +101,19 @@ export function createHandler(
   services: Services,
   routes: readonly Route[] = defaultRoutes,
   fallbackLimiter: Limiter = new RateLimiter(),
-): (req: Request) => Promise<Response> {
+): (req: Request, info?: Deno.ServeHandlerInfo) => Promise<Response> {
   const router = new Router(routes);
   const { store } = services;
   const limiter = limiterFor(store, fallbackLimiter);
+  // Keys' last use, written about once a minute (the timer does not keep the process alive).
+  const touching = setInterval(() => {
+    lastUsed.flush(store).catch((error) =>
+      log("warn", "recording keys' last use failed", { error: String(error) })
+    );
+  }, LAST_USED_FLUSH_MS);
+  Deno.unrefTimer(touching);
 
-  return async (req) => {
+  return async (req, info) => {
     const started = performance.now();
     // The config of this request (a reload replaces `services.config` for the next ones).
     const config = services.config;
@@ -122,6 +134,7 @@ export function createHandler(
       principal: null,
       services,
       log: {},
+      now: requestClock(req),
     };
     let extraHeaders: Record<string, string> = {};
     let response: Response;
@@ -150,9 +163,11 @@ export function createHandler(
       const route = match.route;
       if (route.auth !== "none") {
         const key = presentedKey(req, url, route.auth);
-        let principal = authenticate(store, key, config.defaultRpm);
+        const address = (info?.remoteAddr as Deno.NetAddr | undefined)?.hostname;
+        let principal = authenticate(store, key, config.defaultRpm, { address, now: ctx.now() });
         if (principal instanceof Promise) principal = await principal;
         ctx.principal = principal;
+        lastUsed.note(principal.keyId, Date.now());
         let decision = limiter.check(principal.keyId, principal.rpm);
         if (decision instanceof Promise) decision = await decision;
         extraHeaders = rateLimitHeaders(decision);
@@ -306,7 +321,7 @@ export function startBackground(services: Services): Background {
   const recovery = setInterval(async () => {
     try {
       if (store.leading && !(await store.leading())) return;
-      const calls = await recoverHolds(store);
+      const calls = await recoverHolds(store, services.config.budgetTimeZone);
       if (calls) log("warn", "settled calls left open by a process that stopped", { calls });
     } catch (error) {
       log("error", "recovering held calls failed", { error: String(error) });

@@ -12,7 +12,12 @@ Deno.test("GET /v1/usage with a Bearer key returns the account's exact balance",
   const res = await fetch(`${gateway.url}/v1/usage`, { headers: bearer(key) });
   assert.equal(res.status, 200);
   assert.equal(res.headers.get("content-type"), "application/json");
-  assert.deepEqual(await res.json(), {
+  const body = await res.json();
+  assert.match(body.key.id, /^key_/);
+  assert.deepEqual({ ...body, key: undefined }, {
+    key: undefined,
+    account_limits: { budgets: [], models: null, deny_models: null },
+    budgets: [],
     object: "usage",
     account: "usage-acct",
     currency: "USD",

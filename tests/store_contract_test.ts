@@ -988,7 +988,14 @@ contract(
       const month = utcWindows(NOW).month;
       assert.deepEqual(
         await store.reserveLimited(limitedHold(account.id, k, 6_000, 4), at(1)),
-        { refused: "budget", owner: "key", period: "month", amount: 10_000, resetsAt: month.end },
+        {
+          refused: "budget",
+          owner: "key",
+          period: "month",
+          amount: 10_000,
+          room: 5_000,
+          resetsAt: month.end,
+        },
       );
       assert.deepEqual(
         await store.reserveLimited(limitedHold(account.id, k, 5_000, 5), at(700)),
@@ -1030,6 +1037,7 @@ contract(
           owner: "account",
           period: "day",
           amount: 15_000,
+          room: 0,
           resetsAt: utcWindows(NOW).day.end,
         },
       );

@@ -26,6 +26,14 @@ export function mintKey(): MintedKey {
   return { id: `key_${idPart}`, secret, hash: hashKey(secret), prefix: secret.slice(0, 10) };
 }
 
+/** A new secret for an existing key id (rotation); undefined when `id` is not of our format. */
+export function mintKeyFor(id: string): MintedKey | undefined {
+  const match = /^key_([a-z2-9]{12})$/.exec(id);
+  if (!match) return undefined;
+  const secret = `sy-${match[1]}-${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;
+  return { id, secret, hash: hashKey(secret), prefix: secret.slice(0, 10) };
+}
+
 /** The stored key id a presented secret claims, or undefined when it is not of our format. */
 export function keyIdOf(secret: string): string | undefined {
   const match = /^sy-([a-z2-9]{12})-[A-Za-z0-9_-]{43}$/.exec(secret);

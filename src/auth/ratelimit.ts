@@ -23,7 +23,7 @@
  * key, and the threshold doubles with the keys still active after a sweep, so sweeping costs
  * amortized O(1) per new key.
  */
-import { retryAfterSeconds } from "../http/errors.ts";
+import { formatDuration, retryAfterSeconds } from "../http/errors.ts";
 
 const WINDOW_MS = 60_000;
 
@@ -206,10 +206,4 @@ export function rateLimitHeaders(d: RateDecision): Record<string, string> {
   return headers;
 }
 
-/** Go-style duration as OpenAI sends it: `0s`, `250ms`, `12s`, `1m0s`. */
-export function formatDuration(ms: number): string {
-  if (ms <= 0) return "0s";
-  if (ms < 1000) return `${Math.ceil(ms)}ms`;
-  const seconds = Math.ceil(ms / 1000);
-  return seconds < 60 ? `${seconds}s` : `${Math.floor(seconds / 60)}m${seconds % 60}s`;
-}
+export { formatDuration };

@@ -4,10 +4,18 @@
  */
 import type { Principal } from "../auth/authenticate.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
-import { GatewayError } from "../http/errors.ts";
+import { formatDuration, GatewayError, retryAfterSeconds } from "../http/errors.ts";
 import { nanoToUsd } from "./money.ts";
 import { emptyUsage, inputTotal, price, type Usage } from "./price.ts";
-import type { Store, UnitLine } from "../store/store.ts";
+import type {
+  BudgetPeriod,
+  BudgetWindows,
+  LimitedHold,
+  LimitRefusal,
+  Store,
+  UnitLine,
+} from "../store/store.ts";
+import { budgetWindows } from "./windows.ts";
 import { AmountError } from "../store/amounts.ts";
 import { log } from "../log.ts";
 import { tokensForBytes } from "./estimate.ts";
@@ -43,6 +51,10 @@ export interface OpenBill {
   choices?: number;
   /** A call billed by units: the units its hold covers (a report past them is out of range). */
   units?: Usage;
+  /** The request's clock (ms since the epoch), for budgets' windows. */
+  now?: () => number;
+  /** The time zone budgets' days, weeks and months follow (`budgets.timeZone`). */
+  zone?: string;
 }
 
 /** What a call is charged, and what its client is shown as its usage. */
@@ -82,6 +94,82 @@ function isCount(value: number): boolean {
   return Number.isSafeInteger(value) && value >= 0 && value <= MAX_COUNT;
 }
 
+/** A budget's period in words, for messages. */
+const PERIOD_WORDS: Record<BudgetPeriod, string> = {
+  "5h": "5-hour",
+  day: "daily",
+  week: "weekly",
+  month: "monthly",
+  total: "lifetime",
+};
+
+/**
+ * The client's error for a limited hold that was refused: 402 for the balance, 429 for a budget,
+ * the key's tokens per minute or its calls in flight — naming the limit, with `retry-after` until
+ * it resets (a lifetime budget never does: no `retry-after`), never a word about other keys.
+ */
+export function limitError(refusal: LimitRefusal, principal: Principal, now: number): GatewayError {
+  const wait = (at: number) => String(retryAfterSeconds(at - now));
+  switch (refusal.refused) {
+    case "balance":
+      return insufficientBalance(principal, refusal.needed);
+    case "budget": {
+      const whose = refusal.owner === "key" ? "this key's" : "this account's";
+      const resets = Number.isFinite(refusal.resetsAt)
+        ? `; it resets at ${new Date(refusal.resetsAt).toISOString()}`
+        : "; it does not reset";
+      return new GatewayError(
+        429,
+        `Budget reached: ${whose} ${PERIOD_WORDS[refusal.period]} budget of ${
+          nanoToUsd(refusal.amount)
+        } USD cannot cover this call${resets}.`,
+        {
+          code: "budget_exceeded",
+          headers: Number.isFinite(refusal.resetsAt)
+            ? { "retry-after": wait(refusal.resetsAt) }
+            : {},
+        },
+      );
+    }
+    case "tpm":
+      return new GatewayError(
+        429,
+        refusal.tooLarge
+          ? `Request too large: this call holds more tokens than this key's limit of ${refusal.limit} tokens per minute.`
+          : `Rate limit reached: ${refusal.limit} tokens per minute for this key. Retry after ${
+            wait(refusal.resetsAt)
+          }s.`,
+        {
+          code: refusal.tooLarge ? "request_too_large" : "rate_limit_exceeded",
+          headers: {
+            "retry-after": wait(refusal.resetsAt),
+            "x-ratelimit-limit-tokens": String(refusal.limit),
+            "x-ratelimit-remaining-tokens": "0",
+            "x-ratelimit-reset-tokens": formatDuration(refusal.resetsAt - now),
+          },
+        },
+      );
+    case "concurrency":
+      return new GatewayError(
+        429,
+        `Too many calls in flight: this key allows ${refusal.limit} at once. Retry when one ends.`,
+        { code: "concurrency_limit_exceeded", headers: { "retry-after": "1" } },
+      );
+  }
+}
+
+/** The `x-ratelimit-*-tokens` headers of a call held under its key's tokens per minute. */
+export function tokenHeaders(
+  tokens: NonNullable<LimitedHold["tokens"]>,
+  now: number,
+): Record<string, string> {
+  return {
+    "x-ratelimit-limit-tokens": String(tokens.limit),
+    "x-ratelimit-remaining-tokens": String(Math.max(0, tokens.limit - tokens.used)),
+    "x-ratelimit-reset-tokens": formatDuration(tokens.resetsAt - now),
+  };
+}
+
 /** The 402 for a call the available balance cannot cover. */
 export function insufficientBalance(principal: Principal, needed: number): GatewayError {
   return new GatewayError(
@@ -118,8 +206,18 @@ export class Bill {
     private readonly call: OpenBill,
     /** What a crash would charge (the entry's recorded estimate). */
     private readonly recorded: { units: UnitLine[]; amount: number },
+    /** A limited hold: its settlement gives back to budgets in the windows of its instant. */
+    private readonly limited = false,
+    /** Its key's tokens this minute, when the key has a limit. */
+    readonly tokens?: LimitedHold["tokens"],
   ) {
     inFlight++;
+  }
+
+  /** The windows a settlement now counts in (a limited hold's only). */
+  #windows(): BudgetWindows | undefined {
+    if (!this.limited) return undefined;
+    return budgetWindows((this.call.now ?? Date.now)(), this.call.zone);
   }
 
   /** Neither settled, released nor handed to a job yet. */
@@ -160,7 +258,7 @@ export class Bill {
    */
   async settleRecorded(): Promise<void> {
     if (!this.#finish()) return;
-    await this.store.settle(this.id, { ...this.recorded, estimated: true });
+    await this.store.settle(this.id, { ...this.recorded, estimated: true }, this.#windows());
   }
 
   /**
@@ -209,7 +307,11 @@ export class Bill {
     const charge = price(usage, prices);
     let settled: boolean;
     try {
-      settled = await this.store.settle(this.id, { ...charge, estimated: charged.estimated });
+      settled = await this.store.settle(
+        this.id,
+        { ...charge, estimated: charged.estimated },
+        this.#windows(),
+      );
     } catch (error) {
       if (!(error instanceof AmountError)) throw error;
       // Not money (a bug past the checks above): the charge a crash would make instead.
@@ -218,7 +320,7 @@ export class Bill {
         ledger_id: this.id,
         error: String(error),
       });
-      await this.store.settle(this.id, { ...this.recorded, estimated: true });
+      await this.store.settle(this.id, { ...this.recorded, estimated: true }, this.#windows());
       return;
     }
     if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
@@ -305,7 +407,7 @@ export class Bill {
   /** Removes the reservation without charging (the call failed). */
   async release(): Promise<void> {
     if (!this.#finish()) return;
-    await this.store.settle(this.id, null);
+    await this.store.settle(this.id, null, this.#windows());
   }
 }
 
@@ -319,7 +421,7 @@ export async function openBill(store: Store, call: OpenBill): Promise<Bill> {
     throw new Error(`a hold must be a whole, non-negative amount (got ${call.reserve})`);
   }
   const estimate = price(call.estimate, call.model.prices);
-  const id = await store.reserve({
+  const hold = {
     requestId: call.requestId,
     keyId: call.principal.keyId,
     accountId: call.principal.accountId,
@@ -329,16 +431,45 @@ export async function openBill(store: Store, call: OpenBill): Promise<Bill> {
     upstreamModel: call.model.upstreamId,
     reserve: call.reserve,
     estimate,
-  });
-  if (id === null) throw insufficientBalance(call.principal, call.reserve);
-  const bill = new Bill(store, id, call, estimate);
+  };
+  let bill: Bill;
+  if (call.principal.limited) {
+    const now = (call.now ?? Date.now)();
+    const taken = await store.reserveLimited(hold, {
+      windows: budgetWindows(now, call.zone),
+      minute: Math.floor(now / 60_000) * 60_000,
+      // What the hold stands for: the input bound and the output cap of every answer.
+      tokens: (call.inputBound ?? 0) + (call.outputCap ?? 0) * (call.choices ?? 1),
+    });
+    if ("refused" in taken) throw new LimitRefused(taken, limitError(taken, call.principal, now));
+    bill = new Bill(store, taken.id, call, estimate, true, taken.tokens);
+  } else {
+    const id = await store.reserve(hold);
+    if (id === null) throw insufficientBalance(call.principal, call.reserve);
+    bill = new Bill(store, id, call, estimate);
+  }
   call.scope.hold(bill);
   return bill;
 }
 
-/** Settles entries left held by a crash on their recorded estimate. Resolves to how many. */
-export async function recoverHolds(store: Store): Promise<number> {
+/**
+ * A limited hold refused: the client's error, and the refusal it came from (a caller may retry
+ * under a smaller output cap, see `pipeline/reserve.ts`).
+ */
+export class LimitRefused extends GatewayError {
+  constructor(readonly refusal: LimitRefusal, error: GatewayError) {
+    super(error.status, error.message, error.options);
+  }
+}
+
+/**
+ * Settles entries left held by a crash on their recorded estimate (counted in budgets' windows of
+ * now, in `zone`). Resolves to how many.
+ */
+export async function recoverHolds(store: Store, zone = "UTC"): Promise<number> {
   const holds = await store.pendingHolds();
-  for (const h of holds) await store.settle(h.id, { ...h.estimate, estimated: true });
+  for (const h of holds) {
+    await store.settle(h.id, { ...h.estimate, estimated: true }, budgetWindows(Date.now(), zone));
+  }
   return holds.length;
 }

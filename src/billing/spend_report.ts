@@ -3,7 +3,7 @@
  * requests and amounts by model (amounts as `amountFields`: exact at any size).
  */
 import { amountFields } from "./money.ts";
-import type { Total } from "../store/store.ts";
+import type { BudgetState, Total } from "../store/store.ts";
 
 /** `{unit: {quantity, <prefix>_usd, <prefix>_nanousd}}` (prefix `spent`, or `held`). */
 export function byUnitFields(
@@ -37,4 +37,21 @@ export function byDayFields(
     requests: d.requests,
     ...amountFields("spent", d.amount),
   }));
+}
+
+/**
+ * A budget as the APIs show it: its limit, what its window settled and what calls hold, what is
+ * left, and when it resets (null: a lifetime budget never does).
+ */
+export function budgetJson(b: BudgetState) {
+  return {
+    owner: b.owner,
+    period: b.period,
+    ...amountFields("limit", b.amount),
+    ...amountFields("spent", b.spent),
+    ...amountFields("held", b.held),
+    ...amountFields("remaining", Math.max(0, b.amount - b.spent - b.held)),
+    window_start: new Date(b.windowStart).toISOString(),
+    resets_at: Number.isFinite(b.resetsAt) ? new Date(b.resetsAt).toISOString() : null,
+  };
 }

@@ -336,3 +336,14 @@ function offsetAt(zone: Zone, t: number): number {
 function mod(n: number, m: number): number {
   return ((n % m) + m) % m;
 }
+
+/** Every period's window at instant `at` (see `windowOf`): what a budgeted hold is counted in. */
+export function budgetWindows(at: number, timeZone = "UTC"): Record<BudgetPeriod, BudgetWindow> {
+  return {
+    "5h": windowOf("5h", at, timeZone),
+    day: windowOf("day", at, timeZone),
+    week: windowOf("week", at, timeZone),
+    month: windowOf("month", at, timeZone),
+    total: windowOf("total", at, timeZone),
+  };
+}

@@ -63,6 +63,8 @@ export interface Config {
   metricsPort: number | null;
   /** Model ids served by open patterns that get series of their own (see `metrics/gateway.ts`). */
   metricsModels: number;
+  /** The time zone budgets' days, weeks and months follow (`budgets.timeZone`). */
+  budgetTimeZone: string;
   dbPath: string;
   /** The PostgreSQL store's URL (`store.url`, `SWITCHYARD_DB_URL`); null: the SQLite file. */
   dbUrl: string | null;
@@ -329,6 +331,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     adminToken,
     metricsPort: file.server?.metricsPort ?? null,
     metricsModels: file.server?.metricsModels ?? DEFAULT_METRICS_MODELS,
+    budgetTimeZone: file.budgets?.timeZone ?? "UTC",
     maxBodyBytes: envInt(env, "SWITCHYARD_MAX_BODY_BYTES", 1024, Number.MAX_SAFE_INTEGER) ??
       file.server?.maxBodyBytes ?? 32 * 1024 * 1024,
     maxUploadBytes: file.server?.maxUploadBytes ?? 256 * 1024 * 1024,

@@ -4,6 +4,7 @@
  */
 import * as v from "valibot";
 import { HOSTED_TOOLS } from "../billing/price.ts";
+import { isTimeZone } from "../billing/windows.ts";
 
 /** The most serving threads one process runs (`server.workers`, `--workers`). */
 /** Whether `text` is a PostgreSQL URL the driver can parse (`postgres://` or `postgresql://`). */
@@ -361,6 +362,17 @@ export const ConfigSchema = v.strictObject({
     ),
     /** The output cap of a call to a model without `maxOutputTokens` when the client sets none. */
     defaultMaxOutputTokens: v.optional(count(1)),
+  })),
+  /** Budgets of keys and accounts (see the README's "Keys a team can hand out"). */
+  budgets: v.optional(v.strictObject({
+    /**
+     * The time zone whose calendar days, weeks and months budgets reset on (an IANA name, default
+     * UTC); 5-hour windows are counted from the epoch whatever the zone.
+     */
+    timeZone: v.optional(v.pipe(
+      v.string(),
+      v.check(isTimeZone, "must be an IANA time zone name, e.g. Europe/Berlin or UTC"),
+    )),
   })),
   videos: v.optional(v.strictObject({
     /** How often the background poller checks unfinished video jobs, in milliseconds. */

@@ -13,9 +13,21 @@ import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
 import { amountFields, creditToNano } from "../billing/money.ts";
 import { byDayFields, byModelFields, byUnitFields } from "../billing/spend_report.ts";
-import { accountJson, CliError, createKey, creditAccount, keyJson } from "../cli/commands.ts";
+import {
+  accountJson,
+  CliError,
+  createKey,
+  creditAccount,
+  keyJson,
+  rotateKey,
+  updateAccount,
+  updateKey,
+} from "../cli/commands.ts";
+import type { Settings } from "../cli/key_settings.ts";
+import { budgetJson } from "../billing/spend_report.ts";
+import { budgetWindows } from "../billing/windows.ts";
 import { sumTotals } from "../store/amounts.ts";
-import type { Account, LedgerEntry } from "../store/store.ts";
+import type { Account, KeyRecord, LedgerEntry } from "../store/store.ts";
 
 /** Ledger entries per page at most (and by default). */
 const MAX_PAGE = 500;
@@ -44,20 +56,71 @@ const USD = v.pipe(
   }),
 );
 
+const INTEGER = v.pipe(v.number("must be an integer"), v.integer("must be an integer"));
+const nullable = <T extends v.GenericSchema>(schema: T) => v.optional(v.nullable(schema));
+const STRINGS = v.array(v.string("must be a string"), "must be a list of strings");
+const BUDGETS = v.array(
+  v.strictObject({
+    usd: v.string('must be a decimal string such as "20"'),
+    period: v.string('must be "5h", "day", "week", "month" or "total"'),
+  }),
+  "must be a list of {usd, period}",
+);
+/** A key's settings in the admin API (see `cli/key_settings.ts`; null clears one). */
+const KEY_SETTINGS = {
+  name: nullable(v.string("must be a string")),
+  metadata: nullable(v.record(v.string(), v.string("values must be strings"))),
+  /** An instant (ISO date or date-time, or ms since the epoch). */
+  expires_at: nullable(v.union([v.string(), INTEGER], "must be a date-time or ms since the epoch")),
+  /** A duration from now: `30d`, `12h`, `2w`. */
+  expires_in: v.optional(v.string("must be a duration such as 30d")),
+  budgets: nullable(BUDGETS),
+  models: nullable(STRINGS),
+  deny_models: nullable(STRINGS),
+  tpm: nullable(INTEGER),
+  max_concurrent: nullable(INTEGER),
+  ips: nullable(STRINGS),
+  rpm: nullable(v.pipe(
+    INTEGER,
+    v.minValue(0, "must be ≥ 0 (0: unlimited)"),
+    v.maxValue(1_000_000, "must be at most 1000000"),
+  )),
+};
 const NewKey = v.strictObject({
   account: ACCOUNT_NAME,
-  rpm: v.optional(
-    v.pipe(
-      v.number("must be an integer"),
-      v.integer("must be an integer"),
-      v.minValue(0, "must be ≥ 0 (0: unlimited)"),
-      v.maxValue(1_000_000, "must be at most 1000000"),
-    ),
-  ),
   credit_usd: v.optional(USD),
+  ...KEY_SETTINGS,
+});
+const KeyChange = v.strictObject({ ...KEY_SETTINGS, disabled: v.optional(v.boolean()) });
+const Rotation = v.strictObject({
+  /** How long the old secret keeps working, in seconds (default 0: not at all). */
+  grace_seconds: v.optional(v.pipe(INTEGER, v.minValue(0), v.maxValue(366 * 86_400))),
+});
+const AccountChange = v.strictObject({
+  budgets: nullable(BUDGETS),
+  models: nullable(STRINGS),
+  deny_models: nullable(STRINGS),
 });
 const NewAccount = v.strictObject({ name: ACCOUNT_NAME });
 const Credit = v.strictObject({ usd: USD });
+
+/** The API's settings as the CLI's (`Settings`): field by field, absent stays absent. */
+function settingsOf(body: Partial<v.InferOutput<typeof KeyChange>>): Settings {
+  const s: Settings = {};
+  if (body.name !== undefined) s.name = body.name;
+  if (body.metadata !== undefined) s.metadata = body.metadata;
+  if (body.expires_in !== undefined) s.expires = body.expires_in;
+  if (body.expires_at !== undefined) s.expires = body.expires_at;
+  if (body.budgets !== undefined) s.budgets = body.budgets?.length ? body.budgets : null;
+  if (body.models !== undefined) s.models = body.models;
+  if (body.deny_models !== undefined) s.denyModels = body.deny_models;
+  if (body.tpm !== undefined) s.tpm = body.tpm || null;
+  if (body.max_concurrent !== undefined) s.maxConcurrent = body.max_concurrent || null;
+  if (body.ips !== undefined) s.ips = body.ips;
+  if (body.rpm !== undefined) s.rpm = body.rpm;
+  if (body.disabled !== undefined) s.disabled = body.disabled;
+  return s;
+}
 
 /** Runs a CLI operation; its usage errors become 400s. */
 async function operation<T>(run: () => Promise<T>): Promise<T> {
@@ -127,20 +190,76 @@ export const listKeys: Handler = admin(async (ctx) => {
   const keys = (await ctx.services.store.listKeys()).filter((k) =>
     !account || k.accountName === account
   );
-  return jsonResponse({ object: "list", data: keys.map(keyJson) });
+  return jsonResponse({ object: "list", data: keys.map((k) => keyJson(k)) });
 });
 
-/** `POST /admin/api/keys` `{account, rpm?, credit_usd?}`: the secret is shown this once. */
+/**
+ * `POST /admin/api/keys` `{account, credit_usd?, name?, budgets?, models?, …}`: the secret is shown
+ * this once.
+ */
 export const createKeyRoute: Handler = admin(async (ctx) => {
   const body = validate(NewKey, (await readJsonObject(ctx.req, ctx.services.config)).value);
   const created = await operation(() =>
     createKey(ctx.services.store, {
+      ...settingsOf(body),
       account: body.account,
-      rpm: body.rpm,
       creditUsd: body.credit_usd,
     })
   );
   return jsonResponse({ object: "key", ...created }, 201, { "cache-control": "no-store" });
+});
+
+/** The key `:id` (404 when none has it). */
+async function keyNamed(ctx: RequestContext, id: string): Promise<KeyRecord> {
+  const key = (await ctx.services.store.listKeys()).find((k) => k.id === id);
+  if (!key) throw new GatewayError(404, `No key with id "${id}".`);
+  return key;
+}
+
+/** A key as the admin API shows it, with its budgets and its account's as they stand now. */
+async function keyView(ctx: RequestContext, key: KeyRecord) {
+  const now = Date.now();
+  const windows = budgetWindows(now, ctx.services.config.budgetTimeZone);
+  const budgets = await ctx.services.store.budgets(key.id, key.accountId, windows);
+  return { object: "key", ...keyJson(key, now), budget_states: budgets.map(budgetJson) };
+}
+
+/** `GET /admin/api/keys/:id`: one key, with where its budgets stand. */
+export const getKey: Handler = admin(async (ctx) =>
+  jsonResponse(await keyView(ctx, await keyNamed(ctx, ctx.params.id)))
+);
+
+/** `PATCH /admin/api/keys/:id`: changes a key's settings; `disabled` disables or enables it. */
+export const updateKeyRoute: Handler = admin(async (ctx) => {
+  await keyNamed(ctx, ctx.params.id);
+  const body = validate(KeyChange, (await readJsonObject(ctx.req, ctx.services.config)).value);
+  const key = await operation(() => updateKey(ctx.services.store, ctx.params.id, settingsOf(body)));
+  return jsonResponse(await keyView(ctx, key));
+});
+
+/**
+ * `POST /admin/api/keys/:id/rotate` `{grace_seconds?}`: a new secret for the same key (shown this
+ * once); the old one keeps working for the grace period.
+ */
+export const rotateKeyRoute: Handler = admin(async (ctx) => {
+  await keyNamed(ctx, ctx.params.id);
+  const body = validate(Rotation, (await readJsonObject(ctx.req, ctx.services.config)).value);
+  const rotated = await operation(() =>
+    rotateKey(ctx.services.store, ctx.params.id, (body.grace_seconds ?? 0) * 1000)
+  );
+  return jsonResponse({ object: "key", ...rotated }, 200, { "cache-control": "no-store" });
+});
+
+/** `PATCH /admin/api/accounts/:name` `{budgets?, models?, deny_models?}`: an account's limits. */
+export const updateAccountRoute: Handler = admin(async (ctx) => {
+  await accountNamed(ctx, ctx.params.name);
+  const body = validate(AccountChange, (await readJsonObject(ctx.req, ctx.services.config)).value);
+  const account = await operation(() =>
+    updateAccount(ctx.services.store, ctx.params.name, settingsOf(body))
+  );
+  const windows = budgetWindows(Date.now(), ctx.services.config.budgetTimeZone);
+  const budgets = await ctx.services.store.budgets(null, account.id, windows);
+  return jsonResponse({ ...accountJson(account), budget_states: budgets.map(budgetJson) });
 });
 
 /** `DELETE /admin/api/keys/:id`: revokes an active key (404 when none has the id). */

@@ -18,6 +18,7 @@ import type { ModelKind, ProviderEntry } from "../catalog/catalog.ts";
 import { type ErrorFormat, errorResponse, GatewayError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { pathModel } from "../http/path_model.ts";
+import { principalMayCall } from "../pipeline/resolve.ts";
 import { type Endpoint, serves } from "../pipeline/resolve.ts";
 import {
   anthropicModel,
@@ -85,7 +86,10 @@ function describe(
 /** Every model `dialect`'s clients can call, in catalog order. */
 function listed(ctx: RequestContext, dialect: ErrorFormat): ModelInfo[] {
   return ctx.services.config.catalog.listed().flatMap(({ id, entry, provider }) =>
-    describe(dialect, id, entry.kind, provider, entry.maxOutputTokens) ?? []
+    // A key sees only the models it may call.
+    principalMayCall(ctx, id)
+      ? describe(dialect, id, entry.kind, provider, entry.maxOutputTokens) ?? []
+      : []
   );
 }
 
@@ -94,7 +98,7 @@ function found(ctx: RequestContext, dialect: ErrorFormat): ModelInfo {
   const id = pathModel(ctx);
   ctx.log.model = id;
   const resolution = ctx.services.config.catalog.resolve(id);
-  const resolved = resolution.ok ? resolution.model : undefined;
+  const resolved = resolution.ok && principalMayCall(ctx, id) ? resolution.model : undefined;
   const model = resolved &&
     describe(dialect, id, resolved.kind, resolved.provider, resolved.maxOutputTokens);
   if (!model) {

@@ -2,11 +2,14 @@
  * `GET /v1/usage`: the caller's account balance and spend, free of charge (it still counts toward
  * the key's RPM). Amounts are exact: decimal USD strings with integer nanoUSD beside them. Spend
  * is split by unit (`by_unit`: tokens by kind, images, video seconds, search calls) and by model;
- * `held_by_unit` shows what is reserved by calls in flight and unfinished video jobs.
+ * `held_by_unit` shows what is reserved by calls in flight and unfinished video jobs. The calling
+ * key's limits and budgets (and its account's) come with it.
  */
 import type { Handler } from "../context.ts";
 import { amountFields } from "../billing/money.ts";
-import { byModelFields, byUnitFields } from "../billing/spend_report.ts";
+import { budgetJson, byModelFields, byUnitFields } from "../billing/spend_report.ts";
+import { budgetWindows } from "../billing/windows.ts";
+import { limitsJson } from "../cli/commands.ts";
 import { jsonResponse } from "../http/json.ts";
 import type { UsageSummary } from "../store/store.ts";
 
@@ -26,5 +29,29 @@ function usageBody(u: UsageSummary): Record<string, unknown> {
   };
 }
 
-export const getUsage: Handler = async (ctx) =>
-  jsonResponse(usageBody(await ctx.services.store.usage(ctx.principal!.accountId)));
+/**
+ * The caller's own usage, and its key's: its limits and where its budgets and its account's stand
+ * (spent in the window, held, remaining, when each resets) — nothing of other keys.
+ */
+export const getUsage: Handler = async (ctx) => {
+  const principal = ctx.principal!;
+  const { store, config } = ctx.services;
+  const now = ctx.now();
+  const [summary, budgets] = await Promise.all([
+    store.usage(principal.accountId),
+    store.budgets(principal.keyId, principal.accountId, budgetWindows(now, config.budgetTimeZone)),
+  ]);
+  const key = await store.findKey(principal.keyId);
+  return jsonResponse({
+    ...usageBody(summary),
+    key: key && {
+      id: key.id,
+      name: key.name,
+      expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
+      ...limitsJson(key.limits),
+      rpm: principal.rpm || null,
+    },
+    account_limits: limitsJson(principal.accountLimits),
+    budgets: budgets.map(budgetJson),
+  });
+};

@@ -94,6 +94,8 @@ async function createJob(
   const priced = { ...model, prices: model.prices && { ...model.prices, videoSecond: rate } };
   const bill = await openBill(store, {
     scope: scopeOf(ctx),
+    now: ctx.now,
+    zone: ctx.services.config.budgetTimeZone,
     principal,
     requestId: ctx.requestId,
     endpoint: `videos.${mode}`,

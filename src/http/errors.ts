@@ -22,6 +22,14 @@ export function retryAfterSeconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
+/** Go-style duration as OpenAI sends it in `x-ratelimit-reset-*`: `0s`, `250ms`, `12s`, `1m0s`. */
+export function formatDuration(ms: number): string {
+  if (ms <= 0) return "0s";
+  if (ms < 1000) return `${Math.ceil(ms)}ms`;
+  const seconds = Math.ceil(ms / 1000);
+  return seconds < 60 ? `${seconds}s` : `${Math.floor(seconds / 60)}m${seconds % 60}s`;
+}
+
 /** An error the pipeline raises on purpose; rendered in the route's protocol format. */
 export class GatewayError extends Error {
   override name = "GatewayError";

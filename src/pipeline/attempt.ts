@@ -4,7 +4,7 @@
  * relay, or why there is none, so the router can move on. A failed attempt's hold is released
  * before the next one is taken: a call that was retried is charged once.
  */
-import { type Bill, openBill } from "../billing/ledger.ts";
+import { type Bill, openBill, tokenHeaders } from "../billing/ledger.ts";
 import { price } from "../billing/price.ts";
 import { type ResolvedModel, targetName } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
@@ -128,6 +128,8 @@ export async function attempt(p: PassThrough, abort: AbortController): Promise<A
     requestId: ctx.requestId,
     endpoint: p.endpoint,
     model,
+    now: ctx.now,
+    zone: ctx.services.config.budgetTimeZone,
   };
   const hold = p.tokens ? await holdTokens(ctx, model, p.tokens, identity) : undefined;
   const bill: Bill = hold?.bill ?? await openBill(ctx.services.store, {
@@ -136,6 +138,7 @@ export async function attempt(p: PassThrough, abort: AbortController): Promise<A
     estimate: p.units!,
     units: p.unitsHold ?? p.units!,
   });
+  if (bill.tokens) ctx.headers = { ...ctx.headers, ...tokenHeaders(bill.tokens, ctx.now()) };
   faultPoint(ctx.req, "held");
   const sentCap = hold?.plan.sendCap ? hold.plan.cap : undefined;
   const outcome = await sendWithHold(

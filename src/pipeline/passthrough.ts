@@ -35,6 +35,7 @@ import { tokenUsageOf } from "../billing/usage.ts";
 import { utf8Length } from "../billing/estimate.ts";
 import { faultPoint } from "../test_hooks.ts";
 import { scopeOf } from "./scope.ts";
+import { principalMayCall } from "./resolve.ts";
 import { metrics, UPSTREAM_RETRIES, UPSTREAM_SECONDS } from "../metrics/gateway.ts";
 import { type CallSpan, providerName } from "../metrics/trace.ts";
 
@@ -321,9 +322,10 @@ export async function routeCall(
   const r = model.route;
   route.alternatives = retarget &&
     (r.targets.length > 1 || r.fallbacks.length > 0 || r.contextFallback !== undefined);
+  const allowed = (id: string) => principalMayCall(ctx, id);
   const queueOf = (root: ResolvedModel) =>
     retarget
-      ? candidates(board, catalog, root, settings.circuit, pin, reaches)
+      ? candidates(board, catalog, root, settings.circuit, pin, reaches, allowed)
       : ownTarget(board, root, settings.circuit);
   /** The model the rounds start from (a context-window fallback's, once jumped). */
   let root = model;
@@ -412,7 +414,10 @@ export async function routeCall(
       if (abort.signal.aborted) throw GONE;
       const contextFallback = candidate.model.route.contextFallback;
       // Once: the jump's own model is the root from then on.
-      if (outcome.kind === "context" && contextFallback && retarget && root === model) {
+      if (
+        outcome.kind === "context" && contextFallback && retarget && root === model &&
+        allowed(contextFallback)
+      ) {
         const resolved = catalog.resolve(contextFallback);
         if (resolved.ok) {
           metrics.add(UPSTREAM_RETRIES, [candidate.target.provider.name, "context"]);

@@ -7,7 +7,13 @@ import type { RequestContext } from "../context.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { GatewayError } from "../http/errors.ts";
 import { type HostedTool, isBaseTier } from "../billing/price.ts";
-import { type Bill, insufficientBalance, type OpenBill, openBill } from "../billing/ledger.ts";
+import {
+  Bill,
+  insufficientBalance,
+  LimitRefused,
+  type OpenBill,
+  openBill,
+} from "../billing/ledger.ts";
 import { type Plan, planTokenCall, type TokenCall } from "../billing/reserve.ts";
 
 /** A hosted tool a request offers: the field that offers it, and the calls it may make. */
@@ -90,23 +96,43 @@ export async function holdTokens(
     });
   const full = planTokenCall(model, call, Infinity, config.defaultMaxOutputTokens);
   if (!full.ok) throw new Error("a plan without a balance limit cannot fail");
-  const hold = await tryOpen(open(full));
-  if (hold) return { bill: hold, plan: full };
-  const capped = planTokenCall(
-    model,
-    call,
-    await store.available(bill.principal.accountId),
-    config.defaultMaxOutputTokens,
-  );
-  if (!capped.ok) throw insufficientBalance(bill.principal, capped.needed);
-  return { bill: await open(capped), plan: capped };
+  let refused = await tryOpen(open(full));
+  if (refused instanceof Bill) return { bill: refused, plan: full };
+  // What the balance and the budgets can still hold: the call may go under a smaller output cap.
+  let room = await store.available(bill.principal.accountId);
+  for (let tries = 0; tries < MAX_CAPPED_TRIES; tries++) {
+    if (refused && refused.refusal.refused === "budget") {
+      room = Math.min(room, refused.refusal.room);
+    }
+    const capped = planTokenCall(model, call, room, config.defaultMaxOutputTokens);
+    if (!capped.ok) {
+      if (refused && refused.refusal.refused === "budget") throw refused;
+      throw insufficientBalance(bill.principal, capped.needed);
+    }
+    const next = await tryOpen(open(capped));
+    if (next instanceof Bill) return { bill: next, plan: capped };
+    if (!next) throw insufficientBalance(bill.principal, capped.reserve);
+    refused = next;
+  }
+  throw refused ?? insufficientBalance(bill.principal, full.reserve);
 }
 
-/** The bill, or undefined when the balance could not cover it (402). */
-async function tryOpen(opening: Promise<Bill>): Promise<Bill | undefined> {
+/** Holds tried under ever smaller caps at most (one per budget that binds, and the balance). */
+const MAX_CAPPED_TRIES = 6;
+
+/**
+ * The bill; or, when the balance could not cover it, undefined (402) — or the refusal of a budget
+ * or the balance by a limited hold, which says how much room is left. Other refusals (a key's
+ * tokens per minute, its calls in flight) are the client's errors as they are.
+ */
+async function tryOpen(opening: Promise<Bill>): Promise<Bill | LimitRefused | undefined> {
   try {
     return await opening;
   } catch (error) {
+    if (error instanceof LimitRefused) {
+      if (error.refusal.refused === "budget" || error.refusal.refused === "balance") return error;
+      throw error;
+    }
     if (error instanceof GatewayError && error.status === 402) return undefined;
     throw error;
   }

@@ -12,6 +12,7 @@ import {
 } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
 import { GatewayError } from "../http/errors.ts";
+import { mayCall } from "../auth/model_access.ts";
 
 const byType = (...types: ProviderEntry["type"][]) => (p: ProviderEntry) => types.includes(p.type);
 
@@ -95,6 +96,12 @@ export function resolveModel(
     );
   }
   const model = resolution.model;
+  if (!principalMayCall(ctx, id)) {
+    throw new GatewayError(403, `This API key may not use the model \`${id}\`.`, {
+      code: "model_not_allowed",
+      param: "model",
+    });
+  }
   ctx.log.provider = model.provider.name;
   const served = ENDPOINTS[endpoint];
   if (!serves(endpoint, model.kind, model.provider)) {
@@ -110,4 +117,11 @@ export function resolveModel(
     );
   }
   return model;
+}
+
+/** Whether the request's key (and its account) may call model `id` (see `auth/model_access.ts`). */
+export function principalMayCall(ctx: RequestContext, id: string): boolean {
+  const principal = ctx.principal;
+  if (!principal) return true;
+  return mayCall(principal.limits.models, principal.accountLimits.models, id);
 }

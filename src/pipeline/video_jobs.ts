@@ -3,6 +3,7 @@
  * exactly once (settled on the seconds actually generated, or released when it failed or
  * expired), the body the client sees, and the background poller that finishes jobs nobody polls.
  */
+import { budgetWindows } from "../billing/windows.ts";
 import { boardOf, type Services } from "../context.ts";
 import { CallRoute } from "../routing/attempts.ts";
 import type { Charge, VideoJob } from "../store/store.ts";
@@ -103,9 +104,11 @@ export function refreshJob(services: Services, job: VideoJob): Promise<JobView> 
 
 async function pollUpstream(services: Services, job: VideoJob): Promise<JobView> {
   const { config, store } = services;
+  /** The budgets' windows a finished job's charge counts in. */
+  const windowsNow = () => budgetWindows(Date.now(), config.budgetTimeZone);
   const expired = Date.now() - job.createdAt > config.videoExpireAfterMs;
   const expire = async (result: string) => {
-    await store.finishVideoJob(job.id, { status: "expired", result });
+    await store.finishVideoJob(job.id, { status: "expired", result }, windowsNow());
     return { job: (await store.videoJob(job.id))! };
   };
   const expiredBody = JSON.stringify({
@@ -164,9 +167,9 @@ async function pollUpstream(services: Services, job: VideoJob): Promise<JobView>
       billedSeconds: seconds,
       charge: videoCharge(seconds, job.rate),
       result: text,
-    });
+    }, windowsNow());
   } else {
-    await store.finishVideoJob(job.id, { status: state.status, result: text });
+    await store.finishVideoJob(job.id, { status: state.status, result: text }, windowsNow());
   }
   return { job: (await store.videoJob(job.id))! };
 }

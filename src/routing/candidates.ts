@@ -53,9 +53,9 @@ export function targetOrder(board: Board, model: ResolvedModel): Target[] {
  * circuit is open, or whose keys all rest after rate limits, are passed over; when no other
  * deployment was offered at all, those with an open circuit are offered last (the keys of a
  * resting one are never used before they wake: the call fails with 429 then). Fallback ids that
- * no longer resolve (a provider disabled) are passed over. With `pin`, only deployments of that
- * provider are offered (when the model or a fallback has one); with `reaches`, only those of
- * providers the endpoint can call.
+ * no longer resolve (a provider disabled), and those the caller may not use (`allowed`), are passed
+ * over. With `pin`, only deployments of that provider are offered (when the model or a fallback has
+ * one); with `reaches`, only those of providers the endpoint can call.
  */
 export function* candidates(
   board: Board,
@@ -64,9 +64,11 @@ export function* candidates(
   settings: CircuitSettings,
   pin?: string,
   reaches?: (provider: ProviderEntry) => boolean,
+  allowed?: (id: string) => boolean,
 ): Generator<Candidate> {
   const chain: ResolvedModel[] = [model];
   for (const id of model.route.fallbacks) {
+    if (allowed && !allowed(id)) continue; // never a model the caller may not use
     const resolved = catalog.resolve(id);
     if (resolved.ok && resolved.model.kind === model.kind) chain.push(resolved.model);
   }

@@ -190,6 +190,7 @@ export function planHold(
         owner: row.owner.startsWith("key:") ? "key" : "account",
         period: row.period,
         amount: row.amount,
+        room: Math.max(0, row.amount - spent - row.held),
         resetsAt: window.end,
       };
     }

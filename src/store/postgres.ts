@@ -1121,21 +1121,24 @@ export class PostgresStore implements Store {
       ]),
       REPORT_TIMEOUT_MS,
     );
-    const byUnit: UsageSummary["byUnit"] = Object.create(null);
-    for (const row of units) {
-      byUnit[String(row.unit)] = { quantity: toTotal(row.quantity), amount: toTotal(row.amount) };
-    }
-    const byModel: UsageSummary["byModel"] = Object.create(null);
-    for (const row of models) {
-      byModel[String(row.model)] = { requests: Number(row.requests), amount: toTotal(row.amount) };
-    }
-    const heldByUnit: UsageSummary["heldByUnit"] = Object.create(null);
-    for (const row of held) {
-      heldByUnit[String(row.unit)] = {
-        quantity: toTotal(row.quantity),
-        amount: toTotal(row.amount),
-      };
-    }
+    // Built from entries: a client-chosen name (`__proto__`) stays an ordinary key.
+    const byUnit: UsageSummary["byUnit"] = Object.fromEntries(
+      units.map((
+        row,
+      ) => [String(row.unit), { quantity: toTotal(row.quantity), amount: toTotal(row.amount) }]),
+    );
+    // Built from entries: a client-chosen name (`__proto__`) stays an ordinary key.
+    const byModel: UsageSummary["byModel"] = Object.fromEntries(
+      models.map((
+        row,
+      ) => [String(row.model), { requests: Number(row.requests), amount: toTotal(row.amount) }]),
+    );
+    // Built from entries: a client-chosen name (`__proto__`) stays an ordinary key.
+    const heldByUnit: UsageSummary["heldByUnit"] = Object.fromEntries(
+      held.map((
+        row,
+      ) => [String(row.unit), { quantity: toTotal(row.quantity), amount: toTotal(row.amount) }]),
+    );
     return {
       account: toAccount(accounts[0]),
       requests: Number(requests[0].n),

@@ -1141,24 +1141,24 @@ export class SqliteStore implements Store {
   usage(accountId: number): Promise<UsageSummary> {
     return answer(() => {
       const account = toAccount(this.#s.accountById.get(accountId) as Row);
-      const byUnit: UsageSummary["byUnit"] = Object.create(null);
-      for (const row of this.#s.byUnit.all(accountId) as Row[]) {
-        byUnit[String(row.unit)] = { quantity: toTotal(row.quantity), amount: toTotal(row.amount) };
-      }
-      const byModel: UsageSummary["byModel"] = Object.create(null);
-      for (const row of this.#s.byModel.all(accountId) as Row[]) {
-        byModel[String(row.model)] = {
-          requests: Number(row.requests),
-          amount: toTotal(row.amount),
-        };
-      }
-      const heldByUnit: UsageSummary["heldByUnit"] = Object.create(null);
-      for (const row of this.#s.heldByUnit.all(accountId) as Row[]) {
-        heldByUnit[String(row.unit)] = {
-          quantity: toTotal(row.quantity),
-          amount: toTotal(row.amount),
-        };
-      }
+      // Built from entries: a client-chosen name (`__proto__`) stays an ordinary key.
+      const byUnit: UsageSummary["byUnit"] = Object.fromEntries(
+        (this.#s.byUnit.all(accountId) as Row[]).map((
+          row,
+        ) => [String(row.unit), { quantity: toTotal(row.quantity), amount: toTotal(row.amount) }]),
+      );
+      // Built from entries: a client-chosen name (`__proto__`) stays an ordinary key.
+      const byModel: UsageSummary["byModel"] = Object.fromEntries(
+        (this.#s.byModel.all(accountId) as Row[]).map((
+          row,
+        ) => [String(row.model), { requests: Number(row.requests), amount: toTotal(row.amount) }]),
+      );
+      // Built from entries: a client-chosen name (`__proto__`) stays an ordinary key.
+      const heldByUnit: UsageSummary["heldByUnit"] = Object.fromEntries(
+        (this.#s.heldByUnit.all(accountId) as Row[]).map((
+          row,
+        ) => [String(row.unit), { quantity: toTotal(row.quantity), amount: toTotal(row.amount) }]),
+      );
       const requests = Number((this.#s.requests.get(accountId) as Row).n);
       return { account, requests, byUnit, byModel, heldByUnit };
     });

@@ -150,6 +150,8 @@ export type LimitRefusal =
     owner: "key" | "account";
     period: BudgetPeriod;
     amount: number;
+    /** What the budget can still hold now (nanoUSD): a smaller call may fit. */
+    room: number;
     resetsAt: number;
   }
   | { refused: "tpm"; limit: number; resetsAt: number; tooLarge: boolean }
