@@ -68,6 +68,32 @@ export function ratioLines(rows: Row[]): string[] {
   return lines;
 }
 
+/** The suffix of a scenario run with the limited key (see `scenarios.ts`). */
+export const LIMITED = " (limited key)";
+
+/**
+ * A key with limits against one with none: for each scenario run both ways, the gateway's req/s
+ * with the limited key as a share of its req/s with the plain one, per gateway.
+ */
+export function limitLines(rows: Row[]): string[] {
+  const lines: string[] = [];
+  const groups = byScenario(rows);
+  for (const [scenario, group] of groups) {
+    if (!scenario.endsWith(LIMITED)) continue;
+    const plain = groups.get(scenario.slice(0, -LIMITED.length));
+    if (!plain) continue;
+    const shares = group.filter((r) => r.target === "gateway").map((r) => {
+      const base = plain.find((p) => p.target === "gateway" && p.workers === r.workers);
+      return `workers=${r.workers} ${fixed(r.load.rps, 0)} vs ${fixed(base?.load.rps ?? NaN, 0)} ` +
+        `req/s (${fixed((100 * r.load.rps) / (base?.load.rps ?? NaN), 1)}%)`;
+    });
+    lines.push(`  ${scenario}: ${shares.join(", ")}`);
+  }
+  return lines.length
+    ? ["a key with two budgets, a model list and a TPM limit, against a key with none:", ...lines]
+    : [];
+}
+
 /** Per scenario: gateway p50 minus bare-proxy p50 at one connection. */
 export function addedLatencyLines(rows: Row[]): string[] {
   const lines = ["added latency at one connection (gateway p50 − bare proxy p50):"];

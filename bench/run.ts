@@ -12,7 +12,14 @@ import { type Call, FLOOR_KEY, type Scenario, scenarios, UPSTREAM_HEADERS } from
 import { type Gateway, type Setup, startGateway, startSetup, workersFlagMissing } from "./stack.ts";
 import { measure, type Measurement, median, type Target } from "./measure.ts";
 import { memoryScenario } from "./memory.ts";
-import { addedLatencyLines, memoryLines, ratioLines, type Row, table } from "./report.ts";
+import {
+  addedLatencyLines,
+  limitLines,
+  memoryLines,
+  ratioLines,
+  type Row,
+  table,
+} from "./report.ts";
 import { memoryMiB, stopServer } from "./procs.ts";
 import { wrk } from "./wrk.ts";
 
@@ -127,6 +134,7 @@ async function throughput(setup: Setup, selected: Scenario[]): Promise<string[]>
       table(rows),
       "",
       ...ratioLines(rows),
+      ...limitLines(rows),
       ...addedLatencyLines(rows),
       `gateway peak RSS (VmHWM, summed over its processes): ${peaks.join(", ")}`,
     ];
@@ -170,7 +178,9 @@ async function main(): Promise<void> {
   await requireWrk();
   const setup = await startSetup();
   try {
-    const selected = scenarios(setup.key).filter((s) => s.name.includes(SETTINGS.only));
+    const selected = scenarios(setup.key, setup.limitedKey).filter((s) =>
+      s.name.includes(SETTINGS.only)
+    );
     const withMemory = "memory".includes(SETTINGS.only);
     console.log(header(selected, withMemory) + "\n");
     const lines = selected.length ? await throughput(setup, selected) : [];

@@ -21,6 +21,8 @@ export interface Scenario {
   upstream: Call;
 }
 
+import { LIMITED } from "./report.ts";
+
 const PROMPT = "Write one sentence about switchyards and trains, please.";
 /** The output cap the gateway sends for a client that set none (`limits.defaultMaxOutputTokens`). */
 const CAP = 8192;
@@ -95,10 +97,22 @@ function clients(key: string) {
 }
 
 /** The throughput scenarios, for a gateway key. */
-export function scenarios(key: string): Scenario[] {
+export function scenarios(key: string, limitedKey?: string): Scenario[] {
   const client = clients(key);
   const modes = [["JSON", false], ["SSE", true]] as const;
+  // The same calls with a key that has two budgets, a model list and a TPM limit (never reached).
+  const limited = limitedKey
+    ? modes.map(([mode, stream]) => ({
+      name: `responses ${mode}${LIMITED}`,
+      gateway: clients(limitedKey).responses(stream),
+      upstream: upstream("/openai/v1/responses", {
+        ...responses("gpt-5.4", stream),
+        max_output_tokens: CAP,
+      }),
+    }))
+    : [];
   return [
+    ...limited,
     ...modes.map(([mode, stream]) => ({
       name: `responses ${mode}`,
       gateway: client.responses(stream),

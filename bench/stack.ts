@@ -36,6 +36,8 @@ export interface Setup {
   floor: Server;
   /** A gateway key with credit to spare and no rate limit. */
   key: string;
+  /** The same with two budgets, a model list and a TPM limit, none of them ever reached. */
+  limitedKey: string;
   /** The `--allow-*` flags of the compile task. */
   permissions: string[];
   /** The throw-away PostgreSQL server of `BENCH_STORE=postgres`. */
@@ -83,7 +85,17 @@ export async function startSetup(): Promise<Setup> {
   );
   const permissions = await compilePermissions();
   const key = await createKey(dir, permissions);
-  return { dir, emulator, emulatorUrl, proxy, floor, key, permissions, postgres };
+  const limitedKey = await createKey(dir, permissions, [
+    "--budget",
+    "100000/month",
+    "--budget",
+    "50000/day",
+    "--models",
+    "gpt-*,claude-*,gemini-*",
+    "--tpm",
+    "1000000000",
+  ]);
+  return { dir, emulator, emulatorUrl, proxy, floor, key, limitedKey, permissions, postgres };
 }
 
 function config(emulatorUrl: string) {
@@ -119,9 +131,22 @@ function mainArgs(permissions: string[], ...args: string[]): string[] {
   return ["run", ...permissions, "--config", `${ROOT}deno.json`, `${ROOT}main.ts`, ...args];
 }
 
-async function createKey(dir: string, permissions: string[]): Promise<string> {
+async function createKey(
+  dir: string,
+  permissions: string[],
+  extra: string[] = [],
+): Promise<string> {
   const rpm = String(SETTINGS.rpm);
-  const args = mainArgs(permissions, "keys", "create", "--account", "bench", "--rpm", rpm);
+  const args = mainArgs(
+    permissions,
+    "keys",
+    "create",
+    "--account",
+    extra.length ? "bench-limited" : "bench",
+    "--rpm",
+    rpm,
+    ...extra,
+  );
   const out = await new Deno.Command(Deno.execPath(), {
     args: [...args, "--credit", "1000000", "--json", "--config", "./switchyard.json"],
     cwd: dir,
