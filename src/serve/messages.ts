@@ -16,6 +16,8 @@ export type ToWorker =
     shared?: SharedArrayBuffer;
     /** The routing state the threads share (see `routing/board.ts`). */
     routing: SharedArrayBuffer;
+    /** The process's connection counts (see `connections.ts`). */
+    connections: SharedArrayBuffer;
   }
   /** The process's answer to a rate-limit question. */
   | { type: "rpm"; id: number; decision: RateDecision }

@@ -95,6 +95,7 @@ scope.onmessage = async ({ data }) => {
       reusePort: true,
       port: data.port,
       limiter,
+      connections: data.connections,
     });
     scope.postMessage({ type: "listening", port: server.addr.port });
   } else if (data.type === "stop") {

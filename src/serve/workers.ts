@@ -13,6 +13,7 @@ import { flushLog, log } from "../log.ts";
 import { prepareStore, startBackground } from "../server.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 import { snapshot } from "../metrics/gateway.ts";
+import { connectionCounts } from "./connections.ts";
 import type { Samples } from "../metrics/registry.ts";
 
 /** A running set of serving threads. */
@@ -98,6 +99,8 @@ export async function startWorkers(
   if (config.port !== 0) ensurePortFree(config.host, config.port);
   const limiter = new RateLimiter();
   const shared = prepareStore(services);
+  // One count of open connections for the process, whichever thread accepted them.
+  const connections = connectionCounts();
   const threads: { worker: Worker; stopped: PromiseWithResolvers<void> }[] = [];
   const gathering = new Map<number, Gathering>();
   let gathers = 0;
@@ -154,7 +157,15 @@ export async function startWorkers(
       Deno.exit(1);
     };
     threads.push({ worker, stopped });
-    send({ type: "start", index, ...source, port, shared, routing: boardOf(services).buffer });
+    send({
+      type: "start",
+      index,
+      ...source,
+      port,
+      shared,
+      routing: boardOf(services).buffer,
+      connections,
+    });
     return listening.promise;
   };
   // The first thread binds the port (a free one when 0 is asked for); the others join it.

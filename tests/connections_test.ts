@@ -1,0 +1,303 @@
+/**
+ * Connections that never finish their headers (issue #27): the gateway closes a connection whose
+ * request line and headers have not arrived within `server.headerTimeoutMs` — a new one, and a
+ * kept-alive one once no request is in flight — and its descriptors come back; a request in flight
+ * longer than that is not cut. At most `server.maxConnections` are open in the process (across its
+ * serving threads): past it new ones are closed at once, logged and counted in /metrics.
+ */
+import assert from "node:assert/strict";
+import { eventually, startStack } from "./helpers/setup.ts";
+import { type Gateway, startGateway } from "./helpers/gateway.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The gateway process's open descriptors. */
+async function descriptors(gateway: Gateway): Promise<number> {
+  let n = 0;
+  for await (const _ of Deno.readDir(`/proc/${gateway.pid}/fd`)) n++;
+  return n;
+}
+
+/** The port the gateway's `metrics listening` line names. */
+function metricsPort(gateway: Gateway): number {
+  const line = gateway.logs.map((l) => JSON.parse(l)).find((l) => l.msg === "metrics listening");
+  assert.ok(line, "the metrics port is logged");
+  return line.port;
+}
+
+/** The gateway's metrics, from its loopback metrics port (which the connection cap leaves out). */
+async function metricValues(gateway: Gateway): Promise<Map<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort(gateway)}/metrics`)).text();
+  const out = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const at = line.lastIndexOf(" ");
+    out.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return out;
+}
+
+/** A raw client connection: what it has read so far, and when the gateway closed it. */
+class Client {
+  text = "";
+  /** Milliseconds from `opened` until the gateway closed the connection (EOF or reset). */
+  closedAfter: number | null = null;
+  readonly opened = Date.now();
+  readonly done: Promise<void>;
+  #closed = false;
+
+  constructor(readonly conn: Deno.TcpConn) {
+    this.done = this.#read();
+  }
+
+  static async open(gateway: Gateway): Promise<Client> {
+    const port = Number(new URL(gateway.url).port);
+    return new Client(await Deno.connect({ hostname: "127.0.0.1", port }));
+  }
+
+  async #read(): Promise<void> {
+    const buffer = new Uint8Array(16384);
+    try {
+      while (true) {
+        const n = await this.conn.read(buffer);
+        if (n === null) break;
+        this.text += decoder.decode(buffer.subarray(0, n));
+      }
+    } catch { /* reset by the gateway, or closed here */ }
+    this.closedAfter = Date.now() - this.opened;
+  }
+
+  async send(text: string): Promise<void> {
+    await this.conn.write(encoder.encode(text));
+  }
+
+  /** Waits until `count` complete answers have arrived. */
+  async answers(count: number): Promise<void> {
+    await eventually(
+      () => Promise.resolve(this.text.split("HTTP/1.1 ").length - 1 >= count),
+      10_000,
+    );
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.conn.close();
+    } catch { /* already closed */ }
+  }
+}
+
+const HEALTH = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n";
+
+Deno.test("connections that never finish their headers are closed after headerTimeoutMs; their descriptors come back", async () => {
+  const gateway = await startGateway({
+    config: { server: { headerTimeoutMs: 1000, metricsPort: 0 } },
+  });
+  const clients: Client[] = [];
+  try {
+    const before = await descriptors(gateway);
+    const PER_KIND = 5;
+    const kinds: Record<string, Client[]> = { silent: [], partial: [], idle: [], second: [] };
+    for (let i = 0; i < PER_KIND; i++) {
+      // Nothing sent at all.
+      kinds.silent.push(await Client.open(gateway));
+      // Half a request line.
+      const partial = await Client.open(gateway);
+      await partial.send("GET /heal");
+      kinds.partial.push(partial);
+      // A whole request answered, then nothing: an idle kept-alive connection.
+      const idle = await Client.open(gateway);
+      await idle.send(HEALTH);
+      kinds.idle.push(idle);
+      // A whole request, then half of the next one's headers.
+      const second = await Client.open(gateway);
+      await second.send(`${HEALTH}GET /healthz HTTP/1.1\r\nHost: loc`);
+      kinds.second.push(second);
+    }
+    clients.push(...Object.values(kinds).flat());
+    // Every connection is held by the gateway: a descriptor each.
+    await eventually(async () => await descriptors(gateway) >= before + clients.length, 10_000);
+    const held = await descriptors(gateway);
+    for (const client of [...kinds.idle, ...kinds.second]) await client.answers(1);
+    // None closed before the deadline.
+    for (const client of clients) {
+      assert.ok(
+        client.closedAfter === null || client.closedAfter >= 900,
+        `closed after ${client.closedAfter} ms, before the 1000 ms deadline`,
+      );
+    }
+    // All closed by the gateway, within the deadline and a generous margin.
+    await Promise.race([
+      Promise.all(clients.map((c) => c.done)),
+      new Promise((_, reject) =>
+        setTimeout(() => reject(new Error("still open after 15 s")), 15_000)
+      ),
+    ]);
+    for (const [kind, list] of Object.entries(kinds)) {
+      for (const client of list) {
+        assert.ok(client.closedAfter! >= 900, `${kind}: closed after ${client.closedAfter} ms`);
+      }
+    }
+    // The answered requests were answered whole; the half-sent one never was.
+    for (const client of [...kinds.idle, ...kinds.second]) {
+      assert.equal(client.text.split("HTTP/1.1 200").length - 1, 1, client.text);
+    }
+    for (const client of [...kinds.silent, ...kinds.partial]) assert.equal(client.text, "");
+    await eventually(async () => await descriptors(gateway) <= before, 10_000);
+    assert.ok(held >= before + clients.length, `held ${held}, before ${before}`);
+    // The gateway still serves, and counts no connection open once this one is done.
+    assert.equal((await fetch(`${gateway.url}/healthz`)).status, 200);
+    const values = await metricValues(gateway);
+    assert.ok((values.get("switchyard_open_connections") ?? -1) <= 1);
+    assert.equal(values.get("switchyard_connections_refused_total"), 0);
+  } finally {
+    for (const client of clients) client.close();
+    await gateway.stop();
+  }
+});
+
+Deno.test("a request in flight longer than headerTimeoutMs is not cut; its connection closes once idle", async () => {
+  const stack = await startStack({ server: { headerTimeoutMs: 1000, maxBodyBytes: 65536 } });
+  const client = await Client.open(stack.gateway);
+  try {
+    const { key } = await stack.gateway.createKey("slow-stream", "--credit", "5");
+    // About 2.5 s of events, well past the 1 s deadline.
+    const body = JSON.stringify({
+      model: "gpt-test",
+      input: "[[emulate words=12]] [[emulate delay=200]] go on",
+      stream: true,
+    });
+    await client.send(
+      "POST /v1/responses HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n" +
+        `authorization: Bearer ${key}\r\ncontent-length: ${encoder.encode(body).length}\r\n\r\n` +
+        body,
+    );
+    await Promise.race([
+      client.done,
+      new Promise((_, reject) =>
+        setTimeout(() => reject(new Error("still open after 20 s")), 20_000)
+      ),
+    ]);
+    assert.match(client.text, /^HTTP\/1\.1 200/);
+    assert.match(client.text, /response\.completed/, "the stream ran to its end");
+    assert.ok(client.closedAfter! >= 2000, `closed after ${client.closedAfter} ms`);
+    assert.ok(
+      stack.gateway.logs.some((line) => line.includes('"path":"/v1/responses"')),
+      "the call was logged",
+    );
+  } finally {
+    client.close();
+    await stack.stop();
+  }
+});
+
+/** Opens `n` connections, each with one request answered (so the gateway has accepted them). */
+async function served(gateway: Gateway, n: number): Promise<Client[]> {
+  const clients: Client[] = [];
+  for (let i = 0; i < n; i++) {
+    const client = await Client.open(gateway);
+    clients.push(client);
+    await client.send(HEALTH);
+    await client.answers(1);
+    assert.equal(client.closedAfter, null);
+  }
+  return clients;
+}
+
+/** Opens a connection and waits for the gateway to close it; the answer it got (none, refused). */
+async function refused(gateway: Gateway): Promise<Client> {
+  const client = await Client.open(gateway);
+  await client.send(HEALTH).catch(() => {});
+  await Promise.race([
+    client.done,
+    new Promise((_, reject) => setTimeout(() => reject(new Error("not refused in 10 s")), 10_000)),
+  ]);
+  client.close();
+  return client;
+}
+
+Deno.test("past maxConnections new connections are closed at once, logged and counted; once some close, requests work again", async () => {
+  const gateway = await startGateway({
+    config: { server: { maxConnections: 5, headerTimeoutMs: 60_000, metricsPort: 0 } },
+  });
+  const clients: Client[] = [];
+  try {
+    clients.push(...await served(gateway, 5));
+    for (let i = 0; i < 3; i++) {
+      const client = await refused(gateway);
+      assert.equal(client.text, "", "a refused connection gets no answer");
+      assert.ok(client.closedAfter! < 5000, `closed after ${client.closedAfter} ms`);
+    }
+    // The ones held still serve.
+    await clients[0].send(HEALTH);
+    await clients[0].answers(2);
+    let values = await metricValues(gateway);
+    assert.equal(values.get("switchyard_open_connections"), 5);
+    assert.equal(values.get("switchyard_connections_refused_total"), 3);
+    // Logged, with a count, and not once per connection.
+    await eventually(
+      () => Promise.resolve(gateway.logs.some((l) => l.includes("connection limit reached"))),
+      10_000,
+    );
+    const lines = gateway.logs.map((l) => JSON.parse(l)).filter((l) =>
+      l.msg?.startsWith("connection limit reached")
+    );
+    assert.ok(lines.length >= 1 && lines.length < 3, JSON.stringify(lines));
+    assert.equal(lines[0].max_connections, 5);
+    assert.ok(lines[0].refused >= 1);
+    // The refusals not in the first line are told within the next few seconds.
+    await eventually(
+      () =>
+        Promise.resolve(
+          gateway.logs.map((l) => JSON.parse(l))
+            .filter((l) => l.msg?.startsWith("connection limit reached"))
+            .reduce((sum, l) => sum + l.refused, 0) === 3,
+        ),
+      15_000,
+    );
+    // Two close: new connections are served again.
+    clients.splice(0, 2).forEach((c) => c.close());
+    await eventually(async () => {
+      const res = await fetch(`${gateway.url}/healthz`, { headers: { connection: "close" } })
+        .catch(() => null);
+      await res?.body?.cancel();
+      return res?.status === 200;
+    }, 10_000);
+    values = await metricValues(gateway);
+    assert.ok((values.get("switchyard_open_connections") ?? 0) <= 4);
+  } finally {
+    for (const client of clients) client.close();
+    await gateway.stop();
+  }
+});
+
+Deno.test("--workers 2: the connection cap is the process's, across both threads", async () => {
+  const gateway = await startGateway({
+    workers: 2,
+    config: { server: { maxConnections: 4, headerTimeoutMs: 60_000, metricsPort: 0 } },
+  });
+  const clients: Client[] = [];
+  try {
+    clients.push(...await served(gateway, 4));
+    // Each thread would let these in if the cap were its own: the kernel spreads them over both.
+    for (let i = 0; i < 6; i++) {
+      const client = await refused(gateway);
+      assert.equal(client.text, "");
+    }
+    const values = await metricValues(gateway);
+    assert.equal(values.get("switchyard_open_connections"), 4);
+    assert.equal(values.get("switchyard_connections_refused_total"), 6);
+    clients.forEach((c) => c.close());
+    clients.length = 0;
+    await eventually(async () => {
+      const res = await fetch(`${gateway.url}/healthz`).catch(() => null);
+      await res?.body?.cancel();
+      return res?.status === 200;
+    }, 10_000);
+  } finally {
+    for (const client of clients) client.close();
+    await gateway.stop();
+  }
+});
