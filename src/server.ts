@@ -17,6 +17,7 @@ import { metricsPortHandler } from "./endpoints/metrics.ts";
 import { redactServerSpan, startCallSpan } from "./metrics/trace.ts";
 import { startMemoryTrim } from "./serve/memory_trim.ts";
 import { connectionCounts, serveConnections } from "./serve/connections.ts";
+import { checkHeaderBytes } from "./http/header_size.ts";
 
 /** A client's own request id is used when it is this safe (else one is generated). */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -88,6 +89,7 @@ export function createHandler(
     let extraHeaders: Record<string, string> = {};
     let response: Response;
     try {
+      checkHeaderBytes(req.headers, config.maxHeaderBytes);
       if (given && given.length > MAX_REQUEST_ID) {
         throw new GatewayError(
           400,

@@ -3,7 +3,8 @@
  * request line and headers have not arrived within `server.headerTimeoutMs` — a new one, and a
  * kept-alive one once no request is in flight — and its descriptors come back; a request in flight
  * longer than that is not cut. At most `server.maxConnections` are open in the process (across its
- * serving threads): past it new ones are closed at once, logged and counted in /metrics.
+ * serving threads): past it new ones are closed at once, logged and counted in /metrics. Headers
+ * over `server.maxHeaderBytes` are a 431 in the route's protocol.
  */
 import assert from "node:assert/strict";
 import { eventually, startStack } from "./helpers/setup.ts";
@@ -298,6 +299,53 @@ Deno.test("--workers 2: the connection cap is the process's, across both threads
     }, 10_000);
   } finally {
     for (const client of clients) client.close();
+    await gateway.stop();
+  }
+});
+
+Deno.test("headers over maxHeaderBytes are a 431 in the route's protocol", async () => {
+  const gateway = await startGateway({ config: { server: { maxHeaderBytes: 4096 } } });
+  try {
+    const big = { "x-padding": "p".repeat(5000) };
+    const post = (path: string, headers: Record<string, string>) =>
+      fetch(`${gateway.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: "{}",
+      });
+
+    const openai = await post("/v1/responses", { ...big, "x-request-id": "too-big-1" });
+    assert.equal(openai.status, 431);
+    assert.equal(openai.headers.get("x-request-id"), "too-big-1");
+    const openaiBody = await openai.json();
+    assert.equal(openaiBody.error.type, "invalid_request_error");
+    assert.equal(openaiBody.error.code, "request_header_fields_too_large");
+    assert.match(openaiBody.error.message, /at most 4096/);
+
+    const anthropic = await post("/v1/messages", big);
+    assert.equal(anthropic.status, 431);
+    const anthropicBody = await anthropic.json();
+    assert.equal(anthropicBody.type, "error");
+    assert.equal(anthropicBody.error.type, "request_too_large");
+    assert.equal(anthropicBody.request_id, anthropic.headers.get("request-id"));
+
+    const google = await post("/v1beta/models/gemini-2.5-flash:generateContent", big);
+    assert.equal(google.status, 431);
+    const googleBody = await google.json();
+    assert.equal(googleBody.error.code, 431);
+    assert.equal(googleBody.error.status, "INVALID_ARGUMENT");
+
+    // Just under the bound the request goes on (to authentication, here).
+    const under = await post("/v1/responses", { "x-padding": "p".repeat(3500) });
+    assert.equal(under.status, 401);
+    await under.body?.cancel();
+    // Logged like any refusal.
+    await eventually(
+      () => Promise.resolve(gateway.logs.some((l) => l.includes('"request_id":"too-big-1"'))),
+    );
+    const line = JSON.parse(gateway.logs.find((l) => l.includes('"request_id":"too-big-1"'))!);
+    assert.equal(line.status, 431);
+  } finally {
     await gateway.stop();
   }
 });

@@ -53,6 +53,8 @@ export interface Config {
    * once no request is in flight (0: none).
    */
   headerTimeoutMs: number;
+  /** Largest total of a request's headers (431 past it). */
+  maxHeaderBytes: number;
   /** Open client connections the process keeps at most, across its threads (0: no cap). */
   maxConnections: number;
   /** Serving threads sharing the port (1: the process serves on its main thread alone). */
@@ -341,6 +343,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     uploadTimeoutMs: file.server?.uploadTimeoutMs ?? 600_000,
     drainTimeoutMs: file.server?.drainTimeoutMs ?? 30_000,
     headerTimeoutMs: file.server?.headerTimeoutMs ?? 10_000,
+    maxHeaderBytes: file.server?.maxHeaderBytes ?? 32 * 1024,
     maxConnections: file.server?.maxConnections ?? 10_000,
     workers: workers ?? Math.min(MAX_WORKERS, Math.max(1, navigator.hardwareConcurrency || 1)),
     workersSet: workers !== undefined,
