@@ -18,6 +18,8 @@ import { redactServerSpan, startCallSpan } from "./metrics/trace.ts";
 import { startMemoryTrim } from "./serve/memory_trim.ts";
 import { faultPoint, requestClock } from "./test_hooks.ts";
 import { lastUsed } from "./auth/last_used.ts";
+import { connectionCounts, serveConnections } from "./serve/connections.ts";
+import { checkHeaderBytes } from "./http/header_size.ts";
 
 /** A client's own request id is used when it is this safe (else one is generated). */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -139,6 +141,7 @@ export function createHandler(
     let extraHeaders: Record<string, string> = {};
     let response: Response;
     try {
+      checkHeaderBytes(req.headers, config.maxHeaderBytes);
       if (given && given.length > MAX_REQUEST_ID) {
         throw new GatewayError(
           400,
@@ -248,29 +251,33 @@ export interface HttpOptions {
   /** The port to bind instead of the configured one (the one the first thread got). */
   port?: number;
   limiter?: Limiter;
+  /** The process's connection counts its threads share (see `serve/connections.ts`). */
+  connections?: SharedArrayBuffer;
 }
 
 /**
- * Starts `Deno.serve` on the configured host and port. Shutdown drains: no new connections, calls
- * in flight finish, and streams still open after `drainTimeoutMs` are cut (ended with the
+ * Serves on the configured host and port, each connection within the header deadline and the
+ * process's connection cap (see `serve/connections.ts`). Shutdown drains: no new connections,
+ * calls in flight finish, and streams still open after `drainTimeoutMs` are cut (ended with the
  * protocol's error event, billed for what was relayed).
  */
 export function startHttp(services: Services, options: HttpOptions = {}): RunningServer {
   services.live ??= new Set();
   const live = services.live;
   const handler = createHandler(services, defaultRoutes, options.limiter);
-  const server = Deno.serve({
+  const server = serveConnections({
     hostname: services.config.host,
     port: options.port ?? services.config.port,
     reusePort: options.reusePort,
-    onListen: () => {},
+    limits: () => services.config,
+    counts: options.connections ?? connectionCounts(),
     onError: (error) => {
       log("error", "unhandled error", { error: String(error) });
       return errorResponse("openai", new GatewayError(500, "Internal error"));
     },
   }, handler);
   return {
-    addr: server.addr as Deno.NetAddr,
+    addr: server.addr,
     finished: server.finished,
     shutdown: async () => {
       const drained = server.shutdown();

@@ -49,6 +49,15 @@ export interface Config {
   uploadTimeoutMs: number;
   /** On shutdown, how long streams may go on before they are cut. */
   drainTimeoutMs: number;
+  /**
+   * Longest wait for a request's line and headers: on a new connection, and on a kept-alive one
+   * once no request is in flight (0: none).
+   */
+  headerTimeoutMs: number;
+  /** Largest total of a request's headers (431 past it). */
+  maxHeaderBytes: number;
+  /** Open client connections the process keeps at most, across its threads (0: no cap). */
+  maxConnections: number;
   /** Serving threads sharing the port (1: the process serves on its main thread alone). */
   workers: number;
   /**
@@ -340,6 +349,9 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     streamMaxMs: file.server?.streamMaxMs ?? 3_600_000,
     uploadTimeoutMs: file.server?.uploadTimeoutMs ?? 600_000,
     drainTimeoutMs: file.server?.drainTimeoutMs ?? 30_000,
+    headerTimeoutMs: file.server?.headerTimeoutMs ?? 10_000,
+    maxHeaderBytes: file.server?.maxHeaderBytes ?? 32 * 1024,
+    maxConnections: file.server?.maxConnections ?? 10_000,
     workers: workers ?? Math.min(MAX_WORKERS, Math.max(1, navigator.hardwareConcurrency || 1)),
     workersSet: workers !== undefined,
     accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,

@@ -287,6 +287,25 @@ export const ConfigSchema = v.strictObject({
       uploadTimeoutMs: v.optional(count(1)),
       /** On SIGTERM, how long streams may go on before they are cut, in milliseconds. */
       drainTimeoutMs: v.optional(count(0)),
+      /**
+       * Longest wait for a request's line and headers, in milliseconds — on a new connection, and
+       * on a kept-alive one once no request is in flight (0: none).
+       */
+      headerTimeoutMs: v.optional(count(0)),
+      /** Largest total of a request's headers, in bytes; more get 431. */
+      maxHeaderBytes: v.optional(
+        v.pipe(
+          v.number("must be an integer"),
+          v.integer("must be an integer"),
+          v.minValue(1024, "must be ≥ 1024"),
+          // Deno's HTTP server refuses a request head over 64 KiB itself (400, before the gateway).
+          v.maxValue(65536, "must be at most 65536 (the HTTP server's own limit)"),
+        ),
+      ),
+      /** Open client connections the process keeps at most; more are closed at once (0: no cap). */
+      maxConnections: v.optional(
+        v.pipe(count(0), v.maxValue(1_000_000, "must be at most 1000000")),
+      ),
       /** Write one JSON access-log line per request to stdout. */
       accessLog: v.optional(v.boolean("must be true or false")),
       /** A second port, bound to 127.0.0.1 only, serving `GET /metrics` without a token. */

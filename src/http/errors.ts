@@ -51,6 +51,7 @@ const OPENAI_CODE: Record<number, string> = {
   413: "request_too_large",
   415: "unsupported_media_type",
   429: "rate_limit_exceeded",
+  431: "request_header_fields_too_large",
   502: "upstream_error",
   504: "upstream_timeout",
 };
@@ -62,6 +63,7 @@ const ANTHROPIC_TYPE: Record<number, string> = {
   408: "timeout_error",
   413: "request_too_large",
   429: "rate_limit_error",
+  431: "request_too_large",
   500: "api_error",
   502: "api_error",
   503: "api_error",

@@ -92,6 +92,18 @@ export const OPEN_STREAMS: Family = {
   type: "gauge",
   labels: [],
 };
+export const OPEN_CONNECTIONS: Family = {
+  name: "switchyard_open_connections",
+  help: "Client connections open now (capped by server.maxConnections).",
+  type: "gauge",
+  labels: [],
+};
+export const REFUSED_CONNECTIONS: Family = {
+  name: "switchyard_connections_refused_total",
+  help: "Client connections closed at once because server.maxConnections were open.",
+  type: "counter",
+  labels: [],
+};
 export const HOLDS: Family = {
   name: "switchyard_holds_outstanding",
   help: "Calls holding funds now (held ledger entries in the store, every process's).",
@@ -119,6 +131,8 @@ export const FAMILIES: readonly Family[] = [
   TOKENS,
   SPEND,
   OPEN_STREAMS,
+  OPEN_CONNECTIONS,
+  REFUSED_CONNECTIONS,
   HOLDS,
   COMMIT_SECONDS_FAMILY,
   FOLDED,

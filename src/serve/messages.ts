@@ -18,6 +18,8 @@ export type ToWorker =
     routing: SharedArrayBuffer;
     /** The metrics' bounds the threads share (see `shareMetricBounds`). */
     metricBounds: SharedArrayBuffer;
+    /** The process's connection counts (see `connections.ts`). */
+    connections: SharedArrayBuffer;
   }
   /** The process's answer to a rate-limit question. */
   | { type: "rpm"; id: number; decision: RateDecision }

@@ -97,6 +97,7 @@ scope.onmessage = async ({ data }) => {
       reusePort: true,
       port: data.port,
       limiter,
+      connections: data.connections,
     });
     scope.postMessage({ type: "listening", port: server.addr.port });
   } else if (data.type === "stop") {

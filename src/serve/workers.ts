@@ -13,6 +13,7 @@ import { flushLog, log } from "../log.ts";
 import { prepareStore, startBackground } from "../server.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 import { shareMetricBounds, snapshot } from "../metrics/gateway.ts";
+import { connectionCounts } from "./connections.ts";
 import type { Samples } from "../metrics/registry.ts";
 
 /** A running set of serving threads. */
@@ -99,6 +100,8 @@ export async function startWorkers(
   const limiter = new RateLimiter();
   const shared = prepareStore(services);
   if (!services.metricBounds) shareMetricBounds(services);
+  // One count of open connections for the process, whichever thread accepted them.
+  const connections = connectionCounts();
   const threads: { worker: Worker; stopped: PromiseWithResolvers<void> }[] = [];
   const gathering = new Map<number, Gathering>();
   let gathers = 0;
@@ -163,6 +166,7 @@ export async function startWorkers(
       shared,
       routing: boardOf(services).buffer,
       metricBounds: services.metricBounds!,
+      connections,
     });
     return listening.promise;
   };
