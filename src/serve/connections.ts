@@ -113,7 +113,7 @@ interface Tracked {
  */
 export function serveConnections(
   options: ListenOptions,
-  handler: (req: Request) => Response | Promise<Response>,
+  handler: (req: Request, info: Deno.ServeHandlerInfo) => Response | Promise<Response>,
 ): Listening {
   const counts = new Int32Array(options.counts, 0, 4);
   const serveOn = serveOnConnection();
