@@ -7,7 +7,15 @@ import type { Samples } from "./metrics/registry.ts";
 import type { CallSpan } from "./metrics/trace.ts";
 import { Board } from "./routing/board.ts";
 import { CallRoute } from "./routing/attempts.ts";
-import type { NamedState } from "./pipeline/named_state.ts";
+import type { StoredResponse, UpstreamObject } from "./store/store.ts";
+
+/** The stored state a request names, as the store holds it (see `pipeline/named_state.ts`). */
+export interface NamedState {
+  /** The upstream objects found, by id. */
+  objects: Map<string, UpstreamObject>;
+  /** The kept answers of the conversation `previous_response_id` continues, by id. */
+  steps: Map<string, StoredResponse>;
+}
 
 /** Long-lived services shared by every request. */
 export interface Services {

@@ -12,18 +12,8 @@
 import type { Prices, TokenRates } from "../catalog/catalog.ts";
 import type { UnitLine } from "../store/store.ts";
 
-/** The hosted tools the gateway can meter, each priced per call in the catalog. */
-export const HOSTED_TOOLS = [
-  "web_search",
-  "file_search",
-  "code_interpreter",
-  "code_execution",
-  "image_generation",
-  "x_search",
-  "grounded_prompt",
-  "google_maps",
-] as const;
-export type HostedTool = typeof HOSTED_TOOLS[number];
+export { HOSTED_TOOLS, type HostedTool } from "../catalog/hosted_tools.ts";
+import { HOSTED_TOOLS, type HostedTool } from "../catalog/hosted_tools.ts";
 
 /** Billable quantities of one call, in the gateway's canonical units. */
 export interface Usage {

@@ -136,3 +136,18 @@ export function planTokenCall(
   }
   return { ok: false, needed: cost(call.minCap) };
 }
+
+/** A hosted tool a request offers: the field that offers it, and the calls it may make. */
+export interface ToolUse {
+  /** The tools it may be billed as (any one priced is enough), e.g. web search per query or per grounded prompt. */
+  tools: HostedTool[];
+  field: string;
+  calls: number;
+}
+
+/** A token-billed request as the reserve step sees it. */
+export interface TokenRequest extends Omit<TokenCall, "hostedTools"> {
+  /** The field that asks for the service tier (for the error). */
+  tierField?: string;
+  tools: ToolUse[];
+}

@@ -94,6 +94,12 @@ export function tokenUsageOf(u: Usage): TokenUsage {
   };
 }
 
+/** An upstream object an answer created (a stored response, a container): its id and kind. */
+export interface CreatedObject {
+  id: string;
+  kind: "response" | "container";
+}
+
 /** What a stream meter knows when the stream ends or is cut. */
 export interface StreamMeter {
   /** Every unit of the stream: SSE events, or JSON array elements as unnamed events. */

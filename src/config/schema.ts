@@ -3,7 +3,7 @@
  * converted to integer nanoUSD by `load.ts`; nothing here does I/O.
  */
 import * as v from "valibot";
-import { HOSTED_TOOLS } from "../billing/price.ts";
+import { HOSTED_TOOLS } from "../catalog/hosted_tools.ts";
 import { isTimeZone } from "../billing/windows.ts";
 
 /** The most serving threads one process runs (`server.workers`, `--workers`). */

@@ -10,10 +10,12 @@ import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { openaiUsage } from "../billing/usage.ts";
 import { estimateInput } from "../billing/estimate.ts";
-import { type PassThrough, routeCall, withUpstreamModel } from "../pipeline/passthrough.ts";
+import { type PassThrough, routeCall } from "../pipeline/passthrough.ts";
+import { withUpstreamModel } from "../http/forwarded_body.ts";
 import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
-import { responsesState, stateProvider } from "../pipeline/upstream_objects.ts";
+import { responsesState, stateProvider } from "../protocols/responses/state.ts";
+import { callInput } from "../pipeline/named_state.ts";
 import { loadNamedState } from "../pipeline/named_state.ts";
 
 export const CompactRequest = v.looseObject({
@@ -31,7 +33,8 @@ export const compactResponse: Handler = async (ctx) => {
   const request = validate(CompactRequest, body.value);
   const model = resolveModel(ctx, request.model, "compact");
   await loadNamedState(ctx, body.value);
-  const state = responsesState(ctx, body.value);
+  const input = callInput(ctx);
+  const state = responsesState(input, body.value);
   const build = (m: ResolvedModel): PassThrough => ({
     ctx,
     format: "openai",
@@ -53,6 +56,6 @@ export const compactResponse: Handler = async (ctx) => {
     showUsage: responsesUsageView,
   });
   // A compaction of a stored response goes to the provider holding it.
-  const pin = stateProvider(ctx, body.value);
+  const pin = stateProvider(input, body.value);
   return await routeCall(ctx, model, build, true, pin, reaches("compact"));
 };

@@ -9,7 +9,8 @@ import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { openaiUsage } from "../billing/usage.ts";
 import { estimateInput } from "../billing/estimate.ts";
-import { type PassThrough, routeCall, withUpstreamModel } from "../pipeline/passthrough.ts";
+import { type PassThrough, routeCall } from "../pipeline/passthrough.ts";
+import { withUpstreamModel } from "../http/forwarded_body.ts";
 import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 

@@ -18,7 +18,8 @@ import { estimateInput } from "../billing/estimate.ts";
 import { emptyUsage, type Usage } from "../billing/price.ts";
 import { count, obj } from "../billing/usage.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
-import { forwardedBody, passThrough } from "../pipeline/passthrough.ts";
+import { passThrough } from "../pipeline/passthrough.ts";
+import { forwardedBody } from "../http/forwarded_body.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
 
 const Content = v.looseObject({
@@ -110,7 +111,7 @@ function embed(action: Action): Handler {
       action === "embedContent" ? EmbedContentRequest : BatchEmbedContentsRequest,
       body.value,
     );
-    const model = resolveModel(ctx, pathModel(ctx), "embedContent");
+    const model = resolveModel(ctx, pathModel(ctx.params), "embedContent");
     // What the estimate reads when the answer has no usage: the parts, as /v1/embeddings its input.
     const parts = requestsOf(body.value, action).map(([, request]) =>
       (request.content as Json).parts

@@ -23,12 +23,8 @@ import { emptyUsage, imageRate, type Usage } from "../billing/price.ts";
 import { estimateInput } from "../billing/estimate.ts";
 import { insufficientBalance } from "../billing/ledger.ts";
 import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
-import {
-  type PassThrough,
-  passThrough,
-  routeCall,
-  withUpstreamModel,
-} from "../pipeline/passthrough.ts";
+import { type PassThrough, passThrough, routeCall } from "../pipeline/passthrough.ts";
+import { withUpstreamModel } from "../http/forwarded_body.ts";
 import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { UpstreamCall } from "../providers/index.ts";
 

@@ -95,7 +95,7 @@ function listed(ctx: RequestContext, dialect: ErrorFormat): ModelInfo[] {
 
 /** The model the path names, as `dialect` describes it; 404 when its clients cannot call it. */
 function found(ctx: RequestContext, dialect: ErrorFormat): ModelInfo {
-  const id = pathModel(ctx);
+  const id = pathModel(ctx.params);
   ctx.log.model = id;
   const resolution = ctx.services.config.catalog.resolve(id);
   const resolved = resolution.ok && principalMayCall(ctx, id) ? resolution.model : undefined;

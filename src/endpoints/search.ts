@@ -8,7 +8,8 @@ import type { Handler } from "../context.ts";
 import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { emptyUsage } from "../billing/price.ts";
-import { type PassThrough, routeCall, withUpstreamModel } from "../pipeline/passthrough.ts";
+import { type PassThrough, routeCall } from "../pipeline/passthrough.ts";
+import { withUpstreamModel } from "../http/forwarded_body.ts";
 import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 

@@ -12,7 +12,7 @@ import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
 import { openBill } from "../billing/ledger.ts";
 import { emptyUsage, price, videoSecondRate } from "../billing/price.ts";
-import { withUpstreamModel } from "../pipeline/passthrough.ts";
+import { withUpstreamModel } from "../http/forwarded_body.ts";
 import { sendHeld } from "../pipeline/attempt.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
 import { scopeOf } from "../pipeline/scope.ts";

@@ -159,3 +159,12 @@ export function credentialsRefused(): GatewayError {
     { code: "upstream_auth_failed" },
   );
 }
+
+/** The 404 for a named object the caller may not use (another account's and an unknown one alike). */
+export function notFound(what: string, id: string, field: string): GatewayError {
+  const shown = id.length > 64 ? `${id.slice(0, 64)}…` : id;
+  return new GatewayError(404, `${what} with id '${shown}' not found.`, {
+    param: field,
+    code: "not_found",
+  });
+}

@@ -14,7 +14,7 @@ import { metrics, recentCalls, UPSTREAM_ERRORS, UPSTREAM_TTFB } from "../metrics
 import { keyRefusal, readBounded } from "../providers/key_failure.ts";
 import { replayable, send, type UpstreamCall, upstreamDeadlines } from "../providers/index.ts";
 import type { FailureKind } from "../routing/attempts.ts";
-import type { PassThrough } from "./passthrough.ts";
+import type { PassThrough } from "./call.ts";
 import { holdTokens } from "./reserve.ts";
 import { scopeOf } from "./scope.ts";
 import { faultPoint } from "../test_hooks.ts";

@@ -8,12 +8,33 @@
  * another account's is a 404.
  */
 import type { RequestContext } from "../context.ts";
-import { GatewayError } from "../http/errors.ts";
-import type { ConversationState } from "../protocols/wire.ts";
-import type { Message } from "../translate/ir.ts";
+import { GatewayError, notFound } from "../http/errors.ts";
+import type { CanonicalRequest, CanonicalResponse, Json, Message } from "../translate/ir.ts";
+import type { ProtocolId } from "../translate/ir.ts";
 import { log } from "../log.ts";
-import { notFound } from "./upstream_objects.ts";
 import { MAX_ID, MAX_STEPS, namedState } from "./named_state.ts";
+
+/**
+ * Conversation state the gateway keeps for a protocol whose clients chain calls by id
+ * (Responses `previous_response_id` on an upstream that cannot hold it).
+ */
+export interface ConversationState {
+  /** Whether the body continues a conversation the gateway keeps (it must then be translated). */
+  held(ctx: RequestContext, body: Json): boolean;
+  /** The request with the conversation it continues put in front; throws 404 for unknown ids. */
+  restore(ctx: RequestContext, body: Json, request: CanonicalRequest): CanonicalRequest;
+  /**
+   * Keeps the call — `request` as the client sent it, without the history put in front — under
+   * the answer's id (when the client asked to store it).
+   */
+  keep(
+    ctx: RequestContext,
+    body: Json,
+    request: CanonicalRequest,
+    response: CanonicalResponse,
+    id: string,
+  ): void;
+}
 
 function previousId(body: Record<string, unknown>): string | undefined {
   const id = body.previous_response_id;
@@ -97,3 +118,8 @@ export const responsesConversation: ConversationState = {
     );
   },
 };
+
+/** The conversations the gateway keeps for the clients of a protocol, if it keeps any. */
+export function conversationOf(protocol: ProtocolId): ConversationState | undefined {
+  return protocol === "responses" ? responsesConversation : undefined;
+}

@@ -7,20 +7,21 @@
  * header `x-switchyard-token-count` says which (`upstream` | `estimate`).
  */
 import { callRoute, type Handler, type RequestContext } from "../context.ts";
-import { type JsonBody, readJsonObject } from "../http/body.ts";
+import { readJsonObject } from "../http/body.ts";
 import { concatBytes } from "../http/bytes.ts";
 import { GatewayError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { estimateInput } from "../billing/estimate.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
-import type { WireProtocol } from "../protocols/wire.ts";
+import type { CountClient, CountTarget, WireProtocol } from "../protocols/wire.ts";
 import { PROTOCOLS } from "../protocols/index.ts";
 import { protocolsOf, send, upstreamDeadlines } from "../providers/index.ts";
 import type { Json } from "../translate/ir.ts";
 import { planCall } from "../translate/plan.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
 import { resolveModel } from "./resolve.ts";
-import { loadNamedState } from "./named_state.ts";
+import { callInput, loadNamedState } from "./named_state.ts";
+import { conversationOf } from "./conversations.ts";
 
 const MAX_COUNT_BYTES = 1 << 16;
 
@@ -29,25 +30,27 @@ export function countCall(client: WireProtocol): Handler {
   return async (ctx) => {
     const body = await readJsonObject(ctx.req, ctx.services.config);
     const counting = client.countClient!;
-    const request = counting.accept(ctx, body.value);
+    const input = callInput(ctx);
+    const request = counting.accept(input, body.value);
     await loadNamedState(ctx, body.value);
+    const conversation = conversationOf(client.id);
     const model = request.model === undefined
       ? undefined
       : resolveModel(ctx, request.model, "text");
     if (!model) return estimate(counting, body.value);
     const plan = planCall(client.id, protocolsOf(model.provider));
-    const held = client.conversation?.held(ctx, body.value) ?? false;
+    const held = conversation?.held(ctx, body.value) ?? false;
     if (plan.kind === "passthrough" && !held) {
-      const own = client.countUpstream?.target(model, ctx);
+      const own = client.countUpstream?.target(model, input);
       if (!own) return estimate(counting, body.value);
-      return await forward(ctx, client, client, model, own, counting.passBody(ctx, body, model));
+      return await forward(ctx, client, client, model, own, counting.passBody(input, body, model));
     }
     if (plan.kind === "refuse") return estimate(counting, body.value);
     const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
-    const target = upstream.countUpstream?.target(model, ctx);
+    const target = upstream.countUpstream?.target(model, input);
     if (!target) return estimate(counting, body.value);
     const own = client.decodeRequest(counting.request(body.value), {});
-    const canonical = client.conversation ? client.conversation.restore(ctx, body.value, own) : own;
+    const canonical = conversation ? conversation.restore(ctx, body.value, own) : own;
     const encoded = upstream.encodeRequest(canonical, {
       model: model.upstreamId,
       provider: model.provider.name,
@@ -59,35 +62,6 @@ export function countCall(client: WireProtocol): Handler {
 }
 
 /** Where a protocol's counting endpoint is, for a model. */
-export interface CountTarget {
-  path: string;
-  headers?: Record<string, string>;
-}
-
-/** A protocol's counting route, on the client's side. */
-export interface CountClient {
-  /** Validates the body; the model it names (undefined: none, so an estimate). */
-  accept(ctx: RequestContext, body: Json): { model?: string };
-  /** The request a counting body holds, in the protocol's request shape. */
-  request(body: Json): Json;
-  /** The count in this protocol's answer shape. */
-  answer(tokens: number): Json;
-  /** The body's fields the local estimate counts. */
-  counted: string[];
-  /** Same protocol upstream: the body sent as it is, model swapped. */
-  passBody(ctx: RequestContext, body: JsonBody, model: ResolvedModel): string;
-}
-
-/** A protocol's counting endpoint, on the upstream's side. */
-export interface CountUpstream {
-  /** Where `model` is counted; undefined when its provider cannot count. */
-  target(model: ResolvedModel, ctx: RequestContext): CountTarget | undefined;
-  /** A counting body from a request encoded in this protocol. */
-  fromRequest(encoded: Json, model: ResolvedModel): Json;
-  /** The count in an answer. */
-  read(answer: Json): number | undefined;
-}
-
 function estimate(counting: CountClient, body: Json): Response {
   const counted = counting.counted.map((field) => body[field]);
   return jsonResponse(counting.answer(estimateInput(counted).typical), 200, {

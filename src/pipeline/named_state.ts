@@ -5,16 +5,11 @@
  * What the request does not name is not read; what it names but the store does not hold is
  * simply absent, so the checks refuse it (404).
  */
-import type { RequestContext } from "../context.ts";
-import type { StoredResponse, UpstreamObject } from "../store/store.ts";
+import type { NamedState, RequestContext } from "../context.ts";
+import { notFound } from "../http/errors.ts";
+import type { CallInput } from "../protocols/wire.ts";
 
-/** What a request names, as the store holds it. */
-export interface NamedState {
-  /** The upstream objects found, by id. */
-  objects: Map<string, UpstreamObject>;
-  /** The kept answers of the conversation `previous_response_id` continues, by id. */
-  steps: Map<string, StoredResponse>;
-}
+export type { NamedState };
 
 /** The longest upstream object id a client may name. */
 export const MAX_ID = 256;
@@ -72,4 +67,31 @@ export async function loadNamedState(
 export function namedState(ctx: RequestContext): NamedState {
   if (!ctx.named) throw new Error("the request's named state was not loaded");
   return ctx.named;
+}
+
+/**
+ * What the request's protocol reads of it besides its body (see `CallInput`): the upstream
+ * objects it names, found in what `loadNamedState` read and held to the rule of whose they are —
+ * the caller's account's, or a 404 exactly as for an id that does not exist.
+ */
+export function callInput(ctx: RequestContext): CallInput {
+  const mine = (id: unknown) => {
+    const found = typeof id === "string" && ctx.named ? ctx.named.objects.get(id) : undefined;
+    return found && found.accountId === ctx.principal?.accountId ? found : undefined;
+  };
+  return {
+    url: ctx.url,
+    headers: ctx.req.headers,
+    params: ctx.params,
+    own(id, kind, field) {
+      namedState(ctx); // a route that did not load the state is a bug, not a 404
+      const found = mine(id);
+      if (!found || found.kind !== kind) {
+        const text = typeof id === "string" ? id : "";
+        throw notFound(kind === "response" ? "Previous response" : "Container", text, field);
+      }
+      return found;
+    },
+    find: (id) => mine(id),
+  };
 }

@@ -7,15 +7,13 @@
  * released unbilled.
  */
 import { inputTotal, type Usage } from "../billing/price.ts";
-import type { StreamMeter } from "../billing/usage.ts";
-import type { Prices, ProviderEntry, ResolvedModel } from "../catalog/catalog.ts";
+import type { ProviderEntry, ResolvedModel } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
-import type { JsonBody } from "../http/body.ts";
-import { type ErrorFormat, GatewayError, retryAfterSeconds } from "../http/errors.ts";
+import { GatewayError, retryAfterSeconds } from "../http/errors.ts";
 import { readWhole, relayStream } from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
-import { keysResting, type UpstreamCall } from "../providers/index.ts";
-import { requirePriced, type TokenRequest } from "./reserve.ts";
+import { keysResting } from "../providers/index.ts";
+import { requirePriced } from "./reserve.ts";
 import { deadline } from "../http/deadlines.ts";
 import { redact } from "./upstream_errors.ts";
 import { callRoute } from "../context.ts";
@@ -26,7 +24,7 @@ import { acquire, type Lease } from "../routing/limits.ts";
 import { attempt, type Attempted } from "./attempt.ts";
 import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
 import { log } from "../log.ts";
-import type { AnswerInfo, Codec, UsageView } from "../translate/codec.ts";
+import type { Codec } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { collect } from "../translate/collect.ts";
 import type { TokenUsage } from "../translate/ir.ts";
@@ -39,72 +37,11 @@ import { principalMayCall } from "./resolve.ts";
 import { metrics, UPSTREAM_RETRIES, UPSTREAM_SECONDS } from "../metrics/gateway.ts";
 import { type CallSpan, providerName } from "../metrics/trace.ts";
 
+export type { PassThrough, Translation } from "./call.ts";
+import type { PassThrough, Translation } from "./call.ts";
+
 /** The response header that tells a client the output cap the gateway imposed. */
 export const OUTPUT_CAP_HEADER = "x-switchyard-max-output-tokens";
-
-export interface PassThrough {
-  ctx: RequestContext;
-  format: ErrorFormat;
-  /** Ledger endpoint name, e.g. `responses`. */
-  endpoint: string;
-  model: ResolvedModel;
-  /** A token-billed call: what the reservation needs to know. */
-  tokens?: TokenRequest;
-  /**
-   * A call billed by units (images, video seconds, search calls): what to charge when nothing
-   * better is known, and what to hold (`unitsHold`, else the same).
-   */
-  units?: Usage;
-  unitsHold?: Usage;
-  stream: boolean;
-  /** The upstream request; `cap` is the output cap to send when the gateway imposes one. */
-  call: (cap: number | undefined) => UpstreamCall;
-  /** Usage from a complete JSON response body. */
-  usageFromJson: (body: unknown) => Usage | null;
-  /** Prices from a complete JSON response body, when the answer decides the rate. */
-  pricesFromJson?: (body: unknown) => Prices | null;
-  /** The stream meter, for calls that can stream. */
-  meter?: () => StreamMeter;
-  /** Prices from what a stream stated (an image's size and quality), when it decides the rate. */
-  pricesFromMeter?: (meter: StreamMeter) => Prices | null;
-  /** How the upstream frames a stream (default SSE). */
-  framing?: "sse" | "json-array";
-  /** The end of a stream the upstream cut, in the client's protocol. */
-  errorTail?: (started: boolean) => Uint8Array | undefined;
-  /** Re-frames SSE events on the way back (see `relayStream`); absent: bytes pass unchanged. */
-  rewrite?: (event: SseEvent) => string | null;
-  /**
-   * The upstream objects a JSON answer created (streams: the meter's), recorded as the caller's
-   * (see `upstream_objects.ts`); absent when the call creates none that can be named later.
-   */
-  objectsFromJson?: (body: unknown) => CreatedObject[];
-  /** False when the answer's own response object is not stored upstream (not recorded then). */
-  keepResponses?: boolean;
-  /** The upstream's error envelope, when it is not the client's (a translated call). */
-  upstreamFormat?: ErrorFormat;
-  /** A translated call: how its answer is turned into the client's protocol. */
-  translate?: Translation;
-  /** The upstream's protocol codec on pass-through, read only for traces (finish reasons). */
-  codec?: Codec;
-  /**
-   * Pass-through: how the client is shown the usage charged when it is not the upstream's own
-   * report (an estimate, or the hold); absent: the answer has no usage to show.
-   */
-  showUsage?: UsageView;
-  /** Whether a whole JSON answer has the upstream protocol's shape (else: 502, unbilled). */
-  isAnswer?: (answer: Record<string, unknown>) => boolean;
-}
-
-/** A translated call's answer: decoded by the upstream's codec, encoded by the client's. */
-export interface Translation {
-  upstream: Codec;
-  client: Codec;
-  /** The provider's name, which tags the opaque state of its answer. */
-  provider: string;
-  info: AnswerInfo;
-  /** Runs with the whole answer once the call completed (the conversation state kept). */
-  onAnswer?(response: CanonicalResponse): void;
-}
 
 /**
  * What a translated stream's relay runs: one unit in, the client's bytes out. `shown` gives, when
@@ -204,47 +141,6 @@ function remember(p: PassThrough, objects: CreatedObject[], contextTokens: numbe
     ? objects.filter((object) => object.kind !== "response")
     : objects;
   if (kept.length) rememberObjects(p.ctx, kept, contextTokens, p.model.provider.name);
-}
-
-/**
- * Member names the gateway's decisions (price, hold, ownership) depend on. When one appears twice
- * in a body, the upstream might read the other copy than `JSON.parse` did: such a body is sent
- * re-serialized from what the gateway read.
- */
-const DECISIVE =
-  /"(model|max_output_tokens|max_tokens|max_completion_tokens|n|service_tier|tools|max_tool_calls|max_uses|background|previous_response_id|conversation|container|stream|stream_options|generationConfig|generation_config|maxOutputTokens|candidateCount|candidate_count|cachedContent|cached_content|search_parameters|max_search_results|web_search_options|thinking|budget_tokens)"\s*:/g;
-
-/** Whether a decisive member name occurs more than once in the body's text. */
-function repeatsDecisive(text: string): boolean {
-  const seen = new Set<string>();
-  for (const match of text.matchAll(DECISIVE)) {
-    if (seen.has(match[1])) return true;
-    seen.add(match[1]);
-  }
-  return false;
-}
-
-/** The client's body as sent upstream: its own text, unless a decisive member repeats. */
-export function forwardedBody(body: JsonBody): string {
-  return repeatsDecisive(body.text) ? JSON.stringify(body.value) : body.text;
-}
-
-/**
- * The client's body with `model` replaced by the upstream id and `patch` applied (the same text
- * when nothing changes; see `forwardedBody`).
- */
-export function withUpstreamModel(
-  body: JsonBody,
-  model: ResolvedModel,
-  patch?: Record<string, unknown>,
-): string {
-  const sameModel = body.value.model === undefined || body.value.model === model.upstreamId;
-  if (sameModel && !patch) return forwardedBody(body);
-  return JSON.stringify({
-    ...body.value,
-    ...(body.value.model === undefined ? {} : { model: model.upstreamId }),
-    ...patch,
-  });
 }
 
 const PASSED_HEADERS = ["content-type", "cache-control", "retry-after"];

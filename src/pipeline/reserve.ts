@@ -14,22 +14,10 @@ import {
   type OpenBill,
   openBill,
 } from "../billing/ledger.ts";
-import { type Plan, planTokenCall, type TokenCall } from "../billing/reserve.ts";
+import { type Plan, planTokenCall } from "../billing/reserve.ts";
 
-/** A hosted tool a request offers: the field that offers it, and the calls it may make. */
-export interface ToolUse {
-  /** The tools it may be billed as (any one priced is enough), e.g. web search per query or per grounded prompt. */
-  tools: HostedTool[];
-  field: string;
-  calls: number;
-}
-
-/** A token-billed request as the reserve step sees it. */
-export interface TokenRequest extends Omit<TokenCall, "hostedTools"> {
-  /** The field that asks for the service tier (for the error). */
-  tierField?: string;
-  tools: ToolUse[];
-}
+export type { TokenRequest, ToolUse } from "../billing/reserve.ts";
+import type { TokenRequest } from "../billing/reserve.ts";
 
 /** Throws 400 for a tier or hosted tool the model's prices do not cover. */
 export function requirePriced(model: ResolvedModel, request: TokenRequest): void {

@@ -11,7 +11,7 @@ import { type JsonBody, readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { PROTOCOLS } from "../protocols/index.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
-import type { Accepted, PreparedCall, WireProtocol } from "../protocols/wire.ts";
+import type { Accepted, CallInput, PreparedCall, WireProtocol } from "../protocols/wire.ts";
 import { protocolsOf } from "../providers/index.ts";
 import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
@@ -19,19 +19,21 @@ import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
 import { planCall } from "../translate/plan.ts";
 import { type PassThrough, routeCall, type Translation } from "./passthrough.ts";
 import { resolveModel } from "./resolve.ts";
-import { loadNamedState } from "./named_state.ts";
+import { callInput, loadNamedState } from "./named_state.ts";
+import { conversationOf } from "./conversations.ts";
 
 /** The handler of a text route whose clients speak `client`. */
 export function textCall(client: WireProtocol): Handler {
   return async (ctx) => {
     const body = await readJsonObject(ctx.req, ctx.services.config);
-    const accepted = client.accept(ctx, body);
+    const input = callInput(ctx);
+    const accepted = client.accept(input, body);
     await loadNamedState(ctx, body.value);
     const model = resolveModel(ctx, accepted.model, "text");
     // Each deployment (or fallback) the router tries gets the call built for its provider.
-    const build = (target: ResolvedModel) => buildCall(ctx, client, accepted, body, target);
+    const build = (target: ResolvedModel) => buildCall(ctx, input, client, accepted, body, target);
     // A body continuing upstream state (a stored response) goes to the provider holding it.
-    const pin = client.stateProvider?.(ctx, body.value);
+    const pin = client.stateProvider?.(input, body.value);
     return await routeCall(ctx, model, build, true, pin);
   };
 }
@@ -39,6 +41,7 @@ export function textCall(client: WireProtocol): Handler {
 /** The call of a text request as `model`'s provider takes it: passed through, or translated. */
 function buildCall(
   ctx: RequestContext,
+  input: CallInput,
   client: WireProtocol,
   accepted: Accepted,
   body: JsonBody,
@@ -55,10 +58,10 @@ function buildCall(
   // upstream of the client's own protocol (it holds nothing of it).
   // So is a body carrying gateway tokens of opaque state (a conversation that moved between
   // providers): each goes back to the provider that issued it, or nowhere.
-  const held = (client.conversation?.held(ctx, body.value) ?? false) ||
+  const held = (conversationOf(client.id)?.held(ctx, body.value) ?? false) ||
     body.text.includes(TOKEN_PREFIX);
   if (plan.kind === "passthrough" && !held) {
-    const prepared = client.prepare(ctx, body, model, {
+    const prepared = client.prepare(input, body, model, {
       stream: accepted.stream,
       jsonArray: accepted.jsonArray,
       passthrough: true,
@@ -76,7 +79,7 @@ function buildCall(
     };
   }
   const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
-  return translated(ctx, client, upstream, accepted, body.value, model);
+  return translated(ctx, input, client, upstream, accepted, body.value, model);
 }
 
 /** What every text call tells `passThrough`: the call as its upstream's protocol prepared it. */
@@ -103,6 +106,7 @@ function callOptions(
 
 function translated(
   ctx: RequestContext,
+  input: CallInput,
   client: WireProtocol,
   upstream: WireProtocol,
   accepted: Accepted,
@@ -110,7 +114,7 @@ function translated(
   model: ResolvedModel,
 ): PassThrough {
   const own = client.decodeRequest(clientBody, { stream: accepted.stream });
-  const conversation = client.conversation;
+  const conversation = conversationOf(client.id);
   const request = conversation ? conversation.restore(ctx, clientBody, own) : own;
   const encoded = upstream.encodeRequest(request, {
     model: model.upstreamId,
@@ -118,7 +122,7 @@ function translated(
     family: model.provider.type,
   });
   const prepared = upstream.prepare(
-    ctx,
+    input,
     { text: JSON.stringify(encoded), value: encoded },
     model,
     { stream: accepted.stream, passthrough: false },

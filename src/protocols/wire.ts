@@ -3,21 +3,71 @@
  * canonical form (`Codec`), and what the call pipeline needs of it on either side — on the
  * client's side, reading a request and the error forms; on the upstream's side, planning a call
  * (its hold and request), reading usage, metering a stream. The pipeline never asks which protocol
- * it has.
+ * it has. It depends on nothing above it: what a protocol reads of a request besides its body
+ * comes as a `CallInput`, which the pipeline builds.
  */
-import type { RequestContext } from "../context.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import type { JsonBody } from "../http/body.ts";
 import type { ErrorFormat } from "../http/errors.ts";
 import type { SseEvent } from "../http/sse.ts";
 import type { Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
-import type { TokenRequest } from "../pipeline/reserve.ts";
-import type { CreatedObject } from "../pipeline/upstream_objects.ts";
-import type { CountClient, CountUpstream } from "../pipeline/count_tokens.ts";
+import type { TokenRequest } from "../billing/reserve.ts";
+import type { CreatedObject } from "../billing/usage.ts";
 import type { UpstreamCall } from "../providers/index.ts";
 import type { Codec, UsageView } from "../translate/codec.ts";
-import type { CanonicalRequest, CanonicalResponse, Json } from "../translate/ir.ts";
+import type { Json } from "../translate/ir.ts";
+
+/** An upstream object the caller may continue: its conversation's size, the provider holding it. */
+export interface OwnedObject {
+  contextTokens: number;
+  provider?: string | null;
+}
+
+/**
+ * What a protocol reads of a request besides its body: its URL, headers and path parameters, and
+ * the upstream objects it names — looked up by the pipeline, which owns the rule of whose they are.
+ */
+export interface CallInput {
+  url: URL;
+  headers: Headers;
+  /** The route's path parameters (`model` on Gemini's routes). */
+  params: Record<string, string>;
+  /** The caller's own upstream object `id` of `kind`, or a thrown 404 naming `field`. */
+  own(id: unknown, kind: "response" | "container", field: string): OwnedObject;
+  /** The caller's own upstream object `id`, when the request names one (undefined else). */
+  find(id: unknown): OwnedObject | undefined;
+}
+
+/** Where a counting request goes on a provider of this protocol. */
+export interface CountTarget {
+  path: string;
+  headers?: Record<string, string>;
+}
+
+/** A protocol's counting route, on the client's side. */
+export interface CountClient {
+  /** Validates the body; the model it names (undefined: none, so an estimate). */
+  accept(input: CallInput, body: Json): { model?: string };
+  /** The request a counting body holds, in the protocol's request shape. */
+  request(body: Json): Json;
+  /** The count in this protocol's answer shape. */
+  answer(tokens: number): Json;
+  /** The body's fields the local estimate counts. */
+  counted: string[];
+  /** Same protocol upstream: the body sent as it is, model swapped. */
+  passBody(input: CallInput, body: JsonBody, model: ResolvedModel): string;
+}
+
+/** A protocol's counting endpoint, on the upstream's side. */
+export interface CountUpstream {
+  /** Where `model` is counted; undefined when its provider cannot count. */
+  target(model: ResolvedModel, input: CallInput): CountTarget | undefined;
+  /** A counting body from a request encoded in this protocol. */
+  fromRequest(encoded: Json, model: ResolvedModel): Json;
+  /** The count in an answer. */
+  read(answer: Json): number | undefined;
+}
 
 /** What the pipeline needs from a client's request once it is read and validated. */
 export interface Accepted {
@@ -61,33 +111,11 @@ export interface PreparedCall {
   keepResponses?: boolean;
 }
 
-/**
- * Conversation state the gateway keeps for a protocol whose clients chain calls by id
- * (Responses `previous_response_id` on an upstream that cannot hold it).
- */
-export interface ConversationState {
-  /** Whether the body continues a conversation the gateway keeps (it must then be translated). */
-  held(ctx: RequestContext, body: Json): boolean;
-  /** The request with the conversation it continues put in front; throws 404 for unknown ids. */
-  restore(ctx: RequestContext, body: Json, request: CanonicalRequest): CanonicalRequest;
-  /**
-   * Keeps the call — `request` as the client sent it, without the history put in front — under
-   * the answer's id (when the client asked to store it).
-   */
-  keep(
-    ctx: RequestContext,
-    body: Json,
-    request: CanonicalRequest,
-    response: CanonicalResponse,
-    id: string,
-  ): void;
-}
-
 export interface WireProtocol extends Codec {
   /** The error envelope its routes answer in. */
   errors: ErrorFormat;
   /** Reads the client's request: validation (400 naming the field), the model, streaming. */
-  accept(ctx: RequestContext, body: JsonBody): Accepted;
+  accept(input: CallInput, body: JsonBody): Accepted;
   /** A new id for a translated answer (`resp_…`, `msg_…`, `chatcmpl-…`). */
   answerId(): string;
   /** How its answers show a usage the gateway decided (an estimate, or the hold). */
@@ -96,15 +124,13 @@ export interface WireProtocol extends Codec {
   errorTail(started: boolean, jsonArray?: boolean): Uint8Array;
   /** Plans a call of `body` — already in this protocol — to `model`. */
   prepare(
-    ctx: RequestContext,
+    input: CallInput,
     body: JsonBody,
     model: ResolvedModel,
     options: PrepareOptions,
   ): PreparedCall;
-  /** Chained-conversation state the gateway keeps when the upstream cannot. */
-  conversation?: ConversationState;
   /** The provider holding upstream state the body continues (the call must go there), if any. */
-  stateProvider?(ctx: RequestContext, body: Record<string, unknown>): string | undefined;
+  stateProvider?(input: CallInput, body: Record<string, unknown>): string | undefined;
   /** Its token-counting route, when it has one. */
   countClient?: CountClient;
   /** Its upstream token-counting endpoint, when it has one. */

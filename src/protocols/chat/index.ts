@@ -7,7 +7,7 @@
  */
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
-import { withUpstreamModel } from "../../pipeline/passthrough.ts";
+import { withUpstreamModel } from "../../http/forwarded_body.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
@@ -31,7 +31,7 @@ export const chat: WireProtocol = {
   usageView: chatUsageView,
   errorTail: () => streamErrorChunk(),
 
-  accept(_ctx, body) {
+  accept(_input, body) {
     const request = validate(ChatRequest, body.value);
     return {
       model: request.model,
@@ -41,7 +41,7 @@ export const chat: WireProtocol = {
     };
   },
 
-  prepare(_ctx, body, model, options) {
+  prepare(_input, body, model, options) {
     const value = body.value;
     const stream = value.stream === true;
     const tools = chatToolUses(value);

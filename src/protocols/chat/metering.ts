@@ -3,7 +3,7 @@
  * (`web_search_options`, the search models), xAI's deprecated Live Search (`search_parameters`),
  * and which field carries its output cap (`openai-other.md` §1.1).
  */
-import type { ToolUse } from "../../pipeline/reserve.ts";
+import type { ToolUse } from "../../billing/reserve.ts";
 import { GatewayError } from "../../http/errors.ts";
 
 /** xAI's Live Search: sources held (and sent as the limit) when the request sets none. */

@@ -3,8 +3,8 @@
  * `contents`, or a whole `generateContentRequest` — and answer, and the upstream endpoint.
  */
 import { validate } from "../../http/validate.ts";
-import { forwardedBody } from "../../pipeline/passthrough.ts";
-import type { CountClient, CountUpstream } from "../../pipeline/count_tokens.ts";
+import { forwardedBody } from "../../http/forwarded_body.ts";
+import type { CountClient, CountUpstream } from "../wire.ts";
 import type { Json } from "../../translate/ir.ts";
 import { pathModel } from "../../http/path_model.ts";
 import { CountTokensRequest } from "./schema.ts";
@@ -13,9 +13,9 @@ const isObject = (value: unknown): value is Json =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
 export const generateCountClient: CountClient = {
-  accept(ctx, body) {
+  accept(input, body) {
     validate(CountTokensRequest, body);
-    return { model: pathModel(ctx) };
+    return { model: pathModel(input.params) };
   },
   request(body) {
     const whole = body.generateContentRequest ?? body.generate_content_request;
@@ -23,7 +23,7 @@ export const generateCountClient: CountClient = {
   },
   counted: ["contents", "systemInstruction", "tools"],
   answer: (tokens) => ({ totalTokens: tokens }),
-  passBody: (_ctx, body) => forwardedBody(body),
+  passBody: (_input, body) => forwardedBody(body),
 };
 
 export const generateCountUpstream: CountUpstream = {

@@ -4,12 +4,11 @@
  * (model and action in the path), and calls to a Gemini upstream with the upstream model id in the
  * path and the operator's key in its header.
  */
-import { GatewayError } from "../../http/errors.ts";
+import { GatewayError, notFound } from "../../http/errors.ts";
 import { textOf } from "../../http/json.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
-import { forwardedBody } from "../../pipeline/passthrough.ts";
-import { notFound } from "../../pipeline/upstream_objects.ts";
+import { forwardedBody } from "../../http/forwarded_body.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { generateCountClient, generateCountUpstream } from "./count.ts";
@@ -41,23 +40,23 @@ export const generate: WireProtocol = {
   countClient: generateCountClient,
   countUpstream: generateCountUpstream,
 
-  accept(ctx, body) {
+  accept(input, body) {
     validate(GenerateRequest, body.value);
-    const stream = ctx.url.pathname.endsWith(":streamGenerateContent");
+    const stream = input.url.pathname.endsWith(":streamGenerateContent");
     // Cached contents cannot be created through the gateway: any named is another's, or none.
     const cached = body.value.cachedContent ?? body.value.cached_content;
     if (cached !== undefined && cached !== null) {
       throw notFound("Cached content", textOf(cached), "cachedContent");
     }
     return {
-      model: pathModel(ctx),
+      model: pathModel(input.params),
       endpoint: stream ? "streamGenerateContent" : "generateContent",
       stream,
-      jsonArray: stream && ctx.url.searchParams.get("alt") !== "sse",
+      jsonArray: stream && input.url.searchParams.get("alt") !== "sse",
     };
   },
 
-  prepare(_ctx, body, model, options) {
+  prepare(_input, body, model, options) {
     const value = body.value;
     const violation = model.image && checkImageRules(value, model.image);
     if (violation) {

@@ -4,8 +4,8 @@
  * have none. The client's `anthropic-version`/`anthropic-beta` are forwarded.
  */
 import { validate } from "../../http/validate.ts";
-import { withUpstreamModel } from "../../pipeline/passthrough.ts";
-import type { CountClient, CountUpstream } from "../../pipeline/count_tokens.ts";
+import { withUpstreamModel } from "../../http/forwarded_body.ts";
+import type { CountClient, CountUpstream } from "../wire.ts";
 import { anthropicCountsTokens } from "../../providers/anthropic.ts";
 import { CountTokensRequest } from "./schema.ts";
 
@@ -13,22 +13,22 @@ import { CountTokensRequest } from "./schema.ts";
 const COUNTED = ["model", "messages", "system", "tools", "tool_choice", "thinking"];
 
 export const messagesCountClient: CountClient = {
-  accept(_ctx, body) {
+  accept(_input, body) {
     return { model: validate(CountTokensRequest, body).model };
   },
   // A counting body has no `max_tokens`; the request it stands for needs one.
   request: (body) => ({ max_tokens: 1, ...body }),
   counted: ["system", "messages", "tools"],
   answer: (tokens) => ({ input_tokens: tokens }),
-  passBody: (_ctx, body, model) => withUpstreamModel(body, model),
+  passBody: (_input, body, model) => withUpstreamModel(body, model),
 };
 
 export const messagesCountUpstream: CountUpstream = {
-  target(model, ctx) {
+  target(model, input) {
     if (!anthropicCountsTokens(model.provider)) return undefined;
     const headers: Record<string, string> = {};
     for (const name of ["anthropic-version", "anthropic-beta"]) {
-      const value = ctx.req.headers.get(name);
+      const value = input.headers.get(name);
       if (value) headers[name] = value;
     }
     return { path: "/v1/messages/count_tokens", headers };

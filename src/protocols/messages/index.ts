@@ -6,8 +6,8 @@
 import { GatewayError } from "../../http/errors.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
-import { withUpstreamModel } from "../../pipeline/passthrough.ts";
-import { messagesState } from "../../pipeline/upstream_objects.ts";
+import { withUpstreamModel } from "../../http/forwarded_body.ts";
+import { messagesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { messagesCountClient, messagesCountUpstream } from "./count.ts";
@@ -18,10 +18,10 @@ import { messagesDecoder, messagesEncoder, streamErrorEvent } from "./stream.ts"
 import { messagesMeter, messagesObjects, messagesUsage, messagesUsageView } from "./usage.ts";
 
 /** The client headers a Messages upstream gets on pass-through. */
-function forwardedHeaders(req: Request): Record<string, string> {
+function forwardedHeaders(from: Headers): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const name of ["anthropic-version", "anthropic-beta"]) {
-    const value = req.headers.get(name);
+    const value = from.get(name);
     if (value) headers[name] = value;
   }
   return headers;
@@ -42,16 +42,16 @@ export const messages: WireProtocol = {
   usageView: messagesUsageView,
   errorTail: () => streamErrorEvent(),
 
-  accept(_ctx, body) {
+  accept(_input, body) {
     const request = validate(MessagesRequest, body.value);
     return { model: request.model, endpoint: "messages", stream: request.stream === true };
   },
 
-  prepare(ctx, body, model, options) {
+  prepare(input, body, model, options) {
     const value = body.value;
-    const headers = options.passthrough ? forwardedHeaders(ctx.req) : {};
+    const headers = options.passthrough ? forwardedHeaders(input.headers) : {};
     // A container (code execution) is reused by id: only the account that created it may.
-    messagesState(ctx, value);
+    messagesState(input, value);
     if (model.prices && !model.prices.longContext && wantsLongContext(headers["anthropic-beta"])) {
       throw new GatewayError(
         400,

@@ -6,7 +6,7 @@
 import type { HostedTool } from "../../billing/price.ts";
 import { DEFAULT_TOOL_CALLS, MAX_TOOL_CALLS } from "../../billing/reserve.ts";
 import { GatewayError } from "../../http/errors.ts";
-import type { ToolUse } from "../../pipeline/reserve.ts";
+import type { ToolUse } from "../../billing/reserve.ts";
 
 type Json = Record<string, unknown>;
 

@@ -5,9 +5,9 @@
  */
 import * as v from "valibot";
 import { validate } from "../../http/validate.ts";
-import { withUpstreamModel } from "../../pipeline/passthrough.ts";
-import type { CountClient, CountUpstream } from "../../pipeline/count_tokens.ts";
-import { responsesState } from "../../pipeline/upstream_objects.ts";
+import { withUpstreamModel } from "../../http/forwarded_body.ts";
+import type { CountClient, CountUpstream } from "../wire.ts";
+import { responsesState } from "./state.ts";
 
 export const InputTokensRequest = v.looseObject({
   model: v.optional(v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"))),
@@ -31,15 +31,15 @@ const COUNTED = [
 ];
 
 export const responsesCountClient: CountClient = {
-  accept(_ctx, body) {
+  accept(_input, body) {
     return { model: validate(InputTokensRequest, body).model };
   },
   request: (body) => ({ input: [], ...body }),
   counted: ["instructions", "input", "tools"],
   answer: (tokens) => ({ object: "response.input_tokens", input_tokens: tokens }),
-  passBody(ctx, body, model) {
+  passBody(input, body, model) {
     // Counting another account's conversation would tell its size.
-    responsesState(ctx, body.value);
+    responsesState(input, body.value);
     return withUpstreamModel(body, model);
   },
 };

@@ -9,9 +9,8 @@ import { GatewayError } from "../../http/errors.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
 import { DEFAULT_TOOL_CALLS } from "../../billing/reserve.ts";
-import { responsesConversation } from "../../pipeline/conversations.ts";
-import { withUpstreamModel } from "../../pipeline/passthrough.ts";
-import { responsesState, stateProvider } from "../../pipeline/upstream_objects.ts";
+import { withUpstreamModel } from "../../http/forwarded_body.ts";
+import { responsesState, stateProvider } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { responsesCountClient, responsesCountUpstream } from "./count.ts";
@@ -35,10 +34,9 @@ export const responses: WireProtocol = {
   countUpstream: responsesCountUpstream,
   usageView: responsesUsageView,
   errorTail: () => streamErrorEvent(),
-  conversation: responsesConversation,
   stateProvider,
 
-  accept(_ctx, body) {
+  accept(_input, body) {
     const request = validate(ResponsesRequest, body.value);
     if (request.background) {
       throw new GatewayError(
@@ -50,10 +48,10 @@ export const responses: WireProtocol = {
     return { model: request.model, endpoint: "responses", stream: request.stream === true };
   },
 
-  prepare(ctx, body, model, options) {
+  prepare(input, body, model, options) {
     const value = body.value;
     // Upstream state named by the request must be the caller's (a translated body names none).
-    const state = options.passthrough ? responsesState(ctx, value) : {};
+    const state = options.passthrough ? responsesState(input, value) : {};
     const tools = responsesToolUses(value);
     const cap = value.max_output_tokens;
     // Hosted tool calls are held for `max_tool_calls`: without one, the held number is the limit.
