@@ -81,7 +81,11 @@ const KEY_SETTINGS = {
     "A name for people (printable characters).",
   )),
   metadata: nullable(describe(
-    v.record(v.string(), v.string("values must be strings")),
+    v.pipe(
+      // valibot's record would take an array as an object keyed "0", "1", …
+      v.custom<unknown>((value) => !Array.isArray(value), "must be an object of strings"),
+      v.record(v.string(), v.string("values must be strings"), "must be an object of strings"),
+    ),
     `Up to ${MAX_METADATA_PAIRS} string pairs the operator keeps with the key; null clears them.`,
   )),
   expires_at: nullable(describe(

@@ -5,8 +5,8 @@
  * else throws (a new construct is added here, or the document would quietly say less than the
  * check does).
  *
- * A check the document cannot state (`rawCheck`, `check`) is left out: the document then allows a
- * little more than the check does, never less — say so in a `description`.
+ * A check the document cannot state (`rawCheck`, `check`, `custom`) is left out: the document then
+ * allows a little more than the check does, never less — say so in a `description`.
  */
 import type * as v from "valibot";
 
@@ -58,12 +58,20 @@ export function jsonSchemaOf(schema: v.GenericSchema): JsonSchema {
 
 function convert(node: Node, at: string): JsonSchema {
   if (node.pipe) {
-    const [base, ...actions] = node.pipe;
-    const out = convert(base, at);
-    for (const action of actions) apply(out, action, at);
-    return out;
+    let out: JsonSchema | undefined;
+    for (const item of node.pipe) {
+      if (item.kind !== "schema") apply(out!, item, at);
+      else if (out === undefined || Object.keys(out).length === 0) out = convert(item, at);
+      // A later schema is described only after one that states nothing (`custom`, `unknown`).
+      else throw new Error(`${at}: a schema inside a pipe is described only after custom()`);
+    }
+    return out!;
   }
   switch (node.type) {
+    case "custom":
+    case "unknown":
+      // A check the document cannot state (see the module doc).
+      return {};
     case "string":
       return { type: "string" };
     case "number":
@@ -118,7 +126,6 @@ function convert(node: Node, at: string): JsonSchema {
 
 /** Adds what a pipe's action requires to `out`. */
 function apply(out: JsonSchema, action: Node, at: string): void {
-  if (action.kind === "schema") throw new Error(`${at}: a schema inside a pipe is not described`);
   const isArray = out.type === "array";
   switch (action.type) {
     case "description":
