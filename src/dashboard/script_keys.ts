@@ -56,8 +56,10 @@ export const KEYS_SCRIPT = String.raw`
   /** One budget as a bar: spent, then held, against the limit; its figures and reset below. */
   function budgetMeter(state) {
     const limit = state.limit_nanousd || 1;
-    const spentW = Math.min(1, state.spent_nanousd / limit) * METER_W;
-    const heldW = Math.min(1 - spentW / METER_W, state.held_nanousd / limit) * METER_W;
+    // Any spend or hold shows, if only as a sliver.
+    const share = (nano, room) => nano > 0 ? Math.min(room, Math.max(1, (nano / limit) * METER_W)) : 0;
+    const spentW = share(state.spent_nanousd, METER_W);
+    const heldW = share(state.held_nanousd, METER_W - spentW);
     const used = (state.spent_nanousd + state.held_nanousd) / limit;
     const meter = svg("svg", {
       class: "meter " + (used >= 1 ? "full" : used >= 0.8 ? "high" : ""),
