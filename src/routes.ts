@@ -10,6 +10,7 @@ import { getUsage } from "./endpoints/usage.ts";
 import { getMetrics } from "./endpoints/metrics.ts";
 import * as admin from "./endpoints/admin.ts";
 import { getDashboard } from "./endpoints/dashboard.ts";
+import { getOpenApi, OPENAPI_PATH } from "./endpoints/openapi.ts";
 import { PROTOCOLS } from "./protocols/index.ts";
 import { textCall } from "./pipeline/text_call.ts";
 import { createEmbeddings } from "./endpoints/embeddings.ts";
@@ -60,6 +61,8 @@ export const routes: Route[] = [
     ["GET", "/admin/api/accounts/:name/usage", admin.accountUsage],
     ["GET", "/admin/api/ledger", admin.ledger],
     ["GET", "/admin/api/usage", admin.totalUsage],
+    // The admin API's OpenAPI document: no data in it, so no token (404 when the API is off).
+    ["GET", OPENAPI_PATH, getOpenApi],
   ] as const).map(([method, path, handle]): Route => ({
     method,
     path,

@@ -87,31 +87,71 @@ export const DASHBOARD_HTML = `<!doctype html>
     <p id="spend-total" class="note"></p>
     <div id="chart"></div>
   </section>
+  <section id="alerts" hidden>
+    <h2>Alerts</h2>
+    <table>
+      <thead><tr><th>time (UTC)</th><th>type</th><th>account</th><th>key</th><th>what</th><th>delivery</th><th class="num">attempts</th></tr></thead>
+      <tbody id="alert-rows"></tbody>
+    </table>
+    <p id="alert-note" class="note"></p>
+  </section>
   <section id="accounts">
     <h2>Accounts</h2>
+    <form id="account-limits" class="grid" method="post" autocomplete="off" hidden>
+      <h3>Limits of <span id="limits-account"></span></h3>
+      <label>Budgets (e.g. 100/month, 10/day; blank: none) <input id="limits-budgets" size="24"></label>
+      <label>Models it may call (ids, * patterns; blank: all) <input id="limits-models" size="24"></label>
+      <label>Models it may not call <input id="limits-deny" size="24"></label>
+      <div class="buttons">
+        <button type="submit">Save limits</button>
+        <button id="limits-cancel" type="button">Cancel</button>
+      </div>
+      <p id="limits-error" class="error" role="alert"></p>
+    </form>
     <table>
-      <thead><tr><th>account</th><th class="num">balance</th><th class="num">spent</th><th class="num">held</th><th>created (UTC)</th></tr></thead>
+      <thead><tr><th>account</th><th class="num">balance</th><th class="num">spent</th><th class="num">held</th><th>budgets and models</th><th>created (UTC)</th><th></th></tr></thead>
       <tbody id="account-rows"></tbody>
     </table>
     <p id="account-note" class="note"></p>
   </section>
   <section id="keys">
     <h2>Keys</h2>
-    <form id="new-key" class="inline" method="post" autocomplete="off">
+    <form id="new-key" class="grid" method="post" autocomplete="off">
+      <h3 id="key-form-title">New key</h3>
       <label>Account <input id="key-account" required list="account-names" size="18"></label>
-      <label>RPM (blank: default, 0: unlimited) <input id="key-rpm" type="number" min="0" max="1000000" step="1" size="8"></label>
-      <label>Credit, USD (optional) <input id="key-credit" inputmode="decimal" size="8"></label>
-      <button type="submit">Create key</button>
+      <label>Name <input id="key-name" maxlength="64" size="18"></label>
+      <label>Budgets (e.g. 20/month, 5/day) <input id="key-budgets" size="20"></label>
+      <label>Models it may call (ids, * patterns; blank: all) <input id="key-models" size="24"></label>
+      <label>Models it may not call <input id="key-deny" size="24"></label>
+      <label>Expires (2027-01-31, a date-time, 30d; blank: never) <input id="key-expires" size="20"></label>
+      <label>RPM (blank: default, 0: unlimited) <input id="key-rpm" inputmode="numeric" size="8"></label>
+      <label>Tokens per minute (blank: no limit) <input id="key-tpm" inputmode="numeric" size="10"></label>
+      <label>Calls in flight (blank: no limit) <input id="key-concurrent" inputmode="numeric" size="6"></label>
+      <label>Addresses (IPs, CIDR ranges; blank: any) <input id="key-ips" size="24"></label>
+      <label>Metadata (KEY=VALUE, one per line) <textarea id="key-meta" rows="2" cols="24"></textarea></label>
+      <label id="key-credit-label">Credit, USD (optional) <input id="key-credit" inputmode="decimal" size="8"></label>
+      <div class="buttons">
+        <button id="key-submit" type="submit">Create key</button>
+        <button id="key-cancel" type="button" hidden>Cancel</button>
+      </div>
       <datalist id="account-names"></datalist>
     </form>
     <p id="new-key-error" class="error" role="alert"></p>
     <div id="new-secret" hidden>
-      New key for <strong id="new-secret-account"></strong> — copy it now, it is not shown again:
+      <strong id="new-secret-title"></strong> — copy it now, it is not shown again:
       <code id="new-secret-value"></code>
+      <span id="new-secret-note" class="note"></span>
       <button id="new-secret-dismiss" type="button">Done</button>
     </div>
+    <p class="note"><label class="row">On rotation, the old secret works
+      <select id="rotate-grace">
+        <option value="0">no longer</option>
+        <option value="3600">for an hour</option>
+        <option value="86400">for a day</option>
+        <option value="604800">for a week</option>
+      </select></label></p>
     <table>
-      <thead><tr><th>id</th><th>account</th><th>prefix</th><th class="num">RPM</th><th>created (UTC)</th><th></th></tr></thead>
+      <thead><tr><th>key</th><th>account</th><th>status</th><th>budgets (spent, held, limit)</th><th>limits</th><th>times (UTC)</th><th></th></tr></thead>
       <tbody id="key-rows"></tbody>
     </table>
     <p id="key-note" class="note"></p>

@@ -2,14 +2,22 @@
  * The dashboard's script: plain JavaScript, as text (the page embeds it; its CSP allows it by its
  * hash, see `page.ts`). It signs in with the admin token — kept in `sessionStorage`, sent only as
  * `Authorization: Bearer` to the admin API (not even to `/readyz`), never in a URL — and draws the
- * admin API's data with `textContent` and DOM nodes (never `innerHTML`), so nothing an account or
- * model name holds can become markup. URLs are relative to the page (`/admin`), so the gateway may
- * sit under a prefix.
+ * admin API's data with `textContent` and DOM nodes (never `innerHTML`), so nothing an account,
+ * key or model name holds can become markup. URLs are relative to the page (`/admin`), so the
+ * gateway may sit under a prefix.
  *
- * Written without template literals (this is one) and with `String.raw` (backslashes stay as
+ * One function body in parts that share its scope: this module's helpers and panels (health,
+ * spend, ledger), then accounts (`script_accounts.ts`), keys (`script_keys.ts`) and alerts
+ * (`script_alerts.ts`), then this module's start.
+ *
+ * Written without template literals (these are ones) and with `String.raw` (backslashes stay as
  * written).
  */
-export const DASHBOARD_SCRIPT = String.raw`"use strict";
+import { ACCOUNTS_SCRIPT } from "./script_accounts.ts";
+import { ALERTS_SCRIPT } from "./script_alerts.ts";
+import { KEYS_SCRIPT } from "./script_keys.ts";
+
+const HEAD = String.raw`"use strict";
 (() => {
   const TOKEN = "switchyard-admin-token";
   const DAYS = 30;
@@ -75,8 +83,11 @@ export const DASHBOARD_SCRIPT = String.raw`"use strict";
     }
   }
 
-  /** Calls the admin API with the token; rejects with the API's error message. */
-  async function api(method, path, body) {
+  /**
+   * Calls the admin API with the token; rejects with the API's error message. With missing, a 404
+   * is null (a route this gateway may not have).
+   */
+  async function api(method, path, body, missing) {
     const headers = { authorization: "Bearer " + sessionStorage.getItem(TOKEN) };
     if (body !== undefined) headers["content-type"] = "application/json";
     const res = await fetch(path, {
@@ -89,6 +100,7 @@ export const DASHBOARD_SCRIPT = String.raw`"use strict";
     });
     const json = await jsonOf(res);
     if (res.status === 401) throw new Unauthorized("The admin token was refused.");
+    if (missing && res.status === 404) return null;
     if (!res.ok) {
       const message = json && json.error && json.error.message;
       throw new Error(message || "HTTP " + res.status);
@@ -137,23 +149,6 @@ export const DASHBOARD_SCRIPT = String.raw`"use strict";
     $("provider-rows").replaceChildren(...rows);
   }
 
-  function renderAccounts(list) {
-    const rows = list.data.slice(0, MAX_ROWS).map((a) =>
-      el("tr", { "data-account": a.name }, [
-        cell(a.name),
-        cell(usd(a.balance_usd), "num"),
-        cell(usd(a.spent_usd), "num"),
-        cell(usd(a.held_usd), "num"),
-        cell(when(a.created_at)),
-      ])
-    );
-    $("account-rows").replaceChildren(...rows);
-    $("account-note").textContent = list.data.length > MAX_ROWS
-      ? "Showing " + MAX_ROWS + " of " + list.data.length + " accounts."
-      : "";
-    $("account-names").replaceChildren(...list.data.map((a) => el("option", { value: a.name })));
-  }
-
   /** Spend per UTC day as bars, one per day with spend, on a 30-day axis. */
   function renderChart(usage) {
     const width = 720, height = 220, left = 64, right = 8, top = 12, bottom = 28;
@@ -195,52 +190,6 @@ export const DASHBOARD_SCRIPT = String.raw`"use strict";
       " requests since " + usage.since + " (UTC days with spend: " + usage.by_day.length + ")";
   }
 
-  function revokeButton(key) {
-    const button = el("button", { type: "button", class: "revoke", "data-key": key.id }, ["Revoke"]);
-    let armed = null;
-    button.addEventListener("click", async () => {
-      if (!armed) {
-        button.textContent = "Confirm revoke";
-        button.classList.add("danger");
-        armed = setTimeout(() => {
-          armed = null;
-          button.textContent = "Revoke";
-          button.classList.remove("danger");
-        }, 5000);
-        return;
-      }
-      clearTimeout(armed);
-      button.disabled = true;
-      try {
-        await api("DELETE", "admin/api/keys/" + encodeURIComponent(key.id));
-        say("Key " + key.id + " revoked.");
-        await loadKeys();
-      } catch (error) {
-        button.disabled = false;
-        fail(error);
-      }
-    });
-    return button;
-  }
-
-  function renderKeys(list) {
-    const keys = list.data.slice().reverse();
-    const rows = keys.slice(0, MAX_ROWS).map((k) =>
-      el("tr", { "data-key": k.id, class: k.revoked_at ? "revoked" : "" }, [
-        cell(k.id, "mono"),
-        cell(k.account),
-        cell(k.prefix + "…", "mono"),
-        cell(k.rpm === null ? "default" : k.rpm === 0 ? "unlimited" : k.rpm, "num"),
-        cell(when(k.created_at)),
-        k.revoked_at ? cell("revoked " + when(k.revoked_at)) : el("td", {}, [revokeButton(k)]),
-      ])
-    );
-    $("key-rows").replaceChildren(...rows);
-    $("key-note").textContent = keys.length > MAX_ROWS
-      ? "Showing the newest " + MAX_ROWS + " of " + keys.length + " keys."
-      : "";
-  }
-
   function ledgerRow(e) {
     const what = e.kind === "credit" ? "credit" + (e.note ? " (" + e.note + ")" : "") : e.endpoint;
     return el("tr", { "data-entry": e.id }, [
@@ -264,20 +213,18 @@ export const DASHBOARD_SCRIPT = String.raw`"use strict";
     $("older").hidden = page.next === null;
   }
 
-  async function loadKeys() {
-    renderKeys(await api("GET", "admin/api/keys"));
-  }
-
   async function loadAll() {
     say("Loading…");
-    const [accounts, usage, ready] = await Promise.all([
-      api("GET", "admin/api/accounts"),
+    const accounts = api("GET", "admin/api/accounts");
+    const [list, usage, ready] = await Promise.all([
+      accounts,
       api("GET", "admin/api/usage?days=" + DAYS),
       readiness(),
-      loadKeys(),
+      accounts.then(loadKeys),
       loadLedger(false),
+      loadAlerts(),
     ]);
-    renderAccounts(accounts);
+    renderAccounts(list);
     renderChart(usage);
     renderHealth(ready);
     say("Updated " + new Date().toISOString().replace("T", " ").slice(0, 19) + " UTC");
@@ -310,36 +257,14 @@ export const DASHBOARD_SCRIPT = String.raw`"use strict";
 
   $("older").addEventListener("click", () => loadLedger(true).catch(fail));
 
-  $("new-key").addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const form = event.target;
-    const body = { account: $("key-account").value.trim() };
-    const rpm = $("key-rpm").value.trim();
-    const credit = $("key-credit").value.trim();
-    if (rpm) body.rpm = Number(rpm);
-    if (credit) body.credit_usd = credit;
-    $("new-key-error").textContent = "";
-    try {
-      const made = await api("POST", "admin/api/keys", body);
-      form.reset();
-      $("new-secret-value").textContent = made.key;
-      $("new-secret-account").textContent = made.account;
-      $("new-secret").hidden = false;
-      say("Key " + made.id + " created.");
-      await loadAll();
-    } catch (error) {
-      if (error instanceof Unauthorized) fail(error);
-      else $("new-key-error").textContent = String(error.message || error);
-    }
-  });
+`;
 
-  $("new-secret-dismiss").addEventListener("click", () => {
-    $("new-secret-value").textContent = "";
-    $("new-secret").hidden = true;
-  });
-
+const TAIL = String.raw`
   document.body.dataset.ready = "1";
   if (sessionStorage.getItem(TOKEN)) signIn();
   else showSignIn("");
 })();
 `;
+
+/** The whole script (one function body; see the module doc). */
+export const DASHBOARD_SCRIPT = HEAD + ACCOUNTS_SCRIPT + KEYS_SCRIPT + ALERTS_SCRIPT + TAIL;

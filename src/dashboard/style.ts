@@ -24,7 +24,7 @@ header {
 header h1 { font-size: 1.1rem; margin: 0; }
 #status { flex: 1; color: var(--muted); }
 nav { display: flex; gap: 0.5rem; }
-main { max-width: 1100px; margin: 0 auto; padding: 1rem 1.25rem 3rem; }
+main { max-width: 1280px; margin: 0 auto; padding: 1rem 1.25rem 3rem; }
 section {
   background: var(--card); border: 1px solid var(--line); border-radius: 8px;
   padding: 0.75rem 1rem 1rem; margin: 1rem 0;
@@ -35,7 +35,36 @@ th, td { text-align: left; padding: 0.35rem 0.5rem; border-bottom: 1px solid var
 th { color: var(--muted); font-weight: 600; font-size: 0.85rem; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .mono, code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
-tr.revoked td { color: var(--muted); }
+tr.revoked td, tr.expired td { color: var(--muted); }
+h3 { font-size: 0.95rem; margin: 0; grid-column: 1 / -1; }
+form.grid {
+  display: grid; grid-template-columns: repeat(auto-fill, minmax(220px, 1fr)); gap: 0.5rem 0.75rem;
+  align-items: end; margin-bottom: 0.75rem; padding: 0.75rem; border: 1px solid var(--line);
+  border-radius: 6px;
+}
+form.grid .buttons { display: flex; gap: 0.5rem; }
+form.grid .error { grid-column: 1 / -1; margin: 0; }
+label.row { display: inline-flex; flex-direction: row; align-items: center; gap: 0.4rem; }
+textarea, select {
+  font: inherit; padding: 0.35rem 0.5rem; border: 1px solid var(--line); border-radius: 6px;
+  background: var(--bg); color: var(--fg);
+}
+#key-rows td { vertical-align: top; }
+#key-rows .name { font-weight: 600; }
+#key-rows .actions div { display: flex; flex-wrap: wrap; gap: 0.3rem; }
+#key-rows .times div { white-space: nowrap; }
+td.status { font-weight: 600; }
+.status-active { color: var(--ok); }
+.status-disabled { color: var(--warn); }
+.status-expired, .status-revoked { color: var(--error); }
+.budget { margin-bottom: 0.4rem; }
+.budget .label { font-size: 0.8rem; }
+svg.meter { display: block; }
+svg.meter .track { fill: var(--line); }
+svg.meter .spent { fill: var(--accent); }
+svg.meter .held { fill: var(--warn); opacity: 0.7; }
+svg.meter.high .spent { fill: var(--warn); }
+svg.meter.full .spent { fill: var(--error); }
 .ok { color: var(--ok); }
 .warn { color: var(--warn); }
 .error { color: var(--error); }

@@ -4,14 +4,14 @@
  * and model, and the ledger, newest first, a page at a time. Errors are JSON (OpenAI's shape); the
  * secret of a new key is in the answer that creates it and nowhere else.
  */
-import * as v from "valibot";
+import type * as v from "valibot";
 import type { Handler, RequestContext } from "../context.ts";
 import { requireAdmin } from "../auth/admin.ts";
 import { readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
-import { amountFields, creditToNano } from "../billing/money.ts";
+import { amountFields } from "../billing/money.ts";
 import { byDayFields, byModelFields, byUnitFields } from "../billing/spend_report.ts";
 import {
   accountJson,
@@ -28,81 +28,18 @@ import { budgetJson } from "../billing/spend_report.ts";
 import { budgetWindows } from "../billing/windows.ts";
 import { sumTotals } from "../store/amounts.ts";
 import type { Account, KeyRecord, LedgerEntry } from "../store/store.ts";
-
-/** Ledger entries per page at most (and by default). */
-const MAX_PAGE = 500;
-const DEFAULT_PAGE = 100;
-/** Days of usage at most (and by default). */
-const MAX_DAYS = 366;
-const DEFAULT_DAYS = 30;
-
-const ACCOUNT_NAME = v.pipe(
-  v.string("must be a string"),
-  v.regex(/^[\w.@-]{1,64}$/, "must be 1–64 characters of letters, digits, _ . @ -"),
-);
-/** A credit in USD: a decimal string of at most `MAX_CREDIT_USD` either way. */
-const USD = v.pipe(
-  v.string('must be a decimal string such as "10" or "2.50"'),
-  v.rawCheck(({ dataset, addIssue }) => {
-    if (!dataset.typed) return;
-    const nano = creditToNano(dataset.value);
-    if (typeof nano === "string") {
-      addIssue({
-        message: nano === "must be a decimal amount in USD"
-          ? "must be a USD amount such as 2.50"
-          : nano,
-      });
-    }
-  }),
-);
-
-const INTEGER = v.pipe(v.number("must be an integer"), v.integer("must be an integer"));
-const nullable = <T extends v.GenericSchema>(schema: T) => v.optional(v.nullable(schema));
-const STRINGS = v.array(v.string("must be a string"), "must be a list of strings");
-const BUDGETS = v.array(
-  v.strictObject({
-    usd: v.string('must be a decimal string such as "20"'),
-    period: v.string('must be "5h", "day", "week", "month" or "total"'),
-  }),
-  "must be a list of {usd, period}",
-);
-/** A key's settings in the admin API (see `cli/key_settings.ts`; null clears one). */
-const KEY_SETTINGS = {
-  name: nullable(v.string("must be a string")),
-  metadata: nullable(v.record(v.string(), v.string("values must be strings"))),
-  /** An instant (ISO date or date-time, or ms since the epoch). */
-  expires_at: nullable(v.union([v.string(), INTEGER], "must be a date-time or ms since the epoch")),
-  /** A duration from now: `30d`, `12h`, `2w`. */
-  expires_in: v.optional(v.string("must be a duration such as 30d")),
-  budgets: nullable(BUDGETS),
-  models: nullable(STRINGS),
-  deny_models: nullable(STRINGS),
-  tpm: nullable(INTEGER),
-  max_concurrent: nullable(INTEGER),
-  ips: nullable(STRINGS),
-  rpm: nullable(v.pipe(
-    INTEGER,
-    v.minValue(0, "must be ≥ 0 (0: unlimited)"),
-    v.maxValue(1_000_000, "must be at most 1000000"),
-  )),
-};
-const NewKey = v.strictObject({
-  account: ACCOUNT_NAME,
-  credit_usd: v.optional(USD),
-  ...KEY_SETTINGS,
-});
-const KeyChange = v.strictObject({ ...KEY_SETTINGS, disabled: v.optional(v.boolean()) });
-const Rotation = v.strictObject({
-  /** How long the old secret keeps working, in seconds (default 0: not at all). */
-  grace_seconds: v.optional(v.pipe(INTEGER, v.minValue(0), v.maxValue(366 * 86_400))),
-});
-const AccountChange = v.strictObject({
-  budgets: nullable(BUDGETS),
-  models: nullable(STRINGS),
-  deny_models: nullable(STRINGS),
-});
-const NewAccount = v.strictObject({ name: ACCOUNT_NAME });
-const Credit = v.strictObject({ usd: USD });
+import {
+  AccountChange,
+  Credit,
+  DEFAULT_DAYS,
+  DEFAULT_PAGE,
+  KeyChange,
+  MAX_DAYS,
+  MAX_PAGE,
+  NewAccount,
+  NewKey,
+  Rotation,
+} from "./admin_bodies.ts";
 
 /** The API's settings as the CLI's (`Settings`): field by field, absent stays absent. */
 function settingsOf(body: Partial<v.InferOutput<typeof KeyChange>>): Settings {
