@@ -10,6 +10,7 @@ import { getUsage } from "./endpoints/usage.ts";
 import { getMetrics } from "./endpoints/metrics.ts";
 import * as admin from "./endpoints/admin.ts";
 import { getDashboard } from "./endpoints/dashboard.ts";
+import { listAlerts } from "./endpoints/alerts.ts";
 import { PROTOCOLS } from "./protocols/index.ts";
 import { textCall } from "./pipeline/text_call.ts";
 import { createEmbeddings } from "./endpoints/embeddings.ts";
@@ -60,6 +61,7 @@ export const routes: Route[] = [
     ["GET", "/admin/api/accounts/:name/usage", admin.accountUsage],
     ["GET", "/admin/api/ledger", admin.ledger],
     ["GET", "/admin/api/usage", admin.totalUsage],
+    ["GET", "/admin/api/alerts", listAlerts],
   ] as const).map(([method, path, handle]): Route => ({
     method,
     path,
