@@ -4,7 +4,8 @@
  * once again in the next window (the test clock); a balance below the configured amount once per
  * episode (a top-up starts afresh); a key about to expire once; a delivery that fails is retried
  * with the same id and body, and one that keeps failing is given up (logged, never the secret);
- * the admin API lists them with their delivery state.
+ * the admin API lists them with their delivery state; a delivery cut by a crash is made after the
+ * restart.
  */
 import assert from "node:assert/strict";
 import { createHmac, timingSafeEqual } from "node:crypto";
@@ -33,11 +34,14 @@ interface Delivery {
  */
 const received: Delivery[] = [];
 const failedOnce = new Set<string>();
+/** Deliveries for accounts named `resume-…` wait for this before they are answered. */
+let resumeGate = Promise.withResolvers<void>();
 const receiver = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
   const body = await req.text();
   const event = JSON.parse(body);
   received.push({ headers: req.headers, body, event });
   const account = String(event.account);
+  if (account.startsWith("resume-")) await resumeGate.promise;
   if (account.startsWith("broken-")) return new Response("down", { status: 503 });
   if (account.startsWith("flaky-") && !failedOnce.has(event.id)) {
     failedOnce.add(event.id);
@@ -436,5 +440,43 @@ Deno.test("with serving threads, the main thread hears of their calls: alerts fo
     assert.equal(workers.size, 2, "both threads served calls");
   } finally {
     await threaded.stop();
+  }
+});
+
+Deno.test("a delivery cut by a crash is made after the restart, with the same id", async () => {
+  const crashing = await startStack({
+    env: { SWITCHYARD_ADMIN_TOKEN: ADMIN, ALERT_SECRET: SECRET },
+    alerts: {
+      webhookUrl: `http://127.0.0.1:${receiver.addr.port}/hooks/switchyard`,
+      secret: "env:ALERT_SECRET",
+      checkIntervalMs: 100,
+      timeoutMs: 60_000,
+    },
+  });
+  try {
+    const res = await fetch(`${crashing.gateway.url}/admin/api/keys`, {
+      method: "POST",
+      headers: admin,
+      body: JSON.stringify({ account: "resume-after-crash", expires_in: "2h" }),
+    });
+    assert.equal(res.status, 201);
+    await res.body?.cancel();
+    // The webhook holds the first delivery; the gateway dies meanwhile.
+    await until(() => eventsOf("resume-after-crash").length === 1, 5_000);
+    await crashing.gateway.crash();
+    resumeGate.resolve();
+    const restarted = await crashing.restart();
+    await until(() => eventsOf("resume-after-crash").length === 2, 5_000);
+    const [cut, made] = eventsOf("resume-after-crash");
+    assert.equal(cut.body, made.body, "the same event");
+    assert.ok(verify(made.headers.get("x-switchyard-signature"), made.body, SECRET));
+    await eventually(async () => {
+      const list = await (await fetch(`${restarted.url}/admin/api/alerts`, { headers: admin }))
+        .json();
+      return list.data.length === 1 && list.data[0].status === "delivered";
+    }, 5_000);
+  } finally {
+    resumeGate = Promise.withResolvers<void>();
+    await crashing.stop();
   }
 });

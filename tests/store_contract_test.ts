@@ -1188,6 +1188,10 @@ contract(
       ];
       for (const alert of others) assert.equal(typeof await a.raiseAlert(alert), "number");
       // Raced from two handles at once: exactly one is new.
+      // Raising one again draws no id: the next new one follows the last.
+      const last = (await a.raiseAlert(alertOf(account.id, 30)))!;
+      for (let i = 0; i < 5; i++) assert.equal(await b.raiseAlert(alertOf(account.id, 30)), null);
+      assert.equal(await a.raiseAlert(alertOf(account.id, 31)), last + 1);
       const raced = await Promise.all(
         Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).raiseAlert(alertOf(account.id, 100))),
       );

@@ -84,11 +84,34 @@ export function refusalAlert(
   return budgetAlert(b, 100, window, spent, check.now, statusOf(check.settings), true);
 }
 
+/** What an alert is about, as one string (the store's unique key). */
+const aboutOf = (a: NewAlert) => `${a.type}|${a.owner}|${a.period}|${a.windowStart}|${a.threshold}`;
+
+/**
+ * Alerts this process knows were raised (by it or another), so that a check does not ask the store
+ * again about each of them; bounded (emptied when full: the store still decides).
+ */
+export class Raised {
+  readonly #known = new Set<string>();
+  constructor(readonly max = 100_000) {}
+
+  has(alert: NewAlert): boolean {
+    return this.#known.has(aboutOf(alert));
+  }
+
+  add(alert: NewAlert): void {
+    if (this.#known.size >= this.max) this.#known.clear();
+    this.#known.add(aboutOf(alert));
+  }
+}
+
 /** Raises each alert (once: the store decides); logs and counts the new ones. */
-export async function raise(store: Store, alerts: NewAlert[]): Promise<number> {
+export async function raise(store: Store, alerts: NewAlert[], known: Raised): Promise<number> {
   let raised = 0;
   for (const alert of alerts) {
+    if (known.has(alert)) continue;
     const id = await store.raiseAlert(alert);
+    known.add(alert);
     if (id === null) continue;
     raised++;
     const p = alert.payload;
@@ -111,7 +134,12 @@ export async function raise(store: Store, alerts: NewAlert[]): Promise<number> {
  * The alerts of the keys and accounts that just spent or were refused (their budgets, their
  * accounts' balances); resolves to how many were new.
  */
-export async function checkNotes(store: Store, notes: SpendNote[], check: Check): Promise<number> {
+export async function checkNotes(
+  store: Store,
+  notes: SpendNote[],
+  check: Check,
+  known: Raised,
+): Promise<number> {
   const { settings } = check;
   const keyIds = [...new Set(notes.map((n) => n.keyId))];
   const accountIds = [...new Set(notes.map((n) => n.accountId))];
@@ -129,14 +157,14 @@ export async function checkNotes(store: Store, notes: SpendNote[], check: Check)
       alerts.push(balanceAlert(low, settings.balanceBelow, check.now, statusOf(settings)));
     }
   }
-  return await raise(store, alerts);
+  return await raise(store, alerts, known);
 }
 
 /**
  * Every alert that is due: budgets at or past the lowest threshold, balances below the amount,
  * keys about to expire; resolves to how many were new.
  */
-export async function sweep(store: Store, check: Check): Promise<number> {
+export async function sweep(store: Store, check: Check, known: Raised): Promise<number> {
   const { settings, now } = check;
   const alerts: NewAlert[] = [];
   if (settings.budgetThresholds.length) {
@@ -154,5 +182,5 @@ export async function sweep(store: Store, check: Check): Promise<number> {
       alerts.push(expiryAlert(key, now, statusOf(settings)));
     }
   }
-  return await raise(store, alerts);
+  return await raise(store, alerts, known);
 }

@@ -11,7 +11,7 @@
 import type { Services } from "../context.ts";
 import { listenForSpending, type SpendNote } from "../billing/spend_notes.ts";
 import { log } from "../log.ts";
-import { type Check, checkNotes, sweep } from "./detect.ts";
+import { type Check, checkNotes, Raised, sweep } from "./detect.ts";
 import { Deliveries } from "./deliver.ts";
 
 /** How soon after a note its keys and accounts are looked at (notes meanwhile are merged). */
@@ -34,6 +34,7 @@ export function startAlerts(services: Services): AlertWatch {
     now: Date.now(),
   });
   const deliveries = new Deliveries(store, settings);
+  const known = new Raised();
   // A store shared by replicas says who leads; otherwise this process does.
   let leading = !store.leading;
   let stopped = false;
@@ -48,7 +49,7 @@ export function startAlerts(services: Services): AlertWatch {
     const notes = [...waiting.values()];
     waiting.clear();
     try {
-      const raised = await checkNotes(store, notes, check());
+      const raised = await checkNotes(store, notes, check(), known);
       if (raised && leading) deliveries.kick();
     } catch (error) {
       log("warn", "checking alerts after calls failed", { error: String(error) });
@@ -75,7 +76,7 @@ export function startAlerts(services: Services): AlertWatch {
     try {
       leading = store.leading ? await store.leading() : true;
       if (leading) {
-        await sweep(store, check());
+        await sweep(store, check(), known);
         deliveries.kick();
       }
     } catch (error) {

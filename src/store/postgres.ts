@@ -1216,13 +1216,19 @@ export class PostgresStore implements Store {
   }
 
   async raiseAlert(alert: NewAlert): Promise<number | null> {
+    // Inserted only when absent (an id is drawn from the sequence only then); ON CONFLICT for
+    // the race of two raising it at once.
     const [row] = await this.#run(this.#sql`
       INSERT INTO alerts (type, owner, period, window_start, threshold, account_id, key_id,
                           payload, status, next_attempt_at, created_at)
-      VALUES (${alert.type}, ${alert.owner}, ${alert.period}, ${alert.windowStart},
-              ${alert.threshold}, ${alert.accountId}, ${alert.keyId}, ${this.#json(alert.payload)},
-              ${alert.status}, ${alert.status === "pending" ? alert.createdAt : null},
-              ${alert.createdAt})
+      SELECT ${alert.type}, ${alert.owner}, ${alert.period}, ${alert.windowStart},
+             ${alert.threshold}, ${alert.accountId}, ${alert.keyId}, ${this.#json(alert.payload)},
+             ${alert.status}, ${alert.status === "pending" ? alert.createdAt : null},
+             ${alert.createdAt}
+      WHERE NOT EXISTS (
+        SELECT 1 FROM alerts WHERE type = ${alert.type} AND owner = ${alert.owner}
+          AND period = ${alert.period} AND window_start = ${alert.windowStart}
+          AND threshold = ${alert.threshold})
       ON CONFLICT DO NOTHING RETURNING id`);
     return row ? Number(row.id) : null;
   }

@@ -487,6 +487,10 @@ export class SqliteStore implements Store {
                              payload, status, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
       ),
+      alertExists: p(
+        `SELECT 1 AS found FROM alerts
+         WHERE type = ? AND owner = ? AND period = ? AND window_start = ? AND threshold = ?`,
+      ),
       alertsDue: p(
         `SELECT ${ALERT_COLUMNS} FROM alerts INDEXED BY alerts_due
          WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
@@ -1313,6 +1317,9 @@ export class SqliteStore implements Store {
 
   raiseAlert(alert: NewAlert): Promise<number | null> {
     return answer(() => {
+      // Raised before (the common case of a check): a read, no write lock.
+      const key = [alert.type, alert.owner, alert.period, alert.windowStart, alert.threshold];
+      if (this.#s.alertExists.get(...key)) return null;
       const row = this.#tx(() =>
         this.#s.raiseAlert.get(
           alert.type,
