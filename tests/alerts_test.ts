@@ -247,17 +247,24 @@ Deno.test("each budget threshold arrives once per window, signed; again once in 
   assert.ok(fifty.spent_nanousd >= 5_000_000, JSON.stringify(fifty));
   assert.equal(fifty.refused, false);
   assert.ok(!Number.isNaN(Date.parse(fifty.created_at)));
+  assert.match(
+    hundred.message,
+    /^Key intern \(account budget-alerts\): monthly budget at 100% \(0\.\d+ of 0\.01 USD spent; a call it could not cover was refused\); it resets at 2031-02-01T00:00:00\.000Z\.$/,
+  );
 
-  // The admin API: newest first, with the delivery state and the event as delivered.
+  // The admin API: newest first, each the event as delivered with its delivery state beside.
   const list = await adminCall("GET", `/alerts?account=${account}&limit=100`);
   assert.equal(list.data.length, events.length);
   assert.ok(list.data.every((a: Json) => a.status === "delivered" && a.attempts === 1));
   const ids = list.data.map((a: Json) => Number(a.id.slice(6)));
   assert.deepEqual(ids, [...ids].sort((a, b) => b - a), "newest first");
   const listed = list.data.find((a: Json) => a.id === hundred.id);
-  assert.deepEqual(listed.event, hundred);
-  assert.equal(listed.account, account);
-  assert.equal(listed.key_id, created.id);
+  const { status, attempts, next_attempt_at, last_attempt_at, last_error, delivered_at, ...event } =
+    listed;
+  assert.deepEqual(event, hundred);
+  assert.deepEqual([status, attempts, next_attempt_at, last_error], ["delivered", 1, null, null]);
+  assert.equal(last_attempt_at, delivered_at);
+  assert.ok(Date.parse(delivered_at) >= Date.parse(listed.created_at));
   const page = await adminCall("GET", `/alerts?account=${account}&limit=2`);
   assert.equal(page.data.length, 2);
   const next = await adminCall("GET", `/alerts?account=${account}&limit=2&before=${page.next}`);
@@ -289,6 +296,10 @@ Deno.test("a balance below the amount alerts once per episode; a top-up starts a
   assert.ok(first.event.balance_nanousd < 50_000_000, JSON.stringify(first.event));
   assert.ok(verify(first.headers.get("x-switchyard-signature"), first.body, SECRET));
   assert.equal(first.headers.get("x-switchyard-event"), "balance.low");
+  assert.match(
+    first.event.message,
+    /^Account low-balance: balance 0\.0\d+ USD, below 0\.05 USD\.$/,
+  );
   // A top-up above the amount, then a debit below it again: a new episode, a new alert.
   await adminCall("POST", `/accounts/${account}/credit`, { usd: "1" });
   await adminCall("POST", `/accounts/${account}/credit`, { usd: "-1" });
@@ -312,6 +323,10 @@ Deno.test("a key about to expire alerts once; one expiring later than the span d
   const [event] = eventsOf(account, "key.expiring");
   assert.equal(event.event.key_id, soon.id);
   assert.equal(event.event.key_name, "temp");
+  assert.equal(
+    event.event.message,
+    `Key temp (account expiring-keys) expires at ${event.event.expires_at}.`,
+  );
   const view = await adminCall("GET", `/keys/${soon.id}`);
   assert.equal(event.event.expires_at, view.expires_at);
   assert.ok(verify(event.headers.get("x-switchyard-signature"), event.body, SECRET));
@@ -337,7 +352,7 @@ Deno.test("a failed delivery is retried with the same id and body; one that keep
   );
   for (const t of tries) assert.ok(verify(t.headers.get("x-switchyard-signature"), t.body, SECRET));
   const [delivered] = (await adminCall("GET", "/alerts?account=flaky-hook")).data;
-  assert.deepEqual([delivered.attempts, delivered.event.key_id], [2, flaky.id]);
+  assert.deepEqual([delivered.attempts, delivered.key_id], [2, flaky.id]);
   assert.ok(delivered.delivered_at);
 
   await keyWith("broken-hook", { expires_in: "1h" });

@@ -109,13 +109,43 @@ export function expiryAlert(key: KeyRecord, now: number, status: NewAlert["statu
   };
 }
 
-/** The event of an alert: `id`, `type`, `created_at`, then its own fields. */
+const PERIOD_WORDS: Record<string, string> = {
+  "5h": "5-hour",
+  day: "daily",
+  week: "weekly",
+  month: "monthly",
+  total: "lifetime",
+};
+
+/** One line for people (a chat message, the dashboard), from the event's own fields. */
+export function messageOf(type: Alert["type"], p: Record<string, unknown>): string {
+  const key = `Key ${p.key_name ?? p.key_id} (account ${p.account})`;
+  switch (type) {
+    case "budget.threshold": {
+      const whose = p.owner === "key" ? key : `Account ${p.account}`;
+      const resets = p.resets_at === null ? "it does not reset" : `it resets at ${p.resets_at}`;
+      return `${whose}: ${
+        PERIOD_WORDS[String(p.period)] ?? p.period
+      } budget at ${p.threshold_percent}%` +
+        ` (${p.spent_usd} of ${p.limit_usd} USD spent${
+          p.refused ? "; a call it could not cover was refused" : ""
+        }); ${resets}.`;
+    }
+    case "balance.low":
+      return `Account ${p.account}: balance ${p.balance_usd} USD, below ${p.threshold_usd} USD.`;
+    case "key.expiring":
+      return `${key} expires at ${p.expires_at}.`;
+  }
+}
+
+/** The event of an alert: `id`, `type`, `created_at`, its own fields, then a `message`. */
 export function eventOf(alert: Alert): Record<string, unknown> {
   return {
     id: alertId(alert.id),
     type: alert.type,
     created_at: iso(alert.createdAt),
     ...alert.payload,
+    message: messageOf(alert.type, alert.payload),
   };
 }
 

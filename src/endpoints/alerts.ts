@@ -1,7 +1,8 @@
 /**
  * `GET /admin/api/alerts[?limit=N][&before=ID][&account=NAME]` (the admin token): alerts newest
- * first, a page at a time, each with its delivery state and the event as it is (or would be)
- * delivered; `next` is the `before` of the next page (null on the last).
+ * first, a page at a time, each as its event is (or would be) delivered — `id`, `type`,
+ * `created_at`, `account`, its own fields, `message` — with its delivery state beside; `next` is
+ * the `before` of the next page (null on the last).
  */
 import type { Handler } from "../context.ts";
 import { requireAdmin } from "../auth/admin.ts";
@@ -16,21 +17,17 @@ const DEFAULT_PAGE = 100;
 
 const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString();
 
-/** An alert as the admin API shows it. */
+/** An alert as the admin API shows it: its event's fields, then its delivery state. */
 export function alertJson(a: Alert) {
   return {
-    id: alertId(a.id),
-    type: a.type,
-    account: a.payload.account ?? null,
+    ...eventOf(a),
     key_id: a.keyId,
-    created_at: iso(a.createdAt),
     status: a.status,
     attempts: a.attempts,
     next_attempt_at: iso(a.nextAttemptAt),
     last_attempt_at: iso(a.lastAttemptAt),
     last_error: a.lastError,
     delivered_at: iso(a.deliveredAt),
-    event: eventOf(a),
   };
 }
 

@@ -146,6 +146,10 @@ Deno.test("an event's body and id, and its signature: HMAC-SHA256 of `<t>.<body>
   assert.deepEqual(Object.keys(event).slice(0, 4), ["id", "type", "created_at", "account"]);
   assert.equal(event.id, "alert_42");
   assert.equal(event.created_at, new Date(check.now).toISOString());
+  assert.equal(
+    event.message,
+    "Key intern (account acme): monthly budget at 50% (0.000006 of 0.00001 USD spent); it resets at 2031-02-01T00:00:00.000Z.",
+  );
   assert.deepEqual([alertId(42), parseAlertId("alert_42"), parseAlertId("42")], [
     "alert_42",
     42,
