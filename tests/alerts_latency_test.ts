@@ -155,8 +155,9 @@ Deno.test("a dead webhook does not slow calls (measured against no webhook)", as
     assert.ok(Math.abs(stuckAlerts.length - quietAlerts.length) <= KEYS, JSON.stringify(report));
     assert.ok(quietAlerts.every((a) => a.status === "unsent"));
     assert.ok(stuckAlerts.every((a) => a.status === "pending"), "none delivered, none given up");
-    // Deliveries hung on the dead webhook throughout: four at a time, each for its timeout.
-    assert.ok(connections >= 4 * Math.floor(seconds), JSON.stringify(report));
+    // Deliveries hung on the dead webhook throughout: four at a time, each for its timeout (1 s),
+    // then again 100 ms later (with slack for a loaded machine).
+    assert.ok(connections >= 4 * Math.floor(seconds / 1.5), JSON.stringify(report));
     // No material difference: within 25% (and 2 ms) at the median, 50% (and 5 ms) at p90.
     const q = report.no_webhook_ms, s = report.dead_webhook_ms;
     assert.ok(s.median <= q.median * 1.25 + 2, JSON.stringify(report));
