@@ -11,6 +11,7 @@ import { getMetrics } from "./endpoints/metrics.ts";
 import * as admin from "./endpoints/admin.ts";
 import { getDashboard } from "./endpoints/dashboard.ts";
 import { getOpenApi, OPENAPI_PATH } from "./endpoints/openapi.ts";
+import { listAlerts } from "./endpoints/alerts.ts";
 import { PROTOCOLS } from "./protocols/index.ts";
 import { textCall } from "./pipeline/text_call.ts";
 import { createEmbeddings } from "./endpoints/embeddings.ts";
@@ -63,6 +64,7 @@ export const routes: Route[] = [
     ["GET", "/admin/api/usage", admin.totalUsage],
     // The admin API's OpenAPI document: no data in it, so no token (404 when the API is off).
     ["GET", OPENAPI_PATH, getOpenApi],
+    ["GET", "/admin/api/alerts", listAlerts],
   ] as const).map(([method, path, handle]): Route => ({
     method,
     path,

@@ -11,7 +11,9 @@ import { Router } from "./router.ts";
 import { type Route, routes as defaultRoutes } from "./routes.ts";
 import { log } from "./log.ts";
 import { startVideoPoller } from "./pipeline/video_jobs.ts";
-import { recoverHolds } from "./billing/ledger.ts";
+import { LimitRefused, recoverHolds } from "./billing/ledger.ts";
+import { noteRefused } from "./billing/spend_notes.ts";
+import { startAlerts } from "./alerts/watch.ts";
 import { metrics, RATE_LIMITED, REFUSED, REQUESTS } from "./metrics/gateway.ts";
 import { metricsPortHandler } from "./endpoints/metrics.ts";
 import { redactServerSpan, startCallSpan } from "./metrics/trace.ts";
@@ -189,6 +191,10 @@ export function createHandler(
         return route.handle(ctx);
       });
     } catch (error) {
+      // A budget that refused a call is looked at for alerts, off the request path.
+      if (error instanceof LimitRefused && ctx.principal) {
+        noteRefused(ctx.principal, error.refusal, ctx.now());
+      }
       response = failure(error, format, requestId, match.route?.path ?? "");
     }
     try {
@@ -300,8 +306,8 @@ export interface Background {
 
 /**
  * Starts the background work: the video poller, pruning of upstream objects and kept
- * conversations (now and every 6 hours), and settling calls held by processes that died (every
- * `RECOVERY_INTERVAL_MS`; startup recovery is the caller's).
+ * conversations (now and every 6 hours), settling calls held by processes that died (every
+ * `RECOVERY_INTERVAL_MS`; startup recovery is the caller's), and alerts (see `alerts/watch.ts`).
  */
 export function startBackground(services: Services): Background {
   const { store } = services;
@@ -335,8 +341,10 @@ export function startBackground(services: Services): Background {
     }
   }, RECOVERY_INTERVAL_MS);
   const trimmer = startMemoryTrim();
+  const alerts = startAlerts(services);
   return {
     stop: () => {
+      alerts.stop();
       trimmer.stop();
       poller.stop();
       void metricsServer?.shutdown();

@@ -7,7 +7,7 @@
  * says is invalid is answered 400 naming the field, with nothing changed.
  */
 import assert from "node:assert/strict";
-import { startStack } from "./helpers/setup.ts";
+import { eventually, startStack } from "./helpers/setup.ts";
 import { resolvePointer, unknownKeywords, validateJson } from "./helpers/json_schema.ts";
 import { routes } from "../src/routes.ts";
 import { getOpenApi } from "../src/endpoints/openapi.ts";
@@ -16,7 +16,17 @@ import type { RequestContext } from "../src/context.ts";
 
 const ADMIN = "openapi-admin-token-0123456789abcdef";
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
-const stack = await startStack({ admin: { token: ADMIN } });
+// Alerts without a webhook (raised, listed, not sent): a key expiring within a year, a balance
+// below 1000 USD, a budget reaching 1 % or refusing a call.
+const stack = await startStack({
+  admin: { token: ADMIN },
+  alerts: {
+    budgetThresholds: [1, 100],
+    balanceBelowUsd: "1000",
+    expiringWithinHours: 8760,
+    checkIntervalMs: 50,
+  },
+});
 const { gateway } = stack;
 Deno.test.afterAll(() => stack.stop());
 
@@ -279,6 +289,35 @@ Deno.test("real answers fit the documented schemas for their status", async () =
     "/admin/api/openapi.json",
     await call("GET", "/admin/api/openapi.json", undefined, null),
   );
+
+  // Alerts of each type: a budget a call no longer fits in, the low balance, the expiring key.
+  const tight = await call("POST", "/admin/api/keys", {
+    account: "oa-team",
+    budgets: [{ usd: "0.000001", period: "month" }],
+    expires_in: "30d",
+  });
+  const refused = await respond(tight.json.key);
+  assert.equal(refused.status, 429);
+  await refused.text();
+  let alerts: Answer = await call("GET", "/admin/api/alerts");
+  await eventually(async () => {
+    alerts = await call("GET", "/admin/api/alerts?account=oa-team");
+    const types = new Set(alerts.json.data.map((a: Json) => a.type));
+    return types.has("budget.threshold") && types.has("balance.low") &&
+      types.has("key.expiring");
+  });
+  conforms("GET", "/admin/api/alerts", alerts);
+  assert.ok(alerts.json.data.every((a: Json) => a.status === "unsent"));
+  const first = await call("GET", "/admin/api/alerts?limit=1");
+  conforms("GET", "/admin/api/alerts", first);
+  assert.match(first.json.next, /^alert_\d+$/);
+  conforms(
+    "GET",
+    "/admin/api/alerts",
+    await call("GET", `/admin/api/alerts?before=${first.json.next}`),
+  );
+  conforms("GET", "/admin/api/alerts", await call("GET", "/admin/api/alerts?before=x"));
+  conforms("GET", "/admin/api/alerts", await call("GET", "/admin/api/alerts?account=nobody-oa"));
 
   // Errors, in the documented envelope.
   conforms("GET", "/admin/api/keys/{id}", await call("GET", "/admin/api/keys/key_aaaaaaaaaaaa"));

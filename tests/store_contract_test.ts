@@ -8,7 +8,7 @@ import { DatabaseSync } from "node:sqlite";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
 import postgres from "postgres";
-import type { Store } from "../src/store/store.ts";
+import type { NewAlert, SpentBudget, Store } from "../src/store/store.ts";
 import { AmountError, CreditRefused, MAX_BALANCE } from "../src/store/amounts.ts";
 import { utcWindows } from "../src/store/limits.ts";
 import {
@@ -1147,6 +1147,278 @@ contract(
     }
   },
 );
+
+// ---------------------------------------------------------------------------------------------
+// Alerts: raised once per what they are about, delivered with their state kept.
+
+function alertOf(accountId: number, threshold: number, extra: Partial<NewAlert> = {}): NewAlert {
+  return {
+    type: "budget.threshold",
+    owner: `key:key_${accountId}`,
+    period: "month",
+    windowStart: utcWindows(NOW).month.start,
+    threshold,
+    accountId,
+    keyId: `key_${accountId}`,
+    payload: { account: "a", threshold_percent: threshold, limit_nanousd: 10_000 },
+    createdAt: NOW,
+    status: "pending",
+    ...extra,
+  };
+}
+
+contract(
+  "an alert is raised once per type, owner, period, window and threshold, whichever handle raises it",
+  async (place) => {
+    const a = await place.open();
+    const b = await place.open();
+    try {
+      const account = await a.ensureAccount("alerted");
+      const first = await a.raiseAlert(alertOf(account.id, 50));
+      assert.equal(typeof first, "number");
+      assert.equal(await a.raiseAlert(alertOf(account.id, 50)), null, "the same one again");
+      assert.equal(await b.raiseAlert(alertOf(account.id, 50)), null, "from another handle");
+      // Each of these differs in one thing: a new alert each.
+      const others = [
+        alertOf(account.id, 80),
+        alertOf(account.id, 50, { period: "day" }),
+        alertOf(account.id, 50, { windowStart: utcWindows(NOW).month.end }),
+        alertOf(account.id, 50, { owner: `account:${account.id}`, keyId: null }),
+        alertOf(account.id, 50, { type: "balance.low" }),
+      ];
+      for (const alert of others) assert.equal(typeof await a.raiseAlert(alert), "number");
+      // Raced from two handles at once: exactly one is new.
+      // Raising one again draws no id: the next new one follows the last.
+      const last = (await a.raiseAlert(alertOf(account.id, 30)))!;
+      for (let i = 0; i < 5; i++) assert.equal(await b.raiseAlert(alertOf(account.id, 30)), null);
+      assert.equal(await a.raiseAlert(alertOf(account.id, 31)), last + 1);
+      const raced = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).raiseAlert(alertOf(account.id, 100))),
+      );
+      assert.equal(raced.filter((id) => id !== null).length, 1);
+      const [stored] = await a.listAlerts({ limit: 1 });
+      assert.equal(stored.threshold, 100);
+      assert.deepEqual(stored.payload, {
+        account: "a",
+        threshold_percent: 100,
+        limit_nanousd: 10_000,
+      });
+      assert.deepEqual(
+        [stored.status, stored.attempts, stored.nextAttemptAt, stored.lastError],
+        ["pending", 0, NOW, null],
+      );
+      assert.deepEqual([stored.keyId, stored.accountId, stored.createdAt], [
+        `key_${account.id}`,
+        account.id,
+        NOW,
+      ]);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  },
+);
+
+contract(
+  "alerts due are the pending ones whose time has come; a delivery is recorded with its outcome",
+  async (place) => {
+    const store = await place.open();
+    const other = await place.open();
+    try {
+      const account = await store.ensureAccount("due");
+      const early = (await store.raiseAlert(alertOf(account.id, 50, { createdAt: NOW - 2_000 })))!;
+      const later = (await store.raiseAlert(alertOf(account.id, 80, { createdAt: NOW - 1_000 })))!;
+      const unsent = (await store.raiseAlert(
+        alertOf(account.id, 100, { createdAt: NOW - 3_000, status: "unsent" }),
+      ))!;
+      const future =
+        (await store.raiseAlert(alertOf(account.id, 90, { createdAt: NOW + 60_000 })))!;
+      assert.deepEqual((await store.alertsDue(NOW, 10)).map((x) => x.id), [early, later]);
+      assert.deepEqual((await store.alertsDue(NOW, 1)).map((x) => x.id), [early]);
+      // A failed delivery: tried again later, with its error and attempts; due again then.
+      assert.equal(
+        await store.markAlert(early, {
+          status: "pending",
+          at: NOW,
+          error: "HTTP 500",
+          nextAttemptAt: NOW + 5_000,
+        }),
+        true,
+      );
+      assert.deepEqual((await store.alertsDue(NOW, 10)).map((x) => x.id), [later]);
+      // The longest due first: `later` has waited since NOW - 1000, `early` since NOW + 5000.
+      assert.deepEqual((await other.alertsDue(NOW + 5_000, 10)).map((x) => x.id), [later, early]);
+      assert.equal(await store.markAlert(later, { status: "delivered", at: NOW + 1 }), true);
+      assert.equal(
+        await store.markAlert(later, { status: "delivered", at: NOW + 2 }),
+        false,
+        "no longer pending",
+      );
+      assert.equal(await store.markAlert(unsent, { status: "delivered", at: NOW }), false);
+      assert.equal(
+        await store.markAlert(early, { status: "failed", at: NOW + 6_000, error: "timed out" }),
+        true,
+      );
+      assert.deepEqual(await store.alertsDue(NOW + 3_600_000, 10).then((d) => d.map((x) => x.id)), [
+        future,
+      ]);
+      const byId = new Map((await other.listAlerts({ limit: 10 })).map((x) => [x.id, x]));
+      const pick = (id: number) => {
+        const x = byId.get(id)!;
+        return [x.status, x.attempts, x.nextAttemptAt, x.lastAttemptAt, x.lastError, x.deliveredAt];
+      };
+      assert.deepEqual(pick(early), ["failed", 2, null, NOW + 6_000, "timed out", null]);
+      assert.deepEqual(pick(later), ["delivered", 1, null, NOW + 1, null, NOW + 1]);
+      assert.deepEqual(pick(unsent), ["unsent", 0, null, null, null, null]);
+      assert.deepEqual(pick(future), ["pending", 0, NOW + 60_000, null, null, null]);
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  },
+);
+
+contract(
+  "alerts are listed newest first, a page at a time, of one account or all",
+  async (place) => {
+    const store = await place.open();
+    try {
+      const one = await store.ensureAccount("list-one");
+      const two = await store.ensureAccount("list-two");
+      const ids: number[] = [];
+      for (let i = 1; i <= 5; i++) {
+        const account = i % 2 ? one : two;
+        ids.push((await store.raiseAlert(alertOf(account.id, i)))!);
+      }
+      const page = await store.listAlerts({ limit: 3 });
+      assert.deepEqual(page.map((x) => x.id), [ids[4], ids[3], ids[2]]);
+      const next = await store.listAlerts({ limit: 3, before: page[2].id });
+      assert.deepEqual(next.map((x) => x.id), [ids[1], ids[0]]);
+      assert.deepEqual(
+        (await store.listAlerts({ limit: 10, accountId: one.id })).map((x) => x.threshold),
+        [5, 3, 1],
+      );
+      assert.deepEqual(
+        (await store.listAlerts({ limit: 1, accountId: two.id, before: ids[3] })).map((x) => x.id),
+        [ids[1]],
+      );
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+contract(
+  "spent budgets: rows at or past a share of their amount, in their own window, with names",
+  async (place) => {
+    const store = await place.open({ owner: true });
+    try {
+      const account = await keyed(store, "spent", {
+        budgets: [{ period: "month", amount: 10_000 }, { period: "day", amount: 100_000 }],
+      }, { budgets: [{ period: "week", amount: 20_000 }] });
+      await store.updateKey("key_spent", { name: "intern" });
+      const hold = await store.reserveLimited(limitedHold(account.id, "key_spent", 9_000), at());
+      assert.ok("id" in hold);
+      // Settled in a later month: it counts in that window, whatever the clock says now.
+      const later = utcWindows(NOW + 40 * 86_400_000);
+      assert.equal(await store.settle(hold.id, tokensCharge(8_000, 10), later), true);
+      const show = (rows: SpentBudget[]) =>
+        rows.map((r) => [r.owner, r.keyId, r.keyName, r.accountName, r.period, r.amount, r.spent]);
+      assert.deepEqual(show(await store.spentBudgets(80)), [
+        ["key", "key_spent", "intern", "spent", "month", 10_000, 8_000],
+      ]);
+      const month = (await store.spentBudgets(80))[0];
+      assert.deepEqual([month.windowStart, month.held, month.accountId], [
+        later.month.start,
+        0,
+        account.id,
+      ]);
+      assert.deepEqual(show(await store.spentBudgets(40)).map((r) => r[4]), ["week", "month"]);
+      assert.equal((await store.spentBudgets(0)).length, 3, "every budget");
+      assert.deepEqual(
+        show(await store.spentBudgets(0, { keyIds: [], accountIds: [account.id] })).map((r) =>
+          r[0]
+        ),
+        ["account"],
+      );
+      assert.deepEqual(
+        (await store.spentBudgets(0, { keyIds: ["key_spent"], accountIds: [] })).map((r) =>
+          r.period
+        ),
+        ["day", "month"],
+      );
+      assert.deepEqual(await store.spentBudgets(0, { keyIds: ["nope"], accountIds: [] }), []);
+      // A revoked key's budgets alert no more.
+      await store.revokeKey("key_spent");
+      assert.deepEqual(show(await store.spentBudgets(0)).map((r) => r[0]), ["account"]);
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+contract("low balances: below an amount, since the account's last credit", async (place) => {
+  const store = await place.open();
+  try {
+    const poor = await store.ensureAccount("poor");
+    const rich = await store.ensureAccount("rich");
+    await store.credit(rich.id, 5_000, "top-up");
+    assert.deepEqual((await store.lowBalances(1_000)).map((b) => [b.accountName, b.since]), [
+      ["poor", poor.createdAt],
+    ]);
+    await store.credit(poor.id, 500, "a little");
+    const [low] = await store.lowBalances(1_000);
+    assert.deepEqual([low.accountId, low.balance, low.held], [poor.id, 500, 0]);
+    assert.ok(low.since >= poor.createdAt);
+    const [credit] = await store.ledgerPage({ accountId: poor.id, limit: 1 });
+    assert.equal(low.since, credit.createdAt);
+    assert.deepEqual((await store.lowBalances(10_000)).map((b) => b.accountName), ["poor", "rich"]);
+    assert.deepEqual(
+      (await store.lowBalances(10_000, [rich.id])).map((b) => b.accountName),
+      ["rich"],
+    );
+    assert.deepEqual(await store.lowBalances(10_000, []), []);
+  } finally {
+    await store.close();
+  }
+});
+
+contract("keys about to expire: active ones whose expiry falls in the span", async (place) => {
+  const store = await place.open();
+  try {
+    const account = await store.ensureAccount("expiring");
+    const key = (id: string, expiresAt: number | null) =>
+      store.insertKey({
+        id,
+        accountId: account.id,
+        hash: KEY_HASH,
+        prefix: "sy-x",
+        rpm: null,
+        createdAt: NOW,
+        expiresAt,
+        name: `${id} name`,
+      });
+    await key("soon", NOW + 3_600_000);
+    await key("later", NOW + 100 * 3_600_000);
+    await key("past", NOW - 1);
+    await key("never", null);
+    await key("revoked", NOW + 60_000);
+    await key("disabled", NOW + 60_000);
+    await key("sooner", NOW + 60_000);
+    await store.revokeKey("revoked");
+    await store.updateKey("disabled", { disabled: true });
+    const found = await store.expiringKeys(NOW, NOW + 72 * 3_600_000);
+    assert.deepEqual(found.map((k) => [k.id, k.name, k.accountName]), [
+      ["sooner", "sooner name", "expiring"],
+      ["soon", "soon name", "expiring"],
+    ]);
+    assert.deepEqual((await store.expiringKeys(NOW + 60_000, NOW + 3_600_000)).map((k) => k.id), [
+      "soon",
+    ]);
+  } finally {
+    await store.close();
+  }
+});
 
 Deno.test({
   name: "[postgres] stop the shared throw-away server",

@@ -2,7 +2,7 @@
  * `switchyard store copy`: a gateway's SQLite store moved into PostgreSQL — its keys go on working
  * against a gateway on the database, with the same balances, usage and ledger — and a second copy
  * into the now non-empty database is refused. Totals past 2^53 nanoUSD are copied and checked
- * exactly.
+ * exactly; alerts go along with their delivery state.
  */
 import assert from "node:assert/strict";
 import { startStack, usageOf } from "./helpers/setup.ts";
@@ -114,6 +114,23 @@ Deno.test({
       }
       const usage = await source.usage(account.id);
       assert.equal(usage.account.spent, 3n * BigInt(max));
+      // Alerts go along with their delivery state (and stay once: the same one is not new there).
+      const alert = {
+        type: "balance.low" as const,
+        owner: `account:${account.id}`,
+        period: "",
+        windowStart: 1_000,
+        threshold: 5_000_000_000,
+        accountId: account.id,
+        keyId: null,
+        payload: { account: "heavy", balance_usd: "0.00" },
+        createdAt: 2_000,
+        status: "pending" as const,
+      };
+      const delivered = (await source.raiseAlert(alert))!;
+      await source.markAlert(delivered, { status: "delivered", at: 3_000 });
+      await source.raiseAlert({ ...alert, windowStart: 4_000, createdAt: 5_000 });
+      const alerts = await source.listAlerts({ limit: 10 });
       source.close();
 
       const report = await copyStore(path, pg.url);
@@ -122,6 +139,10 @@ Deno.test({
       const target = await openPostgresStore(pg.url);
       try {
         assert.deepEqual(await target.usage(account.id), usage, "the same, exactly");
+        assert.deepEqual(await target.listAlerts({ limit: 10 }), alerts);
+        assert.equal(await target.raiseAlert(alert), null, "raised once, before the copy");
+        const next = await target.raiseAlert({ ...alert, windowStart: 6_000 });
+        assert.ok(next! > alerts[0].id, "new ids after the copied ones");
       } finally {
         await target.close();
       }

@@ -20,6 +20,7 @@ import { AmountError } from "../store/amounts.ts";
 import { log } from "../log.ts";
 import { tokensForBytes } from "./estimate.ts";
 import { recordCharge } from "../metrics/gateway.ts";
+import { noteSpent } from "./spend_notes.ts";
 
 /**
  * Where a request keeps its bills, so that whatever way the request ends, none stays open (see
@@ -325,6 +326,7 @@ export class Bill {
     }
     if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
     else recordCharge(this.call.model.id, this.call.principal.accountName, usage, charge.amount);
+    if (settled) noteSpent(this.call.principal); // for alerts: looked at off the request path
   }
 
   /**

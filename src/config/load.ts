@@ -23,6 +23,7 @@ import {
   DEFAULT_METRICS_MODELS,
   type DeploymentInput,
   isPostgresUrl,
+  isWebhookUrl,
   MAX_WORKERS,
   type ModelKind,
   type PriceInput,
@@ -94,6 +95,8 @@ export interface Config {
   conversationMaxBytes: number;
   /** Retries, failover and upstream health. */
   routing: RoutingSettings;
+  /** Alerts on budgets, balances and expiring keys (see `alerts/`). */
+  alerts: AlertSettings;
   catalog: Catalog;
   /** Lines to log once at startup (disabled providers). */
   notices: string[];
@@ -108,6 +111,25 @@ export interface RoutingSettings {
   cooldownMs: number;
   queueMs: number;
   circuit: CircuitSettings;
+}
+
+/** What raises an alert, and how alerts are delivered (see `alerts/`). */
+export interface AlertSettings {
+  /** Where events are POSTed; null: alerts are logged and listed only. */
+  webhookUrl: string | null;
+  /** The HMAC key of `x-switchyard-signature`; null: deliveries are not signed. */
+  secret: string | null;
+  /** Percents of a budget that raise an alert, ascending. */
+  budgetThresholds: number[];
+  /** A balance below this (nanoUSD) raises an alert; null: none. */
+  balanceBelow: number | null;
+  /** A key expiring within this (ms) raises an alert; 0: none. */
+  expiringWithinMs: number;
+  checkIntervalMs: number;
+  /** The wait before each retry of a failed delivery (ms); after the last, it is given up. */
+  retryDelaysMs: number[];
+  /** How long one delivery may take (ms). */
+  timeoutMs: number;
 }
 
 /** When a deployment's circuit opens, and for how long. */
@@ -367,6 +389,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     conversationRetentionMs: (file.conversations?.retentionHours ?? 720) * 3600 * 1000,
     conversationMaxBytes: file.conversations?.maxBytes ?? 8 * 1024 * 1024,
     routing: routingSettings(file.routing),
+    alerts: alertSettings(file.alerts, env, notices),
     catalog: new Catalog(models, providers),
     notices,
   };
@@ -428,6 +451,50 @@ function routingSettings(r: ConfigInput["routing"]): RoutingSettings {
   };
 }
 
+/** The default waits before retrying a failed alert delivery: 5 s, 30 s, 2 min, 10 min, 1 h. */
+export const ALERT_RETRY_DELAYS_MS = [5_000, 30_000, 120_000, 600_000, 3_600_000];
+
+/**
+ * Alert settings with their defaults (see `ConfigSchema.alerts`); `env:NAME` values read from the
+ * environment. Errors never show the webhook's URL or the secret: either may hold a credential.
+ */
+function alertSettings(a: ConfigInput["alerts"], env: Env, notices: string[]): AlertSettings {
+  const resolve = (field: "webhookUrl" | "secret"): string | null => {
+    const written = a?.[field];
+    if (written === undefined) return null;
+    if (!written.startsWith("env:")) return written;
+    const value = env(written.slice(4));
+    if (value === undefined || value === "") {
+      throw new ConfigError(
+        `alerts.${field}: the environment variable ${written.slice(4)} is not set`,
+      );
+    }
+    return value;
+  };
+  const webhookUrl = resolve("webhookUrl");
+  if (webhookUrl !== null && !isWebhookUrl(webhookUrl)) {
+    throw new ConfigError("alerts.webhookUrl: must be an http:// or https:// URL");
+  }
+  const secret = resolve("secret");
+  if (secret !== null && secret.length < 16) {
+    throw new ConfigError("alerts.secret: must be at least 16 characters");
+  }
+  if (webhookUrl !== null && secret === null) {
+    notices.push("alerts.webhookUrl is set without alerts.secret: deliveries are not signed");
+  }
+  const below = a?.balanceBelowUsd;
+  return {
+    webhookUrl,
+    secret,
+    budgetThresholds: [...a?.budgetThresholds ?? [50, 80, 100]].sort((x, y) => x - y),
+    balanceBelow: below === undefined ? null : toNano(below, "alerts.balanceBelowUsd"),
+    expiringWithinMs: (a?.expiringWithinHours ?? 72) * 3_600_000,
+    checkIntervalMs: a?.checkIntervalMs ?? 30_000,
+    retryDelaysMs: a?.retryDelaysMs ?? ALERT_RETRY_DELAYS_MS,
+    timeoutMs: a?.timeoutMs ?? 5_000,
+  };
+}
+
 /** The price fields a model of each kind is billed by; at least one must be set. */
 const KIND_PRICE: Record<
   ModelKind,
@@ -439,7 +506,7 @@ const KIND_PRICE: Record<
   video: ["videoSecond", "videoSecondBy"],
 };
 
-function toNano(value: number, where: string): number {
+function toNano(value: number | string, where: string): number {
   const result = usdToNano(value);
   if (typeof result === "string") throw new ConfigError(`${where}: ${result}`);
   return result;

@@ -5,6 +5,7 @@
 import * as v from "valibot";
 import { HOSTED_TOOLS } from "../catalog/hosted_tools.ts";
 import { isTimeZone } from "../billing/windows.ts";
+import { usdToNano } from "../billing/money.ts";
 
 /** The most serving threads one process runs (`server.workers`, `--workers`). */
 /** Whether `text` is a PostgreSQL URL the driver can parse (`postgres://` or `postgresql://`). */
@@ -13,6 +14,17 @@ export function isPostgresUrl(text: string): boolean {
 }
 
 export const MAX_WORKERS = 256;
+
+/** Whether `text` is an absolute `http://` or `https://` URL (an alert webhook). */
+export function isWebhookUrl(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const { protocol } = new URL(text);
+  return protocol === "http:" || protocol === "https:";
+}
+
+/** The most budget thresholds `alerts.budgetThresholds` lists, and retries `retryDelaysMs`. */
+export const MAX_ALERT_THRESHOLDS = 10;
+export const MAX_ALERT_RETRIES = 10;
 
 /** Distinct model ids served by open patterns that get series of their own in the metrics. */
 export const DEFAULT_METRICS_MODELS = 100;
@@ -392,6 +404,66 @@ export const ConfigSchema = v.strictObject({
       v.string(),
       v.check(isTimeZone, "must be an IANA time zone name, e.g. Europe/Berlin or UTC"),
     )),
+  })),
+  /** Alerts on budgets, balances and keys about to expire, POSTed to a webhook (see `alerts/`). */
+  alerts: v.optional(v.strictObject({
+    /**
+     * Where alert events are POSTed: an `http://` or `https://` URL, or `env:NAME` to read it from
+     * the environment. Unset: alerts are raised, logged and listed, not sent.
+     */
+    webhookUrl: v.optional(v.pipe(
+      v.string("must be a URL or env:NAME"),
+      v.check(
+        (url) => url.startsWith("env:") || isWebhookUrl(url),
+        "must be an http:// or https:// URL (or env:NAME)",
+      ),
+    )),
+    /**
+     * The key deliveries are signed with (HMAC-SHA256, `x-switchyard-signature`), at least 16
+     * characters, or `env:NAME`. Unset: deliveries are not signed.
+     */
+    secret: v.optional(v.pipe(
+      v.string("must be a string or env:NAME"),
+      v.check(
+        (secret) => secret.startsWith("env:") || secret.length >= 16,
+        "must be at least 16 characters (or env:NAME)",
+      ),
+    )),
+    /** Percents of a budget whose reaching raises an alert, once per window (default 50, 80, 100). */
+    budgetThresholds: v.optional(v.pipe(
+      v.array(
+        v.pipe(
+          v.number("must be a percent from 1 to 100"),
+          v.integer("must be a whole percent"),
+          v.minValue(1, "must be a percent from 1 to 100"),
+          v.maxValue(100, "must be a percent from 1 to 100"),
+        ),
+        "must be a list of percents",
+      ),
+      v.maxLength(MAX_ALERT_THRESHOLDS, `must list at most ${MAX_ALERT_THRESHOLDS} percents`),
+      v.check((list) => new Set(list).size === list.length, "must not list a percent twice"),
+    )),
+    /** An account whose balance falls below this (decimal USD, e.g. "5") raises an alert. */
+    balanceBelowUsd: v.optional(v.pipe(
+      v.string('must be a decimal string such as "5" or "2.50"'),
+      v.rawCheck(({ dataset, addIssue }) => {
+        if (!dataset.typed) return;
+        const nano = usdToNano(dataset.value);
+        if (typeof nano === "string") addIssue({ message: nano });
+        else if (nano <= 0) addIssue({ message: "must be more than 0" });
+      }),
+    )),
+    /** A key expiring within this many hours raises an alert (default 72; 0: none). */
+    expiringWithinHours: v.optional(v.pipe(count(0), v.maxValue(8760, "must be at most 8760"))),
+    /** How often budgets, balances and expiring keys are checked, in milliseconds (30000). */
+    checkIntervalMs: v.optional(count(10)),
+    /** The waits before each retry of a failed delivery, in ms; then it is given up. */
+    retryDelaysMs: v.optional(v.pipe(
+      v.array(count(0), "must be a list of milliseconds"),
+      v.maxLength(MAX_ALERT_RETRIES, `must list at most ${MAX_ALERT_RETRIES} retries`),
+    )),
+    /** How long one delivery may take, in milliseconds (default 5000). */
+    timeoutMs: v.optional(count(1)),
   })),
   videos: v.optional(v.strictObject({
     /** How often the background poller checks unfinished video jobs, in milliseconds. */

@@ -178,6 +178,16 @@ const OPERATIONS: Operation[] = [
   },
   {
     method: "get",
+    path: "/admin/api/alerts",
+    id: "listAlerts",
+    tag: "alerts",
+    summary: "Alerts (budgets, low balances, expiring keys), newest first, a page at a time",
+    query: ["account", "limit", "alertBefore"],
+    named: true,
+    ok: [[200, "AlertPage", "A page of alerts, each with its delivery state."]],
+  },
+  {
+    method: "get",
     path: "/admin/api/usage",
     id: "getUsage",
     tag: "usage",
@@ -231,6 +241,12 @@ const QUERY_PARAMETERS: Record<string, object> = {
     in: "query",
     description: "Entries before this id: the previous page's `next`.",
     schema: { type: "integer", minimum: 1 },
+  },
+  alertBefore: {
+    name: "before",
+    in: "query",
+    description: "Alerts before this one: the previous page's `next`.",
+    schema: { type: "string", pattern: "^(alert_)?\\d{1,15}$" },
   },
   days: {
     name: "days",
@@ -332,6 +348,7 @@ export function openApiDocument(): Record<string, unknown> {
       { name: "accounts", description: "Accounts: balance, budgets, model lists." },
       { name: "usage", description: "Spend by day, unit and model." },
       { name: "ledger", description: "Every charge and credit." },
+      { name: "alerts", description: "Budget, balance and expiry alerts and their delivery." },
       { name: "meta", description: "This document." },
     ],
     paths,

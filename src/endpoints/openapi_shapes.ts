@@ -98,6 +98,32 @@ const DAY = object({
   ...amount("spent", "Settled spend that day"),
 });
 
+/** The fields every alert starts with, as its event is delivered. */
+function alertHead(type: string, what: string): Record<string, JsonSchema> {
+  return {
+    id: str("The alert's id (alert_…): the event's id and its x-switchyard-delivery header."),
+    type: { ...constant(type), description: what },
+    created_at: time(),
+    account: str(),
+    message: str("One line for people."),
+  };
+}
+
+/** Its delivery to the webhook, beside the event's fields. */
+const ALERT_DELIVERY: Record<string, JsonSchema> = {
+  status: {
+    type: "string",
+    enum: ["pending", "delivered", "failed", "unsent"],
+    description:
+      "pending: being delivered or retried; failed: given up; unsent: no webhook was configured (logged and listed only).",
+  },
+  attempts: int("Deliveries tried."),
+  next_attempt_at: orNull(time()),
+  last_attempt_at: orNull(time()),
+  last_error: orNull(str()),
+  delivered_at: orNull(time()),
+};
+
 /** `components.schemas` of the document. */
 export const SCHEMAS: Record<string, JsonSchema> = {
   Error: object({
@@ -205,6 +231,46 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     object: constant("list"),
     data: list(ref("LedgerEntry")),
     next: orNull(int("The `before` of the next page (null: this is the last).")),
+  }),
+  BudgetAlert: object({
+    ...alertHead("budget.threshold", "A budget reached a threshold in its window."),
+    key_id: orNull(str("The key whose budget (or whose call) it is; null for an account's.")),
+    key_name: orNull(str()),
+    owner: { type: "string", enum: ["key", "account"] },
+    period: PERIOD,
+    threshold_percent: int("The threshold reached, in percent of the budget."),
+    ...amount("limit", "The budget"),
+    ...amount("spent", "Settled in the window when it was raised"),
+    window_start: time(),
+    resets_at: orNull(time("When the window ends (null: a total budget never resets).")),
+    refused: {
+      type: "boolean",
+      description: "Raised because the budget refused a call it could no longer cover.",
+    },
+    ...ALERT_DELIVERY,
+  }),
+  BalanceAlert: object({
+    ...alertHead("balance.low", "An account's balance is below its alert amount."),
+    key_id: { type: "null" },
+    ...amount("threshold", "The alert amount"),
+    ...amount("balance", "The balance when it was raised"),
+    ...amount("held", "Held by calls in flight then"),
+    since: time("The account's last credit: one alert per credit."),
+    ...ALERT_DELIVERY,
+  }),
+  ExpiringKeyAlert: object({
+    ...alertHead("key.expiring", "A key expires soon."),
+    key_id: str(),
+    key_name: orNull(str()),
+    expires_at: time(),
+    ...ALERT_DELIVERY,
+  }),
+  AlertPage: object({
+    object: constant("list"),
+    data: list({
+      anyOf: [ref("BudgetAlert"), ref("BalanceAlert"), ref("ExpiringKeyAlert")],
+    }),
+    next: orNull(str("The `before` of the next page (null: this is the last).")),
   }),
   OpenApiDocument: { type: "object", description: "This document." },
 };

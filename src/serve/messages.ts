@@ -2,6 +2,7 @@
 import type { RateDecision } from "../auth/ratelimit.ts";
 import type { ConfigRead, Overrides } from "../config/load.ts";
 import type { Samples } from "../metrics/registry.ts";
+import type { SpendNote } from "../billing/spend_notes.ts";
 
 /** From the main thread to a serving thread. */
 export type ToWorker =
@@ -41,4 +42,6 @@ export type ToMain =
   /** Gather every thread's metrics (a scrape of `/metrics` on this thread). */
   | { type: "metrics"; id: number }
   /** This thread's metrics, the answer to `snapshot`. */
-  | { type: "snapshot"; id: number; samples: Record<string, Samples> };
+  | { type: "snapshot"; id: number; samples: Record<string, Samples> }
+  /** Keys that just spent or were refused by a budget, for the alerts (see `spend_notes.ts`). */
+  | { type: "spent"; notes: SpendNote[] };

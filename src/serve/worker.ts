@@ -17,6 +17,7 @@ import { Board } from "../routing/board.ts";
 import { reloadConfig } from "./reload.ts";
 import type { ConfigSource } from "./workers.ts";
 import type { Samples } from "../metrics/registry.ts";
+import { listenForSpending } from "../billing/spend_notes.ts";
 
 const scope = self as unknown as {
   postMessage(message: ToMain): void;
@@ -93,6 +94,8 @@ scope.onmessage = async ({ data }) => {
       metricBounds: data.metricBounds,
     };
     shareMetricBounds(services);
+    // The main thread runs the alerts: it hears who spent here.
+    listenForSpending((notes) => scope.postMessage({ type: "spent", notes }));
     server = startHttp(services, {
       reusePort: true,
       port: data.port,

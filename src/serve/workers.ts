@@ -4,7 +4,8 @@
  * store; the store's transactions keep holds and settlements exact across them. The main thread
  * keeps what must exist once per process: the rate limiter every thread asks (so a key's limit is
  * the key's, not the thread's), startup recovery (done by the caller), and the background work
- * (video poller, pruning, recovery of dead processes' calls).
+ * (video poller, pruning, recovery of dead processes' calls, alerts — which hear from the threads
+ * who spent).
  */
 import { RateLimiter } from "../auth/ratelimit.ts";
 import type { Config, ConfigRead, Overrides } from "../config/load.ts";
@@ -15,6 +16,7 @@ import type { ToMain, ToWorker } from "./messages.ts";
 import { shareMetricBounds, snapshot } from "../metrics/gateway.ts";
 import { connectionCounts } from "./connections.ts";
 import type { Samples } from "../metrics/registry.ts";
+import { passNotes } from "../billing/spend_notes.ts";
 
 /** A running set of serving threads. */
 export interface WorkerPool {
@@ -141,7 +143,8 @@ export async function startWorkers(
           entry.parts.push(data.samples);
           if (--entry.waiting === 0) finishGathering(data.id);
         }
-      } else if (data.type === "listening") listening.resolve(data.port);
+      } else if (data.type === "spent") passNotes(data.notes);
+      else if (data.type === "listening") listening.resolve(data.port);
       else if (data.type === "stopped") stopped.resolve();
     };
     let started = false;

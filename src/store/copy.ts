@@ -1,7 +1,7 @@
 /**
  * `store copy`: moves a SQLite store into an empty PostgreSQL database — accounts and their
  * limits, keys (their hashes, names, limits and counts), budget states, the ledger, video jobs,
- * upstream objects and kept conversations — with their ids, in
+ * upstream objects, kept conversations and alerts (with their delivery state) — with their ids, in
  * one transaction, and checks the copy: row counts and money sums must be equal on both sides, or
  * nothing is committed. A target that already holds data is refused.
  *
@@ -189,6 +189,29 @@ const TABLES: Table[] = [
       ["context_tokens", "bigint"],
       ["created_at", "bigint"],
     ],
+  },
+  {
+    name: "alerts",
+    columns: [
+      ["id", "bigint"],
+      ["type", "text"],
+      ["owner", "text"],
+      ["period", "text"],
+      ["window_start", "bigint"],
+      ["threshold", "bigint"],
+      ["account_id", "bigint"],
+      ["key_id", "text"],
+      ["payload", "jsonb"],
+      ["status", "text"],
+      ["attempts", "integer"],
+      ["next_attempt_at", "bigint"],
+      ["last_attempt_at", "bigint"],
+      ["last_error", "text"],
+      ["created_at", "bigint"],
+      ["delivered_at", "bigint"],
+    ],
+    sequence: "alerts_id_seq",
+    row: (r) => ({ ...r, payload: json(r.payload) }),
   },
 ];
 

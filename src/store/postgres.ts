@@ -20,6 +20,8 @@ import { KEYS_CHANNEL, LOCKS, MIGRATIONS } from "./postgres_schema.ts";
 import {
   type Account,
   type AccountLimits,
+  type Alert,
+  type AlertOutcome,
   type Budget,
   type BudgetState,
   type BudgetWindows,
@@ -32,9 +34,12 @@ import {
   type LedgerEntry,
   type LimitedHold,
   type LimitRefusal,
+  type LowBalance,
+  type NewAlert,
   type NewHold,
   type NewKey,
   type PendingHold,
+  type SpentBudget,
   type Store,
   type StoredResponse,
   StoreUnavailable,
@@ -72,9 +77,12 @@ import {
 import {
   text,
   toAccount,
+  toAlert,
   toBudgetRow,
   toDay,
   toKey,
+  toLowBalance,
+  toSpentBudget,
   toStoredResponse,
   toUpstreamObject,
   toVideoJob,
@@ -261,6 +269,8 @@ const BUDGET = "owner, period, amount, held, window_start, window_spent";
 const ENTRY = `l.id, l.kind, l.status, a.name AS account, l.request_id, l.key_id, l.endpoint,
   l.model, l.provider, l.upstream_model, l.amount, l.units, l.estimated, l.note, l.created_at,
   l.settled_at`;
+const ALERT = `id, type, owner, period, window_start, threshold, account_id, key_id, payload,
+  status, attempts, next_attempt_at, last_attempt_at, last_error, created_at, delivered_at`;
 /** A ledger row's UTC day, `YYYY-MM-DD`. */
 const DAY = `to_char(to_timestamp(created_at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
 
@@ -1203,6 +1213,114 @@ export class PostgresStore implements Store {
       createdAt: Number(row.created_at),
       settledAt: row.settled_at === null ? null : Number(row.settled_at),
     }));
+  }
+
+  async raiseAlert(alert: NewAlert): Promise<number | null> {
+    // Inserted only when absent (an id is drawn from the sequence only then); ON CONFLICT for
+    // the race of two raising it at once.
+    const [row] = await this.#run(this.#sql`
+      INSERT INTO alerts (type, owner, period, window_start, threshold, account_id, key_id,
+                          payload, status, next_attempt_at, created_at)
+      SELECT ${alert.type}, ${alert.owner}, ${alert.period}, ${alert.windowStart},
+             ${alert.threshold}, ${alert.accountId}, ${alert.keyId}, ${this.#json(alert.payload)},
+             ${alert.status}, ${alert.status === "pending" ? alert.createdAt : null},
+             ${alert.createdAt}
+      WHERE NOT EXISTS (
+        SELECT 1 FROM alerts WHERE type = ${alert.type} AND owner = ${alert.owner}
+          AND period = ${alert.period} AND window_start = ${alert.windowStart}
+          AND threshold = ${alert.threshold})
+      ON CONFLICT DO NOTHING RETURNING id`);
+    return row ? Number(row.id) : null;
+  }
+
+  async alertsDue(now: number, limit: number): Promise<Alert[]> {
+    const rows = await this.#run(this.#sql`
+      SELECT ${this.#sql.unsafe(ALERT)} FROM alerts
+      WHERE status = 'pending' AND next_attempt_at <= ${now}
+      ORDER BY next_attempt_at, id LIMIT ${limit}`);
+    return rows.map(toAlert);
+  }
+
+  async markAlert(id: number, outcome: AlertOutcome): Promise<boolean> {
+    const result = await this.#run(this.#sql`
+      UPDATE alerts SET status = ${outcome.status}, attempts = attempts + 1,
+        last_attempt_at = ${outcome.at},
+        next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
+        last_error = ${outcome.status === "delivered" ? null : outcome.error},
+        delivered_at = ${outcome.status === "delivered" ? outcome.at : null}
+      WHERE id = ${id} AND status = 'pending'`);
+    return result.count === 1;
+  }
+
+  async listAlerts(
+    page: { limit: number; before?: number; accountId?: number },
+  ): Promise<Alert[]> {
+    const sql = this.#sql;
+    const account = page.accountId === undefined ? sql`` : sql`AND account_id = ${page.accountId}`;
+    const rows = await this.#run(
+      sql`
+      SELECT ${sql.unsafe(ALERT)} FROM alerts
+      WHERE id < ${page.before ?? Number.MAX_SAFE_INTEGER} ${account}
+      ORDER BY id DESC LIMIT ${page.limit}`,
+      REPORT_TIMEOUT_MS,
+    );
+    return rows.map(toAlert);
+  }
+
+  async spentBudgets(
+    percent: number,
+    of?: { keyIds: string[]; accountIds: number[] },
+  ): Promise<SpentBudget[]> {
+    const sql = this.#sql;
+    const owners = of
+      ? sql`AND b.owner = ANY(${[
+        ...of.keyIds.map(keyOwner),
+        ...of.accountIds.map(accountOwner),
+      ]}::text[])`
+      : sql``;
+    // A key's budget row names the key (`key:<id>`), an account's the account (`account:<id>`).
+    const rows = await this.#run(
+      sql`
+      SELECT b.owner, b.period, b.amount, b.held, b.window_start, b.window_spent,
+             k.id AS key_id, k.name AS key_name, a.id AS account_id, a.name AS account_name
+      FROM budgets b
+      LEFT JOIN keys k ON b.owner LIKE 'key:%' AND k.id = substr(b.owner, 5)
+      JOIN accounts a ON a.id = CASE WHEN b.owner LIKE 'account:%'
+                                     THEN substr(b.owner, 9)::bigint ELSE k.account_id END
+      WHERE b.window_spent * 100 >= b.amount * ${percent}
+        AND (k.id IS NULL OR k.revoked_at IS NULL) ${owners}
+      ORDER BY b.owner, b.period`,
+      REPORT_TIMEOUT_MS,
+    );
+    return rows.map(toSpentBudget);
+  }
+
+  async lowBalances(amount: number, accountIds?: number[]): Promise<LowBalance[]> {
+    const sql = this.#sql;
+    const only = accountIds ? sql`AND a.id = ANY(${accountIds}::bigint[])` : sql``;
+    // Since the account's last credit (or debit): a top-up starts a low balance afresh.
+    const rows = await this.#run(
+      sql`
+      SELECT a.id, a.name, a.balance, a.held,
+             coalesce((SELECT max(l.created_at) FROM ledger l
+                       WHERE l.account_id = a.id AND l.kind = 'credit'), a.created_at) AS since
+      FROM accounts a WHERE a.balance < ${amount} ${only}
+      ORDER BY a.id`,
+      REPORT_TIMEOUT_MS,
+    );
+    return rows.map(toLowBalance);
+  }
+
+  async expiringKeys(after: number, until: number): Promise<KeyRecord[]> {
+    const rows = await this.#run(
+      this.#sql`
+      SELECT ${this.#sql.unsafe(KEY)} FROM keys k JOIN accounts a ON a.id = k.account_id
+      WHERE k.revoked_at IS NULL AND k.disabled_at IS NULL AND k.expires_at IS NOT NULL
+        AND k.expires_at > ${after} AND k.expires_at <= ${until}
+      ORDER BY k.expires_at, k.id`,
+      REPORT_TIMEOUT_MS,
+    );
+    return rows.map(toKey);
   }
 
   /** One statement per request: the key's window is shared by every replica. */

@@ -234,4 +234,29 @@ export const MIGRATIONS: string[] = [
      ON keys FOR EACH STATEMENT EXECUTE FUNCTION switchyard_key_changed();
    CREATE TRIGGER accounts_limits_changed AFTER UPDATE OF limits ON accounts
      FOR EACH STATEMENT EXECUTE FUNCTION switchyard_key_changed();`,
+  // Alerts (see the SQLite store's migration of the same name): what each is about is unique, so
+  // the insert that raises one decides, across replicas, that it is raised once.
+  `CREATE TABLE alerts (
+     id bigserial PRIMARY KEY,
+     type text NOT NULL,
+     owner text NOT NULL,
+     period text NOT NULL,
+     window_start bigint NOT NULL,
+     threshold bigint NOT NULL,
+     account_id bigint NOT NULL REFERENCES accounts (id),
+     key_id text,
+     payload jsonb NOT NULL,
+     status text NOT NULL CHECK (status IN ('pending', 'delivered', 'failed', 'unsent')),
+     attempts integer NOT NULL DEFAULT 0,
+     next_attempt_at bigint,
+     last_attempt_at bigint,
+     last_error text,
+     created_at bigint NOT NULL,
+     delivered_at bigint,
+     UNIQUE (type, owner, period, window_start, threshold)
+   );
+   CREATE INDEX alerts_due ON alerts (next_attempt_at) WHERE status = 'pending';
+   CREATE INDEX alerts_account ON alerts (account_id, id);
+   CREATE INDEX keys_expiry ON keys (expires_at)
+     WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
 ];

@@ -1,9 +1,14 @@
 /** Rows of either store's tables as the store interface's records. */
 import type {
   Account,
+  Alert,
+  AlertStatus,
+  AlertType,
   BudgetPeriod,
   DayUsage,
   KeyRecord,
+  LowBalance,
+  SpentBudget,
   StoredResponse,
   UpstreamObject,
   VideoJob,
@@ -113,5 +118,56 @@ export function toUpstreamObject(row: Row): UpstreamObject {
     kind: String(row.kind) as UpstreamObject["kind"],
     contextTokens: Number(row.context_tokens),
     provider: text(row.provider),
+  };
+}
+
+/** An alert row (its payload as the driver gives it: JSON text, or parsed `jsonb`). */
+export function toAlert(row: Row): Alert {
+  const payload = typeof row.payload === "string" ? JSON.parse(row.payload) : row.payload;
+  return {
+    id: Number(row.id),
+    type: String(row.type) as AlertType,
+    owner: String(row.owner),
+    period: String(row.period),
+    windowStart: Number(row.window_start),
+    threshold: Number(row.threshold),
+    accountId: Number(row.account_id),
+    keyId: text(row.key_id),
+    payload: payload as Record<string, unknown>,
+    createdAt: Number(row.created_at),
+    status: String(row.status) as AlertStatus,
+    attempts: Number(row.attempts),
+    nextAttemptAt: num(row.next_attempt_at),
+    lastAttemptAt: num(row.last_attempt_at),
+    lastError: text(row.last_error),
+    deliveredAt: num(row.delivered_at),
+  };
+}
+
+/** A budget row with its key's and account's names (see `Store.spentBudgets`). */
+export function toSpentBudget(row: Row): SpentBudget {
+  const owner = String(row.owner);
+  return {
+    owner: owner.startsWith("key:") ? "key" : "account",
+    keyId: text(row.key_id),
+    keyName: text(row.key_name),
+    accountId: Number(row.account_id),
+    accountName: String(row.account_name),
+    period: String(row.period) as BudgetPeriod,
+    amount: Number(row.amount),
+    spent: Number(row.window_spent),
+    held: Number(row.held),
+    windowStart: Number(row.window_start),
+  };
+}
+
+/** An account below a balance (see `Store.lowBalances`). */
+export function toLowBalance(row: Row): LowBalance {
+  return {
+    accountId: Number(row.id),
+    accountName: String(row.name),
+    balance: Number(row.balance),
+    held: Number(row.held),
+    since: Number(row.since),
   };
 }

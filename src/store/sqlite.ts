@@ -36,9 +36,12 @@ import {
 import {
   type Row,
   toAccount,
+  toAlert,
   toBudgetRow,
   toDay,
   toKey,
+  toLowBalance,
+  toSpentBudget,
   toStoredResponse,
   toUpstreamObject,
   toVideoJob,
@@ -48,6 +51,8 @@ import { BUDGET_PERIODS } from "./store.ts";
 import type {
   Account,
   AccountLimits,
+  Alert,
+  AlertOutcome,
   Budget,
   BudgetState,
   BudgetWindows,
@@ -60,9 +65,12 @@ import type {
   LedgerEntry,
   LimitedHold,
   LimitRefusal,
+  LowBalance,
+  NewAlert,
   NewHold,
   NewKey,
   PendingHold,
+  SpentBudget,
   Store,
   StoredResponse,
   UpstreamObject,
@@ -243,6 +251,32 @@ const MIGRATIONS: string[] = [
    BEGIN UPDATE key_changes SET n = n + 1; END;
    CREATE TRIGGER accounts_limits AFTER UPDATE OF limits ON accounts
    BEGIN UPDATE key_changes SET n = n + 1; END;`,
+  // Alerts (see `alerts/`): what each is about is unique, so inserting one is the decision that it
+  // is raised once; its delivery state is kept with it, so a restart resumes delivery. Keys about
+  // to expire are found by an index of their own.
+  `CREATE TABLE alerts (
+     id INTEGER PRIMARY KEY,
+     type TEXT NOT NULL,
+     owner TEXT NOT NULL,
+     period TEXT NOT NULL,
+     window_start INTEGER NOT NULL,
+     threshold INTEGER NOT NULL,
+     account_id INTEGER NOT NULL REFERENCES accounts (id),
+     key_id TEXT,
+     payload TEXT NOT NULL,
+     status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed', 'unsent')),
+     attempts INTEGER NOT NULL DEFAULT 0,
+     next_attempt_at INTEGER,
+     last_attempt_at INTEGER,
+     last_error TEXT,
+     created_at INTEGER NOT NULL,
+     delivered_at INTEGER,
+     UNIQUE (type, owner, period, window_start, threshold)
+   );
+   CREATE INDEX alerts_due ON alerts (next_attempt_at) WHERE status = 'pending';
+   CREATE INDEX alerts_account ON alerts (account_id, id);
+   CREATE INDEX keys_expiry ON keys (expires_at)
+     WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
 ];
 
 /** Keys kept in memory at most (only keys that exist, so bounded by the store as well). */
@@ -317,6 +351,9 @@ const KEY_COLUMNS = `k.id, k.account_id, a.name AS account_name, k.hash, k.prefi
 const LEDGER_COLUMNS = `l.id, l.kind, l.status, a.name AS account, l.request_id, l.key_id,
   l.endpoint, l.model, l.provider, l.upstream_model, l.amount, l.units, l.estimated, l.note,
   l.created_at, l.settled_at`;
+const ALERT_COLUMNS = `id, type, owner, period, window_start, threshold, account_id, key_id,
+  payload, status, attempts, next_attempt_at, last_attempt_at, last_error, created_at,
+  delivered_at`;
 const SETTLED_CHARGES = "l.account_id = ? AND l.kind = 'charge' AND l.status = 'settled'";
 /**
  * How far out of time order ledger ids may run (an entry is timed as it is written, under the write
@@ -445,6 +482,58 @@ export class SqliteStore implements Store {
       ),
       dropBudgets: p(`DELETE FROM budgets WHERE owner = ?`),
       dropBudget: p(`DELETE FROM budgets WHERE owner = ? AND period = ?`),
+      raiseAlert: p(
+        `INSERT INTO alerts (type, owner, period, window_start, threshold, account_id, key_id,
+                             payload, status, next_attempt_at, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
+      ),
+      alertExists: p(
+        `SELECT 1 AS found FROM alerts
+         WHERE type = ? AND owner = ? AND period = ? AND window_start = ? AND threshold = ?`,
+      ),
+      alertsDue: p(
+        `SELECT ${ALERT_COLUMNS} FROM alerts INDEXED BY alerts_due
+         WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
+      ),
+      markAlert: p(
+        `UPDATE alerts SET status = ?, attempts = attempts + 1, last_attempt_at = ?,
+                           next_attempt_at = ?, last_error = ?, delivered_at = ?
+         WHERE id = ? AND status = 'pending'`,
+      ),
+      alertPage: p(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE id < ? ORDER BY id DESC LIMIT ?`),
+      accountAlertPage: p(
+        `SELECT ${ALERT_COLUMNS} FROM alerts WHERE account_id = ? AND id < ?
+         ORDER BY id DESC LIMIT ?`,
+      ),
+      // A key's budget row names the key (`key:<id>`), an account's the account (`account:<id>`).
+      spentBudgets: p(
+        `SELECT b.owner, b.period, b.amount, b.held, b.window_start, b.window_spent,
+                k.id AS key_id, k.name AS key_name, a.id AS account_id, a.name AS account_name
+         FROM budgets b
+         LEFT JOIN keys k ON b.owner GLOB 'key:*' AND k.id = substr(b.owner, 5)
+         JOIN accounts a ON a.id = CASE WHEN b.owner GLOB 'account:*'
+                                        THEN CAST(substr(b.owner, 9) AS INTEGER)
+                                        ELSE k.account_id END
+         WHERE b.window_spent * 100 >= b.amount * ?1 AND (k.id IS NULL OR k.revoked_at IS NULL)
+           AND (?2 IS NULL OR b.owner IN (SELECT value FROM json_each(?2)))
+         ORDER BY b.owner, b.period`,
+      ),
+      // Since the account's last credit (or debit): a top-up starts a low balance afresh.
+      lowBalances: p(
+        `SELECT a.id, a.name, a.balance, a.held,
+                coalesce((SELECT max(l.created_at) FROM ledger l
+                          WHERE l.account_id = a.id AND l.kind = 'credit'), a.created_at) AS since
+         FROM accounts a
+         WHERE a.balance < ?1 AND (?2 IS NULL OR a.id IN (SELECT value FROM json_each(?2)))
+         ORDER BY a.id`,
+      ),
+      expiringKeys: p(
+        `SELECT ${KEY_COLUMNS} FROM keys k INDEXED BY keys_expiry
+         JOIN accounts a ON a.id = k.account_id
+         WHERE k.revoked_at IS NULL AND k.disabled_at IS NULL AND k.expires_at IS NOT NULL
+           AND k.expires_at > ? AND k.expires_at <= ?
+         ORDER BY k.expires_at, k.id`,
+      ),
       keyCounts: p(`SELECT limits, in_flight, tpm_minute, tpm_tokens FROM keys WHERE id = ?`),
       putKeyCounts: p(`UPDATE keys SET in_flight = ?, tpm_minute = ?, tpm_tokens = ? WHERE id = ?`),
       leaveFlight: p(`UPDATE keys SET in_flight = max(0, in_flight - 1) WHERE id = ?`),
@@ -1224,6 +1313,83 @@ export class SqliteStore implements Store {
         settledAt: row.settled_at === null ? null : Number(row.settled_at),
       }));
     });
+  }
+
+  raiseAlert(alert: NewAlert): Promise<number | null> {
+    return answer(() => {
+      // Raised before (the common case of a check): a read, no write lock.
+      const key = [alert.type, alert.owner, alert.period, alert.windowStart, alert.threshold];
+      if (this.#s.alertExists.get(...key)) return null;
+      const row = this.#tx(() =>
+        this.#s.raiseAlert.get(
+          alert.type,
+          alert.owner,
+          alert.period,
+          alert.windowStart,
+          alert.threshold,
+          alert.accountId,
+          alert.keyId,
+          JSON.stringify(alert.payload),
+          alert.status,
+          alert.status === "pending" ? alert.createdAt : null,
+          alert.createdAt,
+        ) as Row | undefined
+      );
+      return row ? Number(row.id) : null;
+    });
+  }
+
+  alertsDue(now: number, limit: number): Promise<Alert[]> {
+    return answer(() => (this.#s.alertsDue.all(now, limit) as Row[]).map(toAlert));
+  }
+
+  markAlert(id: number, outcome: AlertOutcome): Promise<boolean> {
+    return answer(() => {
+      const changed = this.#tx(() =>
+        this.#s.markAlert.run(
+          outcome.status,
+          outcome.at,
+          outcome.status === "pending" ? outcome.nextAttemptAt : null,
+          outcome.status === "delivered" ? null : outcome.error,
+          outcome.status === "delivered" ? outcome.at : null,
+          id,
+        ).changes
+      );
+      return Number(changed) === 1;
+    });
+  }
+
+  listAlerts(page: { limit: number; before?: number; accountId?: number }): Promise<Alert[]> {
+    return answer(() => {
+      const before = page.before ?? Number.MAX_SAFE_INTEGER;
+      const rows = page.accountId === undefined
+        ? this.#s.alertPage.all(before, page.limit)
+        : this.#s.accountAlertPage.all(page.accountId, before, page.limit);
+      return (rows as Row[]).map(toAlert);
+    });
+  }
+
+  spentBudgets(
+    percent: number,
+    of?: { keyIds: string[]; accountIds: number[] },
+  ): Promise<SpentBudget[]> {
+    return answer(() => {
+      const owners = of
+        ? JSON.stringify([...of.keyIds.map(keyOwner), ...of.accountIds.map(accountOwner)])
+        : null;
+      return (this.#s.spentBudgets.all(percent, owners) as Row[]).map(toSpentBudget);
+    });
+  }
+
+  lowBalances(amount: number, accountIds?: number[]): Promise<LowBalance[]> {
+    return answer(() => {
+      const ids = accountIds ? JSON.stringify(accountIds) : null;
+      return (this.#s.lowBalances.all(amount, ids) as Row[]).map(toLowBalance);
+    });
+  }
+
+  expiringKeys(after: number, until: number): Promise<KeyRecord[]> {
+    return answer(() => (this.#s.expiringKeys.all(after, until) as Row[]).map(toKey));
   }
 
   close(): void {

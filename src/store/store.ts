@@ -313,6 +313,93 @@ export interface StoredResponse {
   createdAt: number;
 }
 
+/** What an alert is about: a budget's threshold, a low balance, a key about to expire. */
+export type AlertType = "budget.threshold" | "balance.low" | "key.expiring";
+
+/**
+ * Where an alert's delivery stands: `pending` (to be delivered, or retried at `nextAttemptAt`),
+ * `delivered`, `failed` (given up after its last retry), `unsent` (no webhook was configured when it
+ * was raised: it is logged and listed only).
+ */
+export type AlertStatus = "pending" | "delivered" | "failed" | "unsent";
+
+/**
+ * An alert as it is raised. What it is about — `type`, `owner`, `period`, `windowStart`,
+ * `threshold` — is unique: raising the same alert again (another thread, process or replica, a
+ * later check) does nothing, so each is raised once.
+ */
+export interface NewAlert {
+  type: AlertType;
+  /** Whose: `key:<id>` or `account:<id>` (see `limits.ts`). */
+  owner: string;
+  /** A budget's period; "" for the other types. */
+  period: string;
+  /**
+   * The instant it is about (ms since the epoch): a budget's window start, the start of a low
+   * balance's episode (the account's last credit), a key's expiry.
+   */
+  windowStart: number;
+  /** A budget's percent, a balance's amount (nanoUSD); 0 for expiry. */
+  threshold: number;
+  accountId: number;
+  keyId: string | null;
+  /** The event's own fields (what is delivered besides `id`, `type` and `created_at`). */
+  payload: Record<string, unknown>;
+  createdAt: number;
+  /** `pending` when a webhook will deliver it (its first attempt at `createdAt`), else `unsent`. */
+  status: "pending" | "unsent";
+}
+
+/** An alert as the store keeps it, with its delivery state. */
+export interface Alert extends Omit<NewAlert, "status"> {
+  id: number;
+  status: AlertStatus;
+  /** Deliveries tried so far. */
+  attempts: number;
+  /** When the next delivery is due (pending only). */
+  nextAttemptAt: number | null;
+  lastAttemptAt: number | null;
+  /** Why the last delivery failed (never the webhook's address or the secret). */
+  lastError: string | null;
+  deliveredAt: number | null;
+}
+
+/** How one delivery of a pending alert went (each counts as an attempt). */
+export type AlertOutcome =
+  | { status: "delivered"; at: number }
+  /** Failed; tried again at `nextAttemptAt`. */
+  | { status: "pending"; at: number; error: string; nextAttemptAt: number }
+  /** Failed for the last time. */
+  | { status: "failed"; at: number; error: string };
+
+/**
+ * A budget as its row stands — in the window its last settlement or hold counted in, whatever the
+ * clock says now — with the names an alert shows.
+ */
+export interface SpentBudget extends Budget {
+  owner: "key" | "account";
+  /** The key's id and name (a key's budget only). */
+  keyId: string | null;
+  keyName: string | null;
+  accountId: number;
+  accountName: string;
+  /** Settled in the row's window, nanoUSD. */
+  spent: number;
+  held: number;
+  /** The start of the row's window (ms since the epoch). */
+  windowStart: number;
+}
+
+/** An account whose balance is below an amount, and since when it has been (its last credit). */
+export interface LowBalance {
+  accountId: number;
+  accountName: string;
+  balance: number;
+  held: number;
+  /** The account's last credit (or debit), or its creation when it has none: ms since the epoch. */
+  since: number;
+}
+
 /**
  * The store cannot be reached now (a server database is down or cut off): a new call is refused
  * with 503 in the client's protocol, never served unbilled.
@@ -455,6 +542,33 @@ export interface Store {
    * page), of one account when given.
    */
   ledgerPage(page: { accountId?: number; before?: number; limit: number }): Promise<LedgerEntry[]>;
+  /**
+   * Raises an alert unless the same one (its type, owner, period, window and threshold) was raised
+   * before: resolves to its id when it is new, null when it was not — the one decision that makes
+   * an alert once, whichever thread, process or replica raises it.
+   */
+  raiseAlert(alert: NewAlert): Promise<number | null>;
+  /** Pending alerts whose next delivery is due at `now`, the longest due first, at most `limit`. */
+  alertsDue(now: number, limit: number): Promise<Alert[]>;
+  /** Records a delivery of a pending alert; false when it was not pending. */
+  markAlert(id: number, outcome: AlertOutcome): Promise<boolean>;
+  /**
+   * Alerts, newest first: at most `limit`, with ids below `before` when given (the next page), of
+   * one account when given.
+   */
+  listAlerts(page: { limit: number; before?: number; accountId?: number }): Promise<Alert[]>;
+  /**
+   * Budgets whose row's window has settled at least `percent` of their amount (0: every budget),
+   * of active keys and of accounts; of only these keys' and accounts' when `of` is given.
+   */
+  spentBudgets(
+    percent: number,
+    of?: { keyIds: string[]; accountIds: number[] },
+  ): Promise<SpentBudget[]>;
+  /** Accounts whose balance is below `amount` nanoUSD (of only `accountIds` when given). */
+  lowBalances(amount: number, accountIds?: number[]): Promise<LowBalance[]>;
+  /** Keys neither revoked nor disabled that expire after `after` and by `until` (ms). */
+  expiringKeys(after: number, until: number): Promise<KeyRecord[]>;
   /**
    * A store shared by several hosts counts requests per minute itself, for the key as a whole
    * (absent: each process counts its own, see `auth/ratelimit.ts`). Counts one request of `keyId`
