@@ -5,7 +5,7 @@
  * log), one gateway process per `serve --workers N` setting, in every scenario; then the memory
  * scenario. Prints requests/s, p50/p99 latency, errors, the gateway's CPU time per request, the
  * gateway/bare-proxy ratios, the latency the gateway adds at one connection, its peak RSS and the
- * memory figures. Settings (environment): see `settings.ts` and the README's Benchmark section.
+ * memory figures. Settings (environment): see `settings.ts` and docs/benchmark.md.
  */
 import { estimateSeconds, SETTINGS } from "./settings.ts";
 import { type Call, FLOOR_KEY, type Scenario, scenarios, UPSTREAM_HEADERS } from "./scenarios.ts";

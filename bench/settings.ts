@@ -1,4 +1,4 @@
-/** The benchmark's settings, read from the environment (see the README's Benchmark section). */
+/** The benchmark's settings, read from the environment (see docs/benchmark.md). */
 
 function positiveInt(name: string, fallback: number): number {
   const raw = Deno.env.get(name);
