@@ -4,8 +4,7 @@
  */
 import * as v from "valibot";
 import { HOSTED_TOOLS } from "../catalog/hosted_tools.ts";
-import { isTimeZone } from "../billing/windows.ts";
-import { usdToNano } from "../billing/money.ts";
+import { usdToNano } from "../money.ts";
 
 /** The most serving threads one process runs (`server.workers`, `--workers`). */
 /** Whether `text` is a PostgreSQL URL the driver can parse (`postgres://` or `postgresql://`). */
@@ -14,6 +13,22 @@ export function isPostgresUrl(text: string): boolean {
 }
 
 export const MAX_WORKERS = 256;
+
+/**
+ * Whether `name` is an IANA time zone the runtime knows ("Europe/Berlin", "UTC", "Etc/GMT-14", and
+ * the tz database's aliases such as "US/Eastern"; Intl accepts them in any case). Offset strings
+ * such as "+05:30" are refused although Intl accepts them: they are not zones, and a fixed offset
+ * is spelled "Etc/GMT-5" style in the tz database.
+ */
+export function isTimeZone(name: string): boolean {
+  if (name === "" || name !== name.trim() || /^[+\-\u2212]/.test(name)) return false;
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Whether `text` is an absolute `http://` or `https://` URL (an alert webhook). */
 export function isWebhookUrl(text: string): boolean {

@@ -1,13 +1,13 @@
 /**
  * The admin API's request bodies and query parameters, defined once: `admin.ts` validates with
  * these schemas and `openapi.ts` describes them from the same objects (`http/schema_doc.ts`), so
- * the document cannot say other than what is checked. What the CLI's settings code checks beyond
- * them (`cli/key_settings.ts`: a budget's amount and period, an expiry, an address) is a 400 too,
- * and described in words.
+ * the document cannot say other than what is checked. What the settings code the CLI shares
+ * checks beyond them (`billing/key_settings.ts`: a budget's amount and period, an expiry, an
+ * address) is a 400 too, and described in words.
  */
 import * as v from "valibot";
-import { creditToNano, MAX_CREDIT_USD } from "../billing/money.ts";
-import { MAX_IPS, MAX_METADATA_PAIRS, MAX_NAME, MAX_PATTERNS } from "../cli/key_settings.ts";
+import { creditToNano, MAX_CREDIT_USD } from "../money.ts";
+import { MAX_IPS, MAX_METADATA_PAIRS, MAX_NAME, MAX_PATTERNS } from "../billing/key_settings.ts";
 
 /** Ledger entries per page at most, and by default. */
 export const MAX_PAGE = 500;
@@ -70,7 +70,7 @@ const BUDGETS = describe(
   "At most one budget per period; an empty list or null clears them.",
 );
 
-/** A key's settings in the admin API (see `cli/key_settings.ts`; null clears one). */
+/** A key's settings in the admin API (see `billing/key_settings.ts`; null clears one). */
 const KEY_SETTINGS = {
   name: nullable(describe(
     v.pipe(

@@ -1,7 +1,7 @@
 /**
  * The gateway's metrics (see the README's Metrics section): what each thread records, and the
  * families `/metrics` writes. Each thread keeps its own values (`metrics.samples`); a scrape adds
- * up every thread's (see `collect` in `Services`).
+ * up every thread's (see `collectMetrics` in `Services`).
  */
 import {
   type Family,
@@ -13,7 +13,7 @@ import {
   type Samples,
 } from "./registry.ts";
 import type { Usage } from "../billing/price.ts";
-import type { Services } from "../context.ts";
+import type { Config } from "../config/load.ts";
 import { DEFAULT_METRICS_MODELS } from "../config/schema.ts";
 import { RECENT_FAMILIES, RecentCalls } from "./recent.ts";
 
@@ -168,12 +168,20 @@ export const metrics = new Registry(
  * `services.metricBounds`, made by the first call when absent (the main thread's, which hands it
  * to the serving threads). Called once per thread, before it serves.
  */
-export function shareMetricBounds(services: Services): void {
+export function shareMetricBounds(services: {
+  config: Pick<Config, "metricsModels" | "catalog">;
+  metricBounds?: SharedArrayBuffer;
+}): void {
   const caps = labelCaps(
     services.config.metricsModels,
     (id) => services.config.catalog.isExact(id),
   );
   services.metricBounds = metrics.share(caps, services.metricBounds);
+}
+
+/** Counts one store commit that took `seconds` (see `OpenOptions.onCommit` in `store/open.ts`). */
+export function observeCommit(seconds: number): void {
+  metrics.observe(COMMIT_SECONDS_FAMILY, [], seconds);
 }
 
 /** This thread's upstream outcomes of the last minutes, by provider (see `recent.ts`). */
@@ -200,9 +208,11 @@ export function snapshot(openStreams: number): Record<string, Samples> {
  * Every serving thread's snapshot (gathered by the main thread, see `serve/workers.ts`), or this
  * thread's alone when it serves by itself.
  */
-export async function everyThread(
-  services: Pick<Services, "collectMetrics" | "live">,
-): Promise<Record<string, Samples>[]> {
+export async function everyThread(services: {
+  collectMetrics?: () => Promise<Record<string, Samples>[]>;
+  /** This thread's streams in flight. */
+  live?: { readonly size: number };
+}): Promise<Record<string, Samples>[]> {
   return services.collectMetrics
     ? await services.collectMetrics()
     : [snapshot(services.live?.size ?? 0)];

@@ -1,6 +1,6 @@
 /**
  * Reaching an upstream: the call's surface (by protocol) gives the base URL, the auth header (as
- * data, see `surfaces.ts`) and fixed headers; a family's quirks adjust the call's own headers.
+ * data, see `catalog/surfaces.ts`) and fixed headers; a family's quirks adjust the call's own headers.
  */
 import type { ProviderEntry, ProviderKey, Surface } from "../catalog/catalog.ts";
 import { credentialsRefused, GatewayError, retryAfterSeconds } from "../http/errors.ts";

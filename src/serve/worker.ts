@@ -11,7 +11,7 @@ import { openStore } from "../store/open.ts";
 import { drainServer } from "./drain.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 import type { LiveStream } from "../http/relay.ts";
-import { shareMetricBounds, snapshot } from "../metrics/gateway.ts";
+import { observeCommit, shareMetricBounds, snapshot } from "../metrics/gateway.ts";
 import type { Services } from "../context.ts";
 import { Board } from "../routing/board.ts";
 import { reloadConfig } from "./reload.ts";
@@ -82,6 +82,7 @@ scope.onmessage = async ({ data }) => {
       owner: true,
       writeLock: data.shared,
       thread: data.index,
+      onCommit: observeCommit,
     });
     source = { configFile: data.configFile, overrides: data.overrides };
     services = {

@@ -39,6 +39,7 @@ import {
   type NewHold,
   type NewKey,
   type PendingHold,
+  type RateDecision,
   type SpentBudget,
   type Store,
   type StoredResponse,
@@ -48,7 +49,6 @@ import {
   type VideoJob,
   type VideoOutcome,
 } from "./store.ts";
-import type { RateDecision } from "../auth/ratelimit.ts";
 import { log } from "../log.ts";
 import { deadline } from "../http/deadlines.ts";
 import {

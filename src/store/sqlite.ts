@@ -46,7 +46,6 @@ import {
   toUpstreamObject,
   toVideoJob,
 } from "./rows.ts";
-import { COMMIT_SECONDS_FAMILY, metrics } from "../metrics/gateway.ts";
 import { BUDGET_PERIODS } from "./store.ts";
 import type {
   Account,
@@ -306,6 +305,8 @@ export interface SqliteOptions {
    * store, whose WAL checkpoints are then another thread's job (see `checkpointer.ts`).
    */
   writeLock?: SharedArrayBuffer;
+  /** Told how long each write transaction took, from begin to commit (seconds). */
+  onCommit?: (seconds: number) => void;
 }
 
 /** Opens (creating and migrating if needed) the SQLite store at `path`. */
@@ -326,7 +327,7 @@ export function openSqliteStore(path: string, options: SqliteOptions = {}): Sqli
   const lock = path === ":memory:" ? null : new OwnerLock(`${dir}/owners`);
   const writeLock = options.writeLock ? new WriteLock(options.writeLock) : null;
   const owner = options.owner && lock ? lock.acquire() : null;
-  return new SqliteStore(db, path, owner, lock, writeLock);
+  return new SqliteStore(db, path, owner, lock, writeLock, options.onCommit);
 }
 
 function migrate(db: DatabaseSync): void {
@@ -403,6 +404,7 @@ export class SqliteStore implements Store {
   /** This process's owner id when it serves calls (its holds are marked with it). */
   readonly #owner: string | null;
   readonly #locks: OwnerLock | null;
+  readonly #onCommit: ((seconds: number) => void) | undefined;
 
   constructor(
     db: DatabaseSync,
@@ -410,8 +412,10 @@ export class SqliteStore implements Store {
     owner: string | null,
     locks: OwnerLock | null,
     writeLock: WriteLock | null,
+    onCommit?: (seconds: number) => void,
   ) {
     this.#db = db;
+    this.#onCommit = onCommit;
     this.#path = path;
     this.#owner = owner;
     this.#locks = locks;
@@ -756,7 +760,7 @@ export class SqliteStore implements Store {
         }
       }
       this.#s.commit.run();
-      metrics.observe(COMMIT_SECONDS_FAMILY, [], (performance.now() - began) / 1000);
+      this.#onCommit?.((performance.now() - began) / 1000);
     } catch (error) {
       try {
         this.#db.exec("ROLLBACK");

@@ -3,15 +3,10 @@
  * `sqlite.ts` is the embedded implementation, `postgres.ts` the one several hosts can share. What
  * is written is checked at the boundary, and totals are read exactly (see `amounts.ts`).
  */
-import type { RateDecision } from "../auth/ratelimit.ts";
+import type { Total } from "../money.ts";
 
-/**
- * An exact integer amount (nanoUSD) or quantity as a store reads it: a number while it is a safe
- * integer, a bigint only beyond `Number.MAX_SAFE_INTEGER` (so `===` and JSON stay as they were for
- * every figure below 2^53). Lifetime spend and sums over many entries can pass 2^53 in a few years
- * of heavy use.
- */
-export type Total = number | bigint;
+/** Exact amounts and totals (see `money.ts`). */
+export type { Total };
 
 export interface Account {
   id: number;
@@ -422,6 +417,19 @@ export type Awaitable<T> = T | Promise<T>;
 export interface ChainBound {
   steps: number;
   bytes: number;
+}
+
+/**
+ * Whether one more request of a key is allowed by its requests per minute, and what is left: the
+ * answer of `Store.countRequest` (and of the process's own counter, `auth/ratelimit.ts`).
+ */
+export interface RateDecision {
+  allowed: boolean;
+  /** 0 when unlimited. */
+  limit: number;
+  remaining: number;
+  /** Milliseconds until one more request is allowed (0 when one is already allowed). */
+  resetMs: number;
 }
 
 /**
