@@ -15,7 +15,7 @@ import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "./src/config/load.ts";
 import { isPostgresUrl, MAX_WORKERS } from "./src/config/schema.ts";
 import { openStore, storeName } from "./src/store/open.ts";
-import { startServer } from "./src/server.ts";
+import { startServer } from "./src/serve/one_thread.ts";
 import { flushLog, log } from "./src/log.ts";
 import { recoverHolds } from "./src/billing/ledger.ts";
 import { drainServer } from "./src/serve/drain.ts";

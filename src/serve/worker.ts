@@ -6,7 +6,8 @@
 import { type RateDecision, UNLIMITED } from "../auth/ratelimit.ts";
 import { loadConfig } from "../config/load.ts";
 import { flushLog } from "../log.ts";
-import { type Limiter, type RunningServer, startHttp } from "../server.ts";
+import type { Limiter } from "../server.ts";
+import { type RunningServer, startHttp } from "./http.ts";
 import { openStore } from "../store/open.ts";
 import { drainServer } from "./drain.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
