@@ -1,11 +1,10 @@
 /**
- * The storage interface: accounts, keys (hashes only) and the ledger. Amounts are integer nanoUSD.
- * `sqlite.ts` is the embedded implementation, `postgres.ts` the one several hosts can share. What
- * is written is checked at the boundary, and totals are read exactly (see `amounts.ts`).
+ * The storage interface: accounts, keys (hashes only) and the ledger. Amounts are integer nanoUSD
+ * (totals past 2^53 are bigints: `Total`, see `money.ts`). `sqlite.ts` is the embedded
+ * implementation, `postgres.ts` the one several hosts can share. What is written is checked at
+ * the boundary, and totals are read exactly (see `amounts.ts`).
  */
 import type { Total } from "../money.ts";
-
-/** Exact amounts and totals (see `money.ts`). */
 export type { Total };
 
 export interface Account {
@@ -419,10 +418,7 @@ export interface ChainBound {
   bytes: number;
 }
 
-/**
- * Whether one more request of a key is allowed by its requests per minute, and what is left: the
- * answer of `Store.countRequest` (and of the process's own counter, `auth/ratelimit.ts`).
- */
+/** A key's requests per minute: may one more be made, and what is left (`countRequest`). */
 export interface RateDecision {
   allowed: boolean;
   /** 0 when unlimited. */
