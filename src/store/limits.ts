@@ -280,6 +280,27 @@ export function settledBudget(
   };
 }
 
+/** The budget rows a hold's mark names, owner and period, in the order they are locked. */
+export function markedBudgets(mark: HoldMark): { owner: string; period: string }[] {
+  return [...mark.b].sort().map((name) => {
+    const at = name.lastIndexOf("|");
+    return { owner: name.slice(0, at), period: name.slice(at + 1) };
+  });
+}
+
+/**
+ * How a settlement corrects its key's tokens of the minute its hold counted them in: by the tokens
+ * charged less those held (null: the hold counted none).
+ */
+export function tokensBack(
+  mark: HoldMark,
+  charge: { units: { unit: string; quantity: number }[] } | null,
+): { change: number; minute: number } | null {
+  if (mark.t === undefined || mark.m === undefined) return null;
+  const used = charge ? chargedTokens(charge.units) : 0;
+  return { change: used - mark.t, minute: mark.m };
+}
+
 /** Tokens a charge counts against a tokens-per-minute limit: its token lines. */
 export function chargedTokens(units: { unit: string; quantity: number }[]): number {
   let tokens = 0;

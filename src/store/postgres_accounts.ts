@@ -4,19 +4,12 @@
  * replica's change to a key drops (`KeyCache.changed`, on its announcement or the counter checked
  * every second, see `postgres.ts`).
  */
-import type {
-  Account,
-  AccountLimits,
-  Budget,
-  KeyPatch,
-  KeyRecord,
-  NewKey,
-  Store,
-} from "./store.ts";
+import type { Budget, KeyRecord } from "./store.ts";
 import { checkCredit, CreditRefused, MAX_BALANCE } from "./amounts.ts";
 import { accountOwner, keyOwner, patchedKey } from "./limits.ts";
 import { ACCOUNT_COLUMNS, KEY_COLUMNS, toAccount, toKey } from "./rows.ts";
 import { type PgConnection, REPORT_TIMEOUT_MS, type Tx } from "./postgres_connection.ts";
+import type { AccountsPart } from "./store_parts.ts";
 
 /** Keys kept in memory at most. */
 const MAX_CACHED_KEYS = 100_000;
@@ -48,25 +41,8 @@ export class KeyCache {
   }
 }
 
-/** The store's accounts and keys (see the module's note). */
-export type PostgresAccounts = Pick<
-  Store,
-  | "ensureAccount"
-  | "account"
-  | "listAccounts"
-  | "credit"
-  | "insertKey"
-  | "updateKey"
-  | "rotateKey"
-  | "touchKeys"
-  | "updateAccountLimits"
-  | "findKey"
-  | "listKeys"
-  | "revokeKey"
->;
-
 /** The accounts and keys of the store on `c`, its keys cached in `cache`. */
-export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAccounts {
+export function postgresAccounts(c: PgConnection, cache: KeyCache): AccountsPart {
   const { sql } = c;
   const ACCOUNT = sql.unsafe(ACCOUNT_COLUMNS);
   const KEY = sql.unsafe(KEY_COLUMNS);
@@ -83,7 +59,7 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAcco
   };
 
   return {
-    async ensureAccount(name: string): Promise<Account> {
+    async ensureAccount(name) {
       // The no-op update returns the row when another caller made it first (a select would not
       // see a row committed during the statement).
       const [row] = await c.run(sql`
@@ -93,12 +69,12 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAcco
       return toAccount(row);
     },
 
-    async account(name: string): Promise<Account | undefined> {
+    async account(name) {
       const [row] = await c.run(sql`SELECT ${ACCOUNT} FROM accounts WHERE name = ${name}`);
       return row && toAccount(row);
     },
 
-    async listAccounts(): Promise<Account[]> {
+    async listAccounts() {
       const rows = await c.run(
         sql`SELECT ${ACCOUNT} FROM accounts ORDER BY name`,
         REPORT_TIMEOUT_MS,
@@ -106,7 +82,7 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAcco
       return rows.map(toAccount);
     },
 
-    async credit(accountId: number, amount: number, note: string): Promise<Account> {
+    async credit(accountId, amount, note) {
       checkCredit(amount);
       const now = Date.now();
       // A credit may not take the balance past MAX_BALANCE, nor a debit below what calls in
@@ -130,7 +106,7 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAcco
       throw new CreditRefused(accountId, amount, account.balance, account.held);
     },
 
-    async insertKey(key: NewKey): Promise<void> {
+    async insertKey(key) {
       const limits = key.limits ?? {};
       await c.run(sql.begin(async (tx) => {
         await tx`
@@ -144,7 +120,7 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAcco
       cache.changed();
     },
 
-    async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord | undefined> {
+    async updateKey(id, patch) {
       const updated = await c.run(sql.begin(async (tx) => {
         const [row] = await tx`
           SELECT ${KEY} FROM keys k JOIN accounts a ON a.id = k.account_id
@@ -166,12 +142,7 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAcco
       return row && toKey(row);
     },
 
-    async rotateKey(
-      id: string,
-      hash: Uint8Array,
-      prefix: string,
-      previousUntil: number | null,
-    ): Promise<boolean> {
+    async rotateKey(id, hash, prefix, previousUntil) {
       const result = await c.run(sql`
         UPDATE keys SET previous_hash = hash, previous_until = ${previousUntil}, hash = ${hash},
                prefix = ${prefix}
@@ -180,7 +151,7 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAcco
       return result.count === 1;
     },
 
-    async touchKeys(used: ReadonlyMap<string, number>): Promise<void> {
+    async touchKeys(used) {
       if (!used.size) return;
       const ids = [...used.keys()];
       const times = ids.map((id) => used.get(id)!);
@@ -190,7 +161,7 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAcco
         WHERE keys.id = u.id AND coalesce(keys.last_used_at, 0) < u.at`);
     },
 
-    async updateAccountLimits(name: string, limits: AccountLimits): Promise<Account | undefined> {
+    async updateAccountLimits(name, limits) {
       const row = await c.run(sql.begin(async (tx) => {
         const [row] = await tx`
           UPDATE accounts SET limits = ${c.jsonOrNull(limits)} WHERE name = ${name}
@@ -228,7 +199,7 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAcco
       });
     },
 
-    async listKeys(): Promise<KeyRecord[]> {
+    async listKeys() {
       const rows = await c.run(
         sql`SELECT ${KEY} FROM keys k JOIN accounts a ON a.id = k.account_id
             ORDER BY k.created_at, k.id`,
@@ -237,7 +208,7 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): PostgresAcco
       return rows.map(toKey);
     },
 
-    async revokeKey(id: string): Promise<boolean> {
+    async revokeKey(id) {
       const result = await c.run(sql`
         UPDATE keys SET revoked_at = ${Date.now()} WHERE id = ${id} AND revoked_at IS NULL`);
       cache.changed();

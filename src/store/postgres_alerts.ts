@@ -3,37 +3,17 @@
  * so the insert decides), its delivery state, the pages the admin API lists — and the checks that
  * find what to alert on: budgets spent past a threshold, low balances, keys about to expire.
  */
-import type {
-  Alert,
-  AlertOutcome,
-  KeyRecord,
-  LowBalance,
-  NewAlert,
-  SpentBudget,
-  Store,
-} from "./store.ts";
 import { accountOwner, keyOwner } from "./limits.ts";
 import { ALERT_COLUMNS, KEY_COLUMNS, toAlert, toKey, toLowBalance, toSpentBudget } from "./rows.ts";
 import { type PgConnection, REPORT_TIMEOUT_MS } from "./postgres_connection.ts";
-
-/** The store's alerts and what they are raised on (see the module's note). */
-export type PostgresAlerts = Pick<
-  Store,
-  | "raiseAlert"
-  | "alertsDue"
-  | "markAlert"
-  | "listAlerts"
-  | "spentBudgets"
-  | "lowBalances"
-  | "expiringKeys"
->;
+import type { AlertsPart } from "./store_parts.ts";
 
 /** The alerts of the store on `c`. */
-export function postgresAlerts(c: PgConnection): PostgresAlerts {
+export function postgresAlerts(c: PgConnection): AlertsPart {
   const { sql } = c;
   const ALERT = sql.unsafe(ALERT_COLUMNS);
   return {
-    async raiseAlert(alert: NewAlert): Promise<number | null> {
+    async raiseAlert(alert) {
       // Inserted only when absent (an id is drawn from the sequence only then); ON CONFLICT for
       // the race of two raising it at once.
       const [row] = await c.run(sql`
@@ -51,7 +31,7 @@ export function postgresAlerts(c: PgConnection): PostgresAlerts {
       return row ? Number(row.id) : null;
     },
 
-    async alertsDue(now: number, limit: number): Promise<Alert[]> {
+    async alertsDue(now, limit) {
       const rows = await c.run(sql`
         SELECT ${ALERT} FROM alerts
         WHERE status = 'pending' AND next_attempt_at <= ${now}
@@ -59,7 +39,7 @@ export function postgresAlerts(c: PgConnection): PostgresAlerts {
       return rows.map(toAlert);
     },
 
-    async markAlert(id: number, outcome: AlertOutcome): Promise<boolean> {
+    async markAlert(id, outcome) {
       const result = await c.run(sql`
         UPDATE alerts SET status = ${outcome.status}, attempts = attempts + 1,
           last_attempt_at = ${outcome.at},
@@ -70,9 +50,7 @@ export function postgresAlerts(c: PgConnection): PostgresAlerts {
       return result.count === 1;
     },
 
-    async listAlerts(
-      page: { limit: number; before?: number; accountId?: number },
-    ): Promise<Alert[]> {
+    async listAlerts(page) {
       const account = page.accountId === undefined
         ? sql``
         : sql`AND account_id = ${page.accountId}`;
@@ -86,10 +64,7 @@ export function postgresAlerts(c: PgConnection): PostgresAlerts {
       return rows.map(toAlert);
     },
 
-    async spentBudgets(
-      percent: number,
-      of?: { keyIds: string[]; accountIds: number[] },
-    ): Promise<SpentBudget[]> {
+    async spentBudgets(percent, of) {
       const owners = of
         ? sql`AND b.owner = ANY(${[
           ...of.keyIds.map(keyOwner),
@@ -113,7 +88,7 @@ export function postgresAlerts(c: PgConnection): PostgresAlerts {
       return rows.map(toSpentBudget);
     },
 
-    async lowBalances(amount: number, accountIds?: number[]): Promise<LowBalance[]> {
+    async lowBalances(amount, accountIds) {
       const only = accountIds ? sql`AND a.id = ANY(${accountIds}::bigint[])` : sql``;
       // Since the account's last credit (or debit): a top-up starts a low balance afresh.
       const rows = await c.run(
@@ -128,7 +103,7 @@ export function postgresAlerts(c: PgConnection): PostgresAlerts {
       return rows.map(toLowBalance);
     },
 
-    async expiringKeys(after: number, until: number): Promise<KeyRecord[]> {
+    async expiringKeys(after, until) {
       const rows = await c.run(
         sql`
         SELECT ${sql.unsafe(KEY_COLUMNS)} FROM keys k JOIN accounts a ON a.id = k.account_id

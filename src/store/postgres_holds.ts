@@ -7,19 +7,7 @@
  * died; and video jobs, whose hold lasts until the job finishes. While the database is away,
  * settlements and submitted jobs wait in the spool (`postgres_spool.ts`).
  */
-import type {
-  BudgetState,
-  BudgetWindows,
-  Charge,
-  HoldLimits,
-  LimitedHold,
-  LimitRefusal,
-  NewHold,
-  PendingHold,
-  Store,
-  VideoJob,
-  VideoOutcome,
-} from "./store.ts";
+import type { BudgetWindows, Charge, PendingHold, VideoJob } from "./store.ts";
 import { StoreUnavailable } from "./store.ts";
 import {
   checkCharge,
@@ -31,40 +19,26 @@ import {
 import {
   accountOwner,
   budgetStates,
-  chargedTokens,
   type HoldMark,
   keyOwner,
+  markedBudgets,
   markOf,
   planHoldOn,
   settledBudget,
+  tokensBack,
   utcWindows,
 } from "./limits.ts";
 import { BUDGET_COLUMNS, toBudgetRow, toVideoJob } from "./rows.ts";
 import { type PgConnection, REPORT_TIMEOUT_MS, type Tx } from "./postgres_connection.ts";
 import type { PgOwners } from "./postgres_owners.ts";
 import type { Deferred, Spool } from "./postgres_spool.ts";
-
-/** The store's holds and video jobs (see the module's note). */
-export type PostgresHolds = Pick<
-  Store,
-  | "available"
-  | "holdsOutstanding"
-  | "budgets"
-  | "reserve"
-  | "reserveLimited"
-  | "settle"
-  | "pendingHolds"
-  | "insertVideoJob"
-  | "videoJob"
-  | "pendingVideoJobs"
-  | "finishVideoJob"
->;
+import type { HoldsPart } from "./store_parts.ts";
 
 /**
  * The holds and video jobs of the store on `c`, marked with the owner this process registered as
  * (`owners`); what cannot be written while the database is away waits in `spool`.
  */
-export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): PostgresHolds {
+export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): HoldsPart {
   const { sql } = c;
   const BUDGET = sql.unsafe(BUDGET_COLUMNS);
 
@@ -77,11 +51,9 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
     charge: Charge | null,
     windows: BudgetWindows,
   ): Promise<void> => {
-    for (const name of [...mark.b].sort()) {
-      const at = name.lastIndexOf("|");
+    for (const { owner, period } of markedBudgets(mark)) {
       const [found] = await tx`
-        SELECT ${BUDGET} FROM budgets
-        WHERE owner = ${name.slice(0, at)} AND period = ${name.slice(at + 1)} FOR UPDATE`;
+        SELECT ${BUDGET} FROM budgets WHERE owner = ${owner} AND period = ${period} FOR UPDATE`;
       if (!found) continue; // the budget was removed meanwhile
       const b = settledBudget(toBudgetRow(found), reserved, charge?.amount ?? 0, windows);
       await tx`UPDATE budgets SET held = ${b.held}, window_start = ${b.windowStart},
@@ -91,10 +63,10 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
     if (mark.c) {
       await tx`UPDATE keys SET in_flight = greatest(0, in_flight - 1) WHERE id = ${keyId}`;
     }
-    if (mark.t !== undefined && mark.m !== undefined) {
-      const used = charge ? chargedTokens(charge.units) : 0;
-      await tx`UPDATE keys SET tpm_tokens = greatest(0, tpm_tokens + ${used - mark.t})
-               WHERE id = ${keyId} AND tpm_minute = ${mark.m}`;
+    const tokens = tokensBack(mark, charge);
+    if (tokens) {
+      await tx`UPDATE keys SET tpm_tokens = greatest(0, tpm_tokens + ${tokens.change})
+               WHERE id = ${keyId} AND tpm_minute = ${tokens.minute}`;
     }
   };
 
@@ -206,30 +178,26 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
   });
 
   return {
-    async available(accountId: number): Promise<number> {
+    async available(accountId) {
       const [row] = await c.run(sql`
         SELECT least(balance - held, ${MAX_BALANCE}::bigint) AS available FROM accounts
         WHERE id = ${accountId}`);
       return row ? Number(row.available) : 0;
     },
 
-    async holdsOutstanding(): Promise<number> {
+    async holdsOutstanding() {
       const [row] = await c.run(sql`SELECT count(*) AS n FROM ledger WHERE status = 'held'`);
       return Number(row.n);
     },
 
-    async budgets(
-      keyId: string | null,
-      accountId: number,
-      windows: BudgetWindows,
-    ): Promise<BudgetState[]> {
+    async budgets(keyId, accountId, windows) {
       const rows = await c.run(sql`
         SELECT ${BUDGET} FROM budgets
         WHERE owner IN (${keyId === null ? "" : keyOwner(keyId)}, ${accountOwner(accountId)})`);
       return budgetStates(rows.map(toBudgetRow), windows);
     },
 
-    async reserve(h: NewHold): Promise<number | null> {
+    async reserve(h) {
       checkHold(h);
       const token = crypto.randomUUID();
       const [row] = await c.run(sql`
@@ -255,7 +223,7 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
      * deadlock — the decision is `planHold`'s (see `limits.ts`), and the hold is written with
      * its mark.
      */
-    async reserveLimited(h: NewHold, at: HoldLimits): Promise<LimitedHold | LimitRefusal> {
+    async reserveLimited(h, at) {
       checkHold(h);
       const token = crypto.randomUUID();
       return await c.run(sql.begin(async (tx) => {
@@ -300,7 +268,7 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
      * Settles now, or — the database being away — queues the settlement (resolving true: it
      * will be written once, when the database is back).
      */
-    async settle(id: number, charge: Charge | null, windows?: BudgetWindows): Promise<boolean> {
+    async settle(id, charge, windows) {
       checkCharge(charge); // before anything is written, or queued
       const at = windows ?? utcWindows(Date.now());
       try {
@@ -312,7 +280,7 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
       }
     },
 
-    async pendingHolds(): Promise<PendingHold[]> {
+    async pendingHolds() {
       const rows = await c.run(
         sql`
         SELECT l.id, l.account_id, l.estimate, l.owner FROM ledger l
@@ -341,7 +309,7 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
      * Records the job; while the database is away, the record waits with the settlements (its
      * upstream job exists and its funds are held, so the client gets its id all the same).
      */
-    async insertVideoJob(job: VideoJob): Promise<void> {
+    async insertVideoJob(job) {
       checkVideoJob(job);
       try {
         await insertVideoJob(job);
@@ -351,23 +319,19 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
       }
     },
 
-    async videoJob(id: string): Promise<VideoJob | undefined> {
+    async videoJob(id) {
       const [row] = await c.run(sql`SELECT * FROM video_jobs WHERE id = ${id}`);
       return row && toVideoJob(row);
     },
 
-    async pendingVideoJobs(limit: number): Promise<VideoJob[]> {
+    async pendingVideoJobs(limit) {
       const rows = await c.run(sql`
         SELECT * FROM video_jobs WHERE status = 'pending' ORDER BY created_at LIMIT ${limit}`);
       return rows.map(toVideoJob);
     },
 
     /** One statement: the job, its ledger row and the account's funds move together, once. */
-    async finishVideoJob(
-      id: string,
-      outcome: VideoOutcome,
-      windows?: BudgetWindows,
-    ): Promise<boolean> {
+    async finishVideoJob(id, outcome, windows) {
       checkVideoOutcome(outcome);
       const done = outcome.status === "done";
       const amount = done ? outcome.charge?.amount ?? 0 : null;

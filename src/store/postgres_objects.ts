@@ -3,27 +3,16 @@
  * responses, containers), by the account whose call created each, and the Responses conversations
  * the gateway keeps itself — both pruned by age.
  */
-import type { ChainBound, Store, StoredResponse, UpstreamObject } from "./store.ts";
 import { checkTokens } from "./amounts.ts";
 import { toStoredResponse, toUpstreamObject } from "./rows.ts";
 import { type PgConnection, REPORT_TIMEOUT_MS } from "./postgres_connection.ts";
-
-/** The store's objects and kept conversations (see the module's note). */
-export type PostgresObjects = Pick<
-  Store,
-  | "recordObject"
-  | "upstreamObject"
-  | "pruneObjects"
-  | "saveResponse"
-  | "responseChain"
-  | "pruneResponses"
->;
+import type { ObjectsPart } from "./store_parts.ts";
 
 /** The upstream objects and kept conversations of the store on `c`. */
-export function postgresObjects(c: PgConnection): PostgresObjects {
+export function postgresObjects(c: PgConnection): ObjectsPart {
   const { sql } = c;
   return {
-    async recordObject(o: UpstreamObject): Promise<void> {
+    async recordObject(o) {
       checkTokens("an upstream object", o.contextTokens);
       await c.run(sql`
         INSERT INTO upstream_objects (id, account_id, kind, context_tokens, provider, created_at)
@@ -32,14 +21,14 @@ export function postgresObjects(c: PgConnection): PostgresObjects {
         ON CONFLICT (id) DO NOTHING`);
     },
 
-    async upstreamObject(id: string): Promise<UpstreamObject | undefined> {
+    async upstreamObject(id) {
       const [row] = await c.run(sql`
         SELECT id, account_id, kind, context_tokens, provider FROM upstream_objects
         WHERE id = ${id}`);
       return row && toUpstreamObject(row);
     },
 
-    async pruneObjects(before: number): Promise<number> {
+    async pruneObjects(before) {
       const result = await c.run(
         sql`DELETE FROM upstream_objects WHERE created_at < ${before}`,
         REPORT_TIMEOUT_MS,
@@ -47,7 +36,7 @@ export function postgresObjects(c: PgConnection): PostgresObjects {
       return result.count;
     },
 
-    async saveResponse(r: StoredResponse): Promise<void> {
+    async saveResponse(r) {
       checkTokens("a conversation step", r.contextTokens);
       await c.run(sql`
         INSERT INTO stored_responses (id, account_id, previous_id, items, context_tokens,
@@ -57,7 +46,7 @@ export function postgresObjects(c: PgConnection): PostgresObjects {
         ON CONFLICT (id) DO NOTHING`);
     },
 
-    async responseChain(id: string, bound: ChainBound): Promise<StoredResponse[]> {
+    async responseChain(id, bound) {
       const rows = await c.run(sql`
         WITH RECURSIVE chain (id, previous_id, n, bytes) AS (
           SELECT id, previous_id, 1, length(items)::bigint FROM stored_responses WHERE id = ${id}
@@ -71,7 +60,7 @@ export function postgresObjects(c: PgConnection): PostgresObjects {
       return rows.map(toStoredResponse);
     },
 
-    async pruneResponses(before: number): Promise<number> {
+    async pruneResponses(before) {
       const result = await c.run(
         sql`DELETE FROM stored_responses WHERE created_at < ${before}`,
         REPORT_TIMEOUT_MS,

@@ -4,24 +4,18 @@
  * ledger itself, newest first, a page at a time. Sums are `numeric`, exact at any size (see
  * `amounts.ts`); reports may read much, so they get the longer deadline.
  */
-import type { DayUsage, LedgerEntry, Store, UsageSummary } from "./store.ts";
 import { ACCOUNT_COLUMNS, LEDGER_COLUMNS, toDay, toLedgerEntry, toUsage } from "./rows.ts";
 import { type PgConnection, REPORT_TIMEOUT_MS } from "./postgres_connection.ts";
+import type { ReportsPart } from "./store_parts.ts";
 
 /** A ledger row's UTC day, `YYYY-MM-DD`. */
 const DAY = `to_char(to_timestamp(created_at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
 
-/** The store's reports (see the module's note). */
-export type PostgresReports = Pick<
-  Store,
-  "usage" | "usageByDay" | "totalUsageByDay" | "ledgerPage"
->;
-
 /** The reports of the store on `c`. */
-export function postgresReports(c: PgConnection): PostgresReports {
+export function postgresReports(c: PgConnection): ReportsPart {
   const { sql } = c;
   return {
-    async usage(accountId: number): Promise<UsageSummary> {
+    async usage(accountId) {
       const settled = sql`l.account_id = ${accountId} AND l.kind = 'charge'
         AND l.status = 'settled'`;
       const [accounts, requests, units, models, held] = await c.run(
@@ -45,7 +39,7 @@ export function postgresReports(c: PgConnection): PostgresReports {
       return toUsage(accounts[0], requests[0], units, models, held);
     },
 
-    async usageByDay(accountId: number, since: number): Promise<DayUsage[]> {
+    async usageByDay(accountId, since) {
       const rows = await c.run(
         sql`
         SELECT ${sql.unsafe(DAY)} AS day, count(*) AS requests, sum(amount) AS amount
@@ -57,7 +51,7 @@ export function postgresReports(c: PgConnection): PostgresReports {
       return rows.map(toDay);
     },
 
-    async totalUsageByDay(since: number): Promise<DayUsage[]> {
+    async totalUsageByDay(since) {
       const rows = await c.run(
         sql`
         SELECT ${sql.unsafe(DAY)} AS day, count(*) AS requests, sum(amount) AS amount
@@ -68,9 +62,7 @@ export function postgresReports(c: PgConnection): PostgresReports {
       return rows.map(toDay);
     },
 
-    async ledgerPage(
-      page: { accountId?: number; before?: number; limit: number },
-    ): Promise<LedgerEntry[]> {
+    async ledgerPage(page) {
       const before = page.before ?? Number.MAX_SAFE_INTEGER;
       const account = page.accountId === undefined
         ? sql``

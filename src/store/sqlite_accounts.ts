@@ -4,41 +4,21 @@
  * connection changes a key (the `key_changes` counter, see the schema).
  */
 import { setImmediate } from "node:timers";
-import type {
-  Account,
-  AccountLimits,
-  Budget,
-  KeyPatch,
-  KeyRecord,
-  NewKey,
-  Store,
-} from "./store.ts";
+import type { Budget, KeyRecord } from "./store.ts";
 import { BUDGET_PERIODS } from "./store.ts";
 import { checkCredit, CreditRefused, MAX_BALANCE } from "./amounts.ts";
 import { accountOwner, keyOwner, limitsText, patchedKey } from "./limits.ts";
 import { ACCOUNT_COLUMNS, KEY_COLUMNS, type Row, toAccount, toKey } from "./rows.ts";
 import { answer, type SqliteConnection } from "./sqlite_connection.ts";
+import type { AccountsPart } from "./store_parts.ts";
 
 /** Keys kept in memory at most (only keys that exist, so bounded by the store as well). */
 const MAX_CACHED_KEYS = 100_000;
 
-/** The store's accounts and keys (see the module's note). */
-export type SqliteAccounts =
-  & Pick<
-    Store,
-    | "ensureAccount"
-    | "account"
-    | "listAccounts"
-    | "credit"
-    | "insertKey"
-    | "updateKey"
-    | "rotateKey"
-    | "touchKeys"
-    | "updateAccountLimits"
-    | "listKeys"
-    | "revokeKey"
-  >
-  & { findKey(id: string): KeyRecord | undefined };
+/** The store's accounts and keys: keys are found at once (from memory, or a read). */
+export type SqliteAccounts = Omit<AccountsPart, "findKey"> & {
+  findKey(id: string): KeyRecord | undefined;
+};
 
 /** An object's JSON text, or null when it is empty (or absent). */
 function jsonOrNull(value: object | undefined): string | null {
@@ -98,22 +78,21 @@ export function sqliteAccounts(c: SqliteConnection): SqliteAccounts {
   };
 
   return {
-    ensureAccount: (name: string): Promise<Account> =>
+    ensureAccount: (name) =>
       answer(() => {
         s.insertAccount.run(name, Date.now());
         return toAccount(s.accountByName.get(name) as Row);
       }),
 
-    account: (name: string): Promise<Account | undefined> =>
+    account: (name) =>
       answer(() => {
         const row = s.accountByName.get(name) as Row | undefined;
         return row && toAccount(row);
       }),
 
-    listAccounts: (): Promise<Account[]> =>
-      answer(() => (s.accounts.all() as Row[]).map(toAccount)),
+    listAccounts: () => answer(() => (s.accounts.all() as Row[]).map(toAccount)),
 
-    credit: (accountId: number, amount: number, note: string): Promise<Account> =>
+    credit: (accountId, amount, note) =>
       answer(() => {
         checkCredit(amount);
         return c.tx(() => {
@@ -128,7 +107,7 @@ export function sqliteAccounts(c: SqliteConnection): SqliteAccounts {
         });
       }),
 
-    insertKey: (key: NewKey): Promise<void> =>
+    insertKey: (key) =>
       answer(() =>
         c.tx(() => {
           const limits = key.limits ?? {};
@@ -148,7 +127,7 @@ export function sqliteAccounts(c: SqliteConnection): SqliteAccounts {
         })
       ),
 
-    updateKey: (id: string, patch: KeyPatch): Promise<KeyRecord | undefined> =>
+    updateKey: (id, patch) =>
       answer(() => {
         const updated = c.tx(() => {
           const row = s.keyById.get(id) as Row | undefined;
@@ -171,26 +150,21 @@ export function sqliteAccounts(c: SqliteConnection): SqliteAccounts {
         return row && toKey(row);
       }),
 
-    rotateKey: (
-      id: string,
-      hash: Uint8Array,
-      prefix: string,
-      previousUntil: number | null,
-    ): Promise<boolean> =>
+    rotateKey: (id, hash, prefix, previousUntil) =>
       answer(() => {
         const rotated = Number(s.rotateKey.run(previousUntil, hash, prefix, id).changes) === 1;
         keysChecked = false;
         return rotated;
       }),
 
-    async touchKeys(used: ReadonlyMap<string, number>): Promise<void> {
+    async touchKeys(used) {
       if (!used.size) return;
       await c.write(() => {
         for (const [id, at] of used) s.touchKey.run(at, id, at);
       });
     },
 
-    updateAccountLimits: (name: string, limits: AccountLimits): Promise<Account | undefined> =>
+    updateAccountLimits: (name, limits) =>
       answer(() => {
         const updated = c.tx(() => {
           const row = s.accountLimits.get(limitsText(limits), name) as Row | undefined;
@@ -229,9 +203,9 @@ export function sqliteAccounts(c: SqliteConnection): SqliteAccounts {
       return key;
     },
 
-    listKeys: (): Promise<KeyRecord[]> => answer(() => (s.keys.all() as Row[]).map(toKey)),
+    listKeys: () => answer(() => (s.keys.all() as Row[]).map(toKey)),
 
-    revokeKey: (id: string): Promise<boolean> =>
+    revokeKey: (id) =>
       answer(() => {
         const revoked = Number(s.revokeKey.run(Date.now(), id).changes) === 1;
         keysChecked = false; // this connection's own change is seen in this very turn

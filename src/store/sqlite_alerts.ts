@@ -3,15 +3,6 @@
  * decision), its delivery state, the pages the admin API lists — and the checks that find what to
  * alert on: budgets spent past a threshold, low balances, keys about to expire.
  */
-import type {
-  Alert,
-  AlertOutcome,
-  KeyRecord,
-  LowBalance,
-  NewAlert,
-  SpentBudget,
-  Store,
-} from "./store.ts";
 import { accountOwner, keyOwner } from "./limits.ts";
 import {
   ALERT_COLUMNS,
@@ -22,22 +13,11 @@ import {
   toLowBalance,
   toSpentBudget,
 } from "./rows.ts";
-import { answer, type SqliteConnection } from "./sqlite_connection.ts";
-
-/** The store's alerts and what they are raised on (see the module's note). */
-export type SqliteAlerts = Pick<
-  Store,
-  | "raiseAlert"
-  | "alertsDue"
-  | "markAlert"
-  | "listAlerts"
-  | "spentBudgets"
-  | "lowBalances"
-  | "expiringKeys"
->;
+import { answer, newestFirst, type SqliteConnection } from "./sqlite_connection.ts";
+import type { AlertsPart } from "./store_parts.ts";
 
 /** The alerts of the store on `c`. */
-export function sqliteAlerts(c: SqliteConnection): SqliteAlerts {
+export function sqliteAlerts(c: SqliteConnection): AlertsPart {
   const s = c.prepare({
     raiseAlert: `INSERT INTO alerts (type, owner, period, window_start, threshold, account_id,
                            key_id, payload, status, next_attempt_at, created_at)
@@ -78,7 +58,7 @@ export function sqliteAlerts(c: SqliteConnection): SqliteAlerts {
   });
 
   return {
-    raiseAlert: (alert: NewAlert): Promise<number | null> =>
+    raiseAlert: (alert) =>
       answer(() => {
         // Raised before (the common case of a check): a read, no write lock.
         const key = [alert.type, alert.owner, alert.period, alert.windowStart, alert.threshold];
@@ -97,10 +77,9 @@ export function sqliteAlerts(c: SqliteConnection): SqliteAlerts {
         return row ? Number(row.id) : null;
       }),
 
-    alertsDue: (now: number, limit: number): Promise<Alert[]> =>
-      answer(() => (s.alertsDue.all(now, limit) as Row[]).map(toAlert)),
+    alertsDue: (now, limit) => answer(() => (s.alertsDue.all(now, limit) as Row[]).map(toAlert)),
 
-    markAlert: (id: number, outcome: AlertOutcome): Promise<boolean> =>
+    markAlert: (id, outcome) =>
       answer(() => {
         const changed = c.tx(() =>
           s.markAlert.run(
@@ -115,19 +94,10 @@ export function sqliteAlerts(c: SqliteConnection): SqliteAlerts {
         return Number(changed) === 1;
       }),
 
-    listAlerts: (page: { limit: number; before?: number; accountId?: number }): Promise<Alert[]> =>
-      answer(() => {
-        const before = page.before ?? Number.MAX_SAFE_INTEGER;
-        const rows = page.accountId === undefined
-          ? s.alertPage.all(before, page.limit)
-          : s.accountAlertPage.all(page.accountId, before, page.limit);
-        return (rows as Row[]).map(toAlert);
-      }),
+    listAlerts: (page) =>
+      answer(() => newestFirst(s.alertPage, s.accountAlertPage, page).map(toAlert)),
 
-    spentBudgets: (
-      percent: number,
-      of?: { keyIds: string[]; accountIds: number[] },
-    ): Promise<SpentBudget[]> =>
+    spentBudgets: (percent, of) =>
       answer(() => {
         const owners = of
           ? JSON.stringify([...of.keyIds.map(keyOwner), ...of.accountIds.map(accountOwner)])
@@ -135,13 +105,13 @@ export function sqliteAlerts(c: SqliteConnection): SqliteAlerts {
         return (s.spentBudgets.all(percent, owners) as Row[]).map(toSpentBudget);
       }),
 
-    lowBalances: (amount: number, accountIds?: number[]): Promise<LowBalance[]> =>
+    lowBalances: (amount, accountIds) =>
       answer(() => {
         const ids = accountIds ? JSON.stringify(accountIds) : null;
         return (s.lowBalances.all(amount, ids) as Row[]).map(toLowBalance);
       }),
 
-    expiringKeys: (after: number, until: number): Promise<KeyRecord[]> =>
+    expiringKeys: (after, until) =>
       answer(() => (s.expiringKeys.all(after, until) as Row[]).map(toKey)),
   };
 }

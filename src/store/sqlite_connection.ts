@@ -6,6 +6,7 @@
  */
 import { setImmediate } from "node:timers";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { Row } from "./rows.ts";
 import type { OwnerLock } from "./owners.ts";
 import { WriteLock } from "./write_lock.ts";
 import type { CheckpointerStart } from "./checkpointer.ts";
@@ -214,4 +215,20 @@ export function answer<T>(work: () => T): Promise<T> {
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/**
+ * A page of rows, newest first: at most `page.limit`, with ids below `page.before` when given, of
+ * one account when given — read by `all` (before, limit) or `ofAccount` (account, before, limit).
+ */
+export function newestFirst(
+  all: StatementSync,
+  ofAccount: StatementSync,
+  page: { accountId?: number; before?: number; limit: number },
+): Row[] {
+  const before = page.before ?? Number.MAX_SAFE_INTEGER;
+  const rows = page.accountId === undefined
+    ? all.all(before, page.limit)
+    : ofAccount.all(page.accountId, before, page.limit);
+  return rows as Row[];
 }

@@ -5,19 +5,7 @@
  * by processes that died, and video jobs, whose hold lasts until the job finishes. A held ledger
  * row moves the account's funds itself (its triggers, see the schema).
  */
-import type {
-  BudgetState,
-  BudgetWindows,
-  Charge,
-  HoldLimits,
-  LimitedHold,
-  LimitRefusal,
-  NewHold,
-  PendingHold,
-  Store,
-  VideoJob,
-  VideoOutcome,
-} from "./store.ts";
+import type { BudgetWindows, Charge, NewHold } from "./store.ts";
 import {
   checkCharge,
   checkHold,
@@ -28,35 +16,21 @@ import {
 import {
   accountOwner,
   budgetStates,
-  chargedTokens,
   type HoldMark,
   keyOwner,
+  markedBudgets,
   markOf,
   planHoldOn,
   settledBudget,
+  tokensBack,
   utcWindows,
 } from "./limits.ts";
 import { ACCOUNT_COLUMNS, BUDGET_COLUMNS, type Row, toBudgetRow, toVideoJob } from "./rows.ts";
 import { answer, type SqliteConnection } from "./sqlite_connection.ts";
-
-/** The store's holds and video jobs (see the module's note). */
-export type SqliteHolds = Pick<
-  Store,
-  | "available"
-  | "holdsOutstanding"
-  | "budgets"
-  | "reserve"
-  | "reserveLimited"
-  | "settle"
-  | "pendingHolds"
-  | "insertVideoJob"
-  | "videoJob"
-  | "pendingVideoJobs"
-  | "finishVideoJob"
->;
+import type { HoldsPart } from "./store_parts.ts";
 
 /** The holds and video jobs of the store on `c`. */
-export function sqliteHolds(c: SqliteConnection): SqliteHolds {
+export function sqliteHolds(c: SqliteConnection): HoldsPart {
   const s = c.prepare({
     accountById: `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`,
     available: `SELECT min(balance - held, ${MAX_BALANCE}) AS available FROM accounts WHERE id = ?`,
@@ -104,6 +78,22 @@ export function sqliteHolds(c: SqliteConnection): SqliteHolds {
        WHERE id = ? AND status = 'pending' RETURNING ledger_id`,
   }, ["accountById"]);
 
+  /** A hold's ledger row, as the `hold` statement takes it (`holdMarked`: its mark after). */
+  const holdRow = (h: NewHold) =>
+    [
+      h.requestId,
+      h.keyId,
+      h.accountId,
+      h.endpoint,
+      h.model,
+      h.provider,
+      h.reserve,
+      JSON.stringify(h.estimate),
+      Date.now(),
+      c.owner,
+      h.upstreamModel ?? null,
+    ] as const;
+
   /** Gives back what a limited hold counted (see `Store.settle`). */
   const giveBack = (
     mark: HoldMark,
@@ -113,18 +103,15 @@ export function sqliteHolds(c: SqliteConnection): SqliteHolds {
     windows = utcWindows(Date.now()),
   ): void => {
     const amount = charge?.amount ?? 0;
-    for (const name of mark.b) {
-      const at = name.lastIndexOf("|");
-      const found = s.budgetRow.get(name.slice(0, at), name.slice(at + 1)) as Row | undefined;
+    for (const { owner, period } of markedBudgets(mark)) {
+      const found = s.budgetRow.get(owner, period) as Row | undefined;
       if (!found) continue; // the budget was removed meanwhile
       const after = settledBudget(toBudgetRow(found), reserved, amount, windows);
       s.putBudget.run(after.held, after.windowStart, after.windowSpent, after.owner, after.period);
     }
     if (mark.c) s.leaveFlight.run(keyId);
-    if (mark.t !== undefined && mark.m !== undefined) {
-      const used = charge ? chargedTokens(charge.units) : 0;
-      s.correctTokens.run(used - mark.t, keyId, mark.m);
-    }
+    const tokens = tokensBack(mark, charge);
+    if (tokens) s.correctTokens.run(tokens.change, keyId, tokens.minute);
   };
 
   /**
@@ -148,19 +135,15 @@ export function sqliteHolds(c: SqliteConnection): SqliteHolds {
   };
 
   return {
-    available: (accountId: number): Promise<number> =>
+    available: (accountId) =>
       answer(() => {
         const row = s.available.get(accountId) as Row | undefined;
         return row ? Number(row.available) : 0;
       }),
 
-    holdsOutstanding: (): Promise<number> => answer(() => Number((s.heldCount.get() as Row).n)),
+    holdsOutstanding: () => answer(() => Number((s.heldCount.get() as Row).n)),
 
-    budgets: (
-      keyId: string | null,
-      accountId: number,
-      windows: BudgetWindows,
-    ): Promise<BudgetState[]> =>
+    budgets: (keyId, accountId, windows) =>
       answer(() => {
         const rows = s.budgetRows.all(
           keyId === null ? "" : keyOwner(keyId),
@@ -169,27 +152,15 @@ export function sqliteHolds(c: SqliteConnection): SqliteHolds {
         return budgetStates(rows.map(toBudgetRow), windows);
       }),
 
-    async reserve(h: NewHold): Promise<number | null> {
+    async reserve(h) {
       checkHold(h);
       return await c.write(() => {
-        const written = s.hold.run(
-          h.requestId,
-          h.keyId,
-          h.accountId,
-          h.endpoint,
-          h.model,
-          h.provider,
-          h.reserve,
-          JSON.stringify(h.estimate),
-          Date.now(),
-          c.owner,
-          h.upstreamModel ?? null,
-        );
+        const written = s.hold.run(...holdRow(h));
         return Number(written.changes) === 1 ? Number(written.lastInsertRowid) : null;
       });
     },
 
-    async reserveLimited(h: NewHold, at: HoldLimits): Promise<LimitedHold | LimitRefusal> {
+    async reserveLimited(h, at) {
       checkHold(h);
       return await c.write(() => {
         const account = s.accountById.get(h.accountId) as Row | undefined;
@@ -199,20 +170,7 @@ export function sqliteHolds(c: SqliteConnection): SqliteHolds {
           .map(toBudgetRow);
         const plan = planHoldOn(h.reserve, account, key, rows, at);
         if ("refused" in plan) return plan;
-        const written = s.holdMarked.run(
-          h.requestId,
-          h.keyId,
-          h.accountId,
-          h.endpoint,
-          h.model,
-          h.provider,
-          h.reserve,
-          JSON.stringify(h.estimate),
-          Date.now(),
-          c.owner,
-          h.upstreamModel ?? null,
-          JSON.stringify(plan.mark),
-        );
+        const written = s.holdMarked.run(...holdRow(h), JSON.stringify(plan.mark));
         if (Number(written.changes) !== 1) {
           return { refused: "balance", needed: h.reserve } as const;
         }
@@ -230,7 +188,7 @@ export function sqliteHolds(c: SqliteConnection): SqliteHolds {
       }, true);
     },
 
-    async settle(id: number, charge: Charge | null, windows?: BudgetWindows): Promise<boolean> {
+    async settle(id, charge, windows) {
       checkCharge(charge);
       return await c.write(() => settle(id, charge, windows));
     },
@@ -240,7 +198,7 @@ export function sqliteHolds(c: SqliteConnection): SqliteHolds {
      * taken (its process died). The holds of live processes — this one's included — are left
      * alone.
      */
-    pendingHolds: (): Promise<PendingHold[]> =>
+    pendingHolds: () =>
       answer(() => {
         const alive = new Map<string, boolean>();
         const gone = (owner: unknown): boolean => {
@@ -259,7 +217,7 @@ export function sqliteHolds(c: SqliteConnection): SqliteHolds {
         }));
       }),
 
-    async insertVideoJob(job: VideoJob): Promise<void> {
+    async insertVideoJob(job) {
       checkVideoJob(job);
       await c.write(() =>
         s.insertVideoJob.run(
@@ -278,20 +236,16 @@ export function sqliteHolds(c: SqliteConnection): SqliteHolds {
       );
     },
 
-    videoJob: (id: string): Promise<VideoJob | undefined> =>
+    videoJob: (id) =>
       answer(() => {
         const row = s.videoJob.get(id) as Row | undefined;
         return row && toVideoJob(row);
       }),
 
-    pendingVideoJobs: (limit: number): Promise<VideoJob[]> =>
+    pendingVideoJobs: (limit) =>
       answer(() => (s.pendingVideoJobs.all(limit) as Row[]).map(toVideoJob)),
 
-    async finishVideoJob(
-      id: string,
-      outcome: VideoOutcome,
-      windows?: BudgetWindows,
-    ): Promise<boolean> {
+    async finishVideoJob(id, outcome, windows) {
       checkVideoOutcome(outcome);
       return await c.write(() => {
         const done = outcome.status === "done";

@@ -4,24 +4,13 @@
  * the gateway keeps itself — both group-committed with the call's settlement, both pruned by age
  * (kept in insertion order, so the expired ones are a range at the start).
  */
-import type { ChainBound, Store, StoredResponse, UpstreamObject } from "./store.ts";
 import { checkTokens } from "./amounts.ts";
 import { type Row, toStoredResponse, toUpstreamObject } from "./rows.ts";
 import { answer, type SqliteConnection } from "./sqlite_connection.ts";
-
-/** The store's objects and kept conversations (see the module's note). */
-export type SqliteObjects = Pick<
-  Store,
-  | "recordObject"
-  | "upstreamObject"
-  | "pruneObjects"
-  | "saveResponse"
-  | "responseChain"
-  | "pruneResponses"
->;
+import type { ObjectsPart } from "./store_parts.ts";
 
 /** The upstream objects and kept conversations of the store on `c`. */
-export function sqliteObjects(c: SqliteConnection): SqliteObjects {
+export function sqliteObjects(c: SqliteConnection): ObjectsPart {
   const s = c.prepare({
     recordObject:
       `INSERT INTO upstream_objects (id, account_id, kind, context_tokens, created_at, provider)
@@ -51,7 +40,7 @@ export function sqliteObjects(c: SqliteConnection): SqliteObjects {
   });
 
   return {
-    async recordObject(o: UpstreamObject): Promise<void> {
+    async recordObject(o) {
       checkTokens("an upstream object", o.contextTokens);
       await c.write(() => {
         s.recordObject.run(
@@ -65,28 +54,27 @@ export function sqliteObjects(c: SqliteConnection): SqliteObjects {
       });
     },
 
-    upstreamObject: (id: string): Promise<UpstreamObject | undefined> =>
+    upstreamObject: (id) =>
       answer(() => {
         const row = s.upstreamObject.get(id) as Row | undefined;
         return row && toUpstreamObject(row);
       }),
 
-    pruneObjects: (before: number): Promise<number> =>
-      answer(() => Number(c.tx(() => s.pruneObjects.run(before)).changes)),
+    pruneObjects: (before) => answer(() => Number(c.tx(() => s.pruneObjects.run(before)).changes)),
 
-    async saveResponse(r: StoredResponse): Promise<void> {
+    async saveResponse(r) {
       checkTokens("a conversation step", r.contextTokens);
       await c.write(() => {
         s.saveResponse.run(r.id, r.accountId, r.previousId, r.items, r.contextTokens, r.createdAt);
       });
     },
 
-    responseChain: (id: string, bound: ChainBound): Promise<StoredResponse[]> =>
+    responseChain: (id, bound) =>
       answer(() =>
         (s.responseChain.all(id, bound.steps, bound.bytes) as Row[]).map(toStoredResponse)
       ),
 
-    pruneResponses: (before: number): Promise<number> =>
+    pruneResponses: (before) =>
       answer(() => Number(c.tx(() => s.pruneResponses.run(before)).changes)),
   };
 }

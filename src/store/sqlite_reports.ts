@@ -3,7 +3,6 @@
  * calls in flight hold), settled spend by UTC day — an account's, or every account's — and the
  * ledger itself, newest first, a page at a time. Sums are exact at any size (see `amounts.ts`).
  */
-import type { DayUsage, LedgerEntry, Store, UsageSummary } from "./store.ts";
 import {
   ACCOUNT_COLUMNS,
   LEDGER_COLUMNS,
@@ -12,7 +11,8 @@ import {
   toLedgerEntry,
   toUsage,
 } from "./rows.ts";
-import { answer, type SqliteConnection } from "./sqlite_connection.ts";
+import { answer, newestFirst, type SqliteConnection } from "./sqlite_connection.ts";
+import type { ReportsPart } from "./store_parts.ts";
 
 const SETTLED_CHARGES = "l.account_id = ? AND l.kind = 'charge' AND l.status = 'settled'";
 /**
@@ -22,11 +22,8 @@ const SETTLED_CHARGES = "l.account_id = ? AND l.kind = 'charge' AND l.status = '
  */
 const LEDGER_SKEW_MS = 3600_000;
 
-/** The store's reports (see the module's note). */
-export type SqliteReports = Pick<Store, "usage" | "usageByDay" | "totalUsageByDay" | "ledgerPage">;
-
 /** The reports of the store on `c`. */
-export function sqliteReports(c: SqliteConnection): SqliteReports {
+export function sqliteReports(c: SqliteConnection): ReportsPart {
   const s = c.prepare({
     accountById: `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`,
     requests: `SELECT count(*) AS n FROM ledger l WHERE ${SETTLED_CHARGES}`,
@@ -92,7 +89,7 @@ export function sqliteReports(c: SqliteConnection): SqliteReports {
   };
 
   return {
-    usage: (accountId: number): Promise<UsageSummary> =>
+    usage: (accountId) =>
       answer(() =>
         toUsage(
           s.accountById.get(accountId) as Row,
@@ -103,24 +100,16 @@ export function sqliteReports(c: SqliteConnection): SqliteReports {
         )
       ),
 
-    usageByDay: (accountId: number, since: number): Promise<DayUsage[]> =>
+    usageByDay: (accountId, since) =>
       answer(() => (s.byDay.all(accountId, since) as Row[]).map(toDay)),
 
-    totalUsageByDay: (since: number): Promise<DayUsage[]> =>
+    totalUsageByDay: (since) =>
       answer(() => {
         const first = firstEntryFrom(since - LEDGER_SKEW_MS);
         return (s.allByDay.all(since, first) as Row[]).map(toDay);
       }),
 
-    ledgerPage: (
-      page: { accountId?: number; before?: number; limit: number },
-    ): Promise<LedgerEntry[]> =>
-      answer(() => {
-        const before = page.before ?? Number.MAX_SAFE_INTEGER;
-        const rows = page.accountId === undefined
-          ? s.ledgerPage.all(before, page.limit)
-          : s.accountLedgerPage.all(page.accountId, before, page.limit);
-        return (rows as Row[]).map(toLedgerEntry);
-      }),
+    ledgerPage: (page) =>
+      answer(() => newestFirst(s.ledgerPage, s.accountLedgerPage, page).map(toLedgerEntry)),
   };
 }
