@@ -170,7 +170,7 @@ Deno.test("imports go to the same level or a lower one, never up", () => {
   assert.deepEqual(up, []);
 });
 
-Deno.test("the level check sees a file's level and an upward import", () => {
+Deno.test("levelOf places a file by its name or its folder, and no other", () => {
   assert.equal(levelOf("main.ts"), 1);
   assert.equal(levelOf("src/store/postgres.ts"), 6);
   assert.equal(levelOf("src/protocols/chat/codec.ts"), 4);
