@@ -15,7 +15,7 @@ import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "./src/config/load.ts";
 import { isPostgresUrl, MAX_WORKERS } from "./src/config/schema.ts";
 import { openStore, storeName } from "./src/store/open.ts";
-import { startServer } from "./src/server.ts";
+import { startServer } from "./src/serve/one_thread.ts";
 import { flushLog, log } from "./src/log.ts";
 import { recoverHolds } from "./src/billing/ledger.ts";
 import { drainServer } from "./src/serve/drain.ts";
@@ -23,31 +23,29 @@ import { type ConfigSource, startWorkers, ThreadsUnavailable } from "./src/serve
 import { reloadConfig, requestReload, watchReloads } from "./src/serve/reload.ts";
 import { startDemo } from "./src/serve/demo.ts";
 import { boardOf, type Services } from "./src/context.ts";
-import { shareMetricBounds } from "./src/metrics/gateway.ts";
+import { observeCommit, shareMetricBounds } from "./src/metrics/gateway.ts";
 import { startEmulator } from "./src/emulator/server.ts";
 import { parseKeySpec } from "./src/emulator/keys.ts";
 import { restoreKeys } from "./src/routing/keys.ts";
 import { clearSpool } from "./src/http/multipart.ts";
 import { jsonText } from "./src/http/json.ts";
 import {
-  accountJson,
-  CliError,
   createKey,
   creditAccount,
-  keyJson,
-  keyRow,
   rotateKey,
-  table,
   updateAccount,
   updateKey,
-} from "./src/cli/commands.ts";
+} from "./src/billing/accounts.ts";
+import { accountJson, keyJson } from "./src/billing/accounts_json.ts";
 import {
   budgetsFromText,
   expiryOf,
   listFromText,
   metadataFromText,
+  OperatorError,
   type Settings,
-} from "./src/cli/key_settings.ts";
+} from "./src/billing/key_settings.ts";
+import { keyRow, table } from "./src/cli/table.ts";
 import { firstKeyCommand } from "./src/cli/first_key.ts";
 
 const USAGE = `usage: switchyard <command> [options]
@@ -133,14 +131,14 @@ async function main(argv: string[]): Promise<number> {
   }
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
-    throw new CliError("--port must be an integer between 0 and 65535");
+    throw new OperatorError("--port must be an integer between 0 and 65535");
   }
   if (command === "emulate") {
     let keys;
     try {
       keys = values.key?.map(parseKeySpec);
     } catch (error) {
-      throw new CliError((error as Error).message);
+      throw new OperatorError((error as Error).message);
     }
     const server = startEmulator({
       hostname: values.host ?? "127.0.0.1",
@@ -156,7 +154,7 @@ async function main(argv: string[]): Promise<number> {
   if (
     workers !== undefined && (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS)
   ) {
-    throw new CliError(`--workers must be an integer from 1 to ${MAX_WORKERS}`);
+    throw new OperatorError(`--workers must be an integer from 1 to ${MAX_WORKERS}`);
   }
   // Demo mode: the emulator in this process stands in for every built-in provider.
   const demo = command === "serve" && values.emulate ? startDemo() : null;
@@ -185,14 +183,14 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "store" && sub === "copy") return await storeCopy(config, values.from, values.to);
   if (command === "serve") {
-    if (sub !== undefined) throw new CliError(`serve takes no argument "${sub}"\n\n${USAGE}`);
+    if (sub !== undefined) throw new OperatorError(`serve takes no argument "${sub}"\n\n${USAGE}`);
     return serve(config, { configFile: values.config, overrides });
   }
 
   const store = await openStore(config);
   try {
     if (command === "keys" && sub === "create") {
-      if (!values.account) throw new CliError("keys create needs --account NAME");
+      if (!values.account) throw new OperatorError("keys create needs --account NAME");
       const created = await createKey(store, {
         ...settingsOf(values),
         account: values.account,
@@ -210,14 +208,16 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === "keys" && sub === "update") {
-      if (!rest[0]) throw new CliError("keys update needs the key id (see keys list)");
-      if (values.disable && values.enable) throw new CliError("--disable or --enable, not both");
+      if (!rest[0]) throw new OperatorError("keys update needs the key id (see keys list)");
+      if (values.disable && values.enable) {
+        throw new OperatorError("--disable or --enable, not both");
+      }
       const key = await updateKey(store, rest[0], settingsOf(values));
       print(keyJson(key), table([keyRow(key)]));
       return 0;
     }
     if (command === "keys" && sub === "rotate") {
-      if (!rest[0]) throw new CliError("keys rotate needs the key id (see keys list)");
+      if (!rest[0]) throw new OperatorError("keys rotate needs the key id (see keys list)");
       const grace = values.grace === undefined ? 0 : durationMs(values.grace, "--grace");
       const rotated = await rotateKey(store, rest[0], grace);
       print(
@@ -231,8 +231,10 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === "keys" && sub === "revoke") {
-      if (!rest[0]) throw new CliError("keys revoke needs the key id (see keys list)");
-      if (!(await store.revokeKey(rest[0]))) throw new CliError(`no active key with id ${rest[0]}`);
+      if (!rest[0]) throw new OperatorError("keys revoke needs the key id (see keys list)");
+      if (!(await store.revokeKey(rest[0]))) {
+        throw new OperatorError(`no active key with id ${rest[0]}`);
+      }
       console.log(`revoked ${rest[0]}`);
       return 0;
     }
@@ -242,13 +244,13 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === "accounts" && sub === "update") {
-      if (rest.length !== 1) throw new CliError("usage: accounts update NAME [settings]");
+      if (rest.length !== 1) throw new OperatorError("usage: accounts update NAME [settings]");
       const account = accountJson(await updateAccount(store, rest[0], settingsOf(values)));
       print(account, table([{ ...account, budgets: JSON.stringify(account.budgets) }]));
       return 0;
     }
     if (command === "accounts" && sub === "credit") {
-      if (rest.length !== 2) throw new CliError("usage: accounts credit NAME USD");
+      if (rest.length !== 2) throw new OperatorError("usage: accounts credit NAME USD");
       const account = accountJson(await creditAccount(store, rest[0], rest[1]));
       print(account, `account ${account.name}: balance ${account.balance_usd} USD`);
       return 0;
@@ -256,7 +258,7 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     await store.close();
   }
-  throw new CliError(`unknown command: ${positionals.join(" ")}\n\n${USAGE}`);
+  throw new OperatorError(`unknown command: ${positionals.join(" ")}\n\n${USAGE}`);
 }
 
 /** Key (or account) settings from the command line's options (see `KEY SETTINGS`). */
@@ -268,7 +270,7 @@ function settingsOf(values: Record<string, string | string[] | boolean | undefin
     const text = str(name);
     if (text === undefined) return undefined;
     const n = Number(text);
-    if (!/^\d+$/.test(text.trim())) throw new CliError(`--${name} must be a whole number`);
+    if (!/^\d+$/.test(text.trim())) throw new OperatorError(`--${name} must be a whole number`);
     return zeroClears && n === 0 ? null : n;
   };
   if (str("name") !== undefined) s.name = /^(none)?$/i.test(str("name")!) ? null : str("name");
@@ -295,7 +297,7 @@ function durationMs(text: string, what: string): number {
   const at = expiryOf(text, 0);
   if (at === null) return 0;
   if (!/^\d+\s*[mhdw]$/.test(text.trim())) {
-    throw new CliError(`${what} must be a duration such as 30m, 12h, 7d or 2w`);
+    throw new OperatorError(`${what} must be a duration such as 30m, 12h, 7d or 2w`);
   }
   return at;
 }
@@ -305,7 +307,7 @@ async function storeCopy(config: Config, from?: string, to?: string): Promise<nu
   const source = from === undefined ? config.dbPath : from.replace(/^sqlite:/, "");
   const target = to ?? config.dbUrl;
   if (!target || !isPostgresUrl(target)) {
-    throw new CliError("store copy needs --to postgres://… (or store.url in the config)");
+    throw new OperatorError("store copy needs --to postgres://… (or store.url in the config)");
   }
   const { copyStore, CopyError } = await import("./src/store/copy.ts");
   try {
@@ -315,7 +317,7 @@ async function storeCopy(config: Config, from?: string, to?: string): Promise<nu
     console.log("counts and sums checked: equal on both sides");
     return 0;
   } catch (error) {
-    if (error instanceof CopyError) throw new CliError(error.message);
+    if (error instanceof CopyError) throw new OperatorError(error.message);
     throw error;
   }
 }
@@ -330,7 +332,7 @@ async function threads(services: Services & { config: Config }, source: ConfigSo
   } catch (error) {
     if (!(error instanceof ThreadsUnavailable)) throw error;
     if (services.config.workersSet) {
-      throw new CliError(`could not start the serving threads: ${error.message}`);
+      throw new OperatorError(`could not start the serving threads: ${error.message}`);
     }
     log("warn", "serving threads could not start: serving on one thread", {
       error: error.message,
@@ -340,7 +342,7 @@ async function threads(services: Services & { config: Config }, source: ConfigSo
 }
 
 async function serve(config: Config, source: ConfigSource): Promise<number> {
-  const store = await openStore(config, { owner: true });
+  const store = await openStore(config, { owner: true, onCommit: observeCommit });
   for (const notice of config.notices) log("warn", notice);
   // Once per process, before any thread serves.
   const recovered = await recoverHolds(store, config.budgetTimeZone);
@@ -409,7 +411,7 @@ if (import.meta.main) {
   try {
     Deno.exit(await main(Deno.args));
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof CliError) {
+    if (error instanceof ConfigError || error instanceof OperatorError) {
       console.error(`switchyard: ${error.message}`);
       Deno.exit(error instanceof ConfigError ? 78 : 2);
     }

@@ -10,29 +10,20 @@ import { type ErrorFormat, errorResponse, formatForPath, GatewayError } from "./
 import { Router } from "./router.ts";
 import { type Route, routes as defaultRoutes } from "./routes.ts";
 import { log } from "./log.ts";
-import { startVideoPoller } from "./pipeline/video_jobs.ts";
-import { LimitRefused, recoverHolds } from "./billing/ledger.ts";
+import { LimitRefused } from "./billing/ledger.ts";
 import { noteRefused } from "./billing/spend_notes.ts";
-import { startAlerts } from "./alerts/watch.ts";
 import { metrics, RATE_LIMITED, REFUSED, REQUESTS } from "./metrics/gateway.ts";
-import { metricsPortHandler } from "./endpoints/metrics.ts";
 import { redactServerSpan, startCallSpan } from "./metrics/trace.ts";
-import { startMemoryTrim } from "./serve/memory_trim.ts";
 import { faultPoint, requestClock } from "./test_hooks.ts";
 import { lastUsed } from "./auth/last_used.ts";
-import { connectionCounts, serveConnections } from "./serve/connections.ts";
 import { checkHeaderBytes } from "./http/header_size.ts";
 
 /** A client's own request id is used when it is this safe (else one is generated). */
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 /** Longer request ids are refused (400). */
 const MAX_REQUEST_ID = 128;
-/** How long the owner of an upstream object (a stored response) is remembered. */
-const OBJECT_RETENTION_MS = 30 * 24 * 3600 * 1000;
 /** How often the keys' last use is written (see `auth/last_used.ts`). */
 const LAST_USED_FLUSH_MS = 30_000;
-/** How often calls held by a process that died are looked for (also done at startup). */
-const RECOVERY_INTERVAL_MS = 30_000;
 
 /**
  * Counts requests per key per minute: a `RateLimiter` in this thread, or the process's one that
@@ -239,143 +230,5 @@ export function createHandler(
       });
     }
     return response;
-  };
-}
-
-/** A running server. */
-export interface RunningServer {
-  /** The bound address (the real port when 0 was asked for). */
-  addr: Deno.NetAddr;
-  finished: Promise<void>;
-  shutdown(): Promise<void>;
-}
-
-/** How the HTTP server is started. */
-export interface HttpOptions {
-  /** Another serving thread listens on the same port (`SO_REUSEPORT`). */
-  reusePort?: boolean;
-  /** The port to bind instead of the configured one (the one the first thread got). */
-  port?: number;
-  limiter?: Limiter;
-  /** The process's connection counts its threads share (see `serve/connections.ts`). */
-  connections?: SharedArrayBuffer;
-}
-
-/**
- * Serves on the configured host and port, each connection within the header deadline and the
- * process's connection cap (see `serve/connections.ts`). Shutdown drains: no new connections,
- * calls in flight finish, and streams still open after `drainTimeoutMs` are cut (ended with the
- * protocol's error event, billed for what was relayed).
- */
-export function startHttp(services: Services, options: HttpOptions = {}): RunningServer {
-  services.live ??= new Set();
-  const live = services.live;
-  const handler = createHandler(services, defaultRoutes, options.limiter);
-  const server = serveConnections({
-    hostname: services.config.host,
-    port: options.port ?? services.config.port,
-    reusePort: options.reusePort,
-    limits: () => services.config,
-    counts: options.connections ?? connectionCounts(),
-    onError: (error) => {
-      log("error", "unhandled error", { error: String(error) });
-      return errorResponse("openai", new GatewayError(500, "Internal error"));
-    },
-  }, handler);
-  return {
-    addr: server.addr,
-    finished: server.finished,
-    shutdown: async () => {
-      const drained = server.shutdown();
-      const timer = setTimeout(() => {
-        for (const stream of live) stream.cut("drain");
-      }, services.config.drainTimeoutMs);
-      try {
-        await drained;
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-  };
-}
-
-/** Work that runs once per process, whatever the number of serving threads. */
-export interface Background {
-  stop(): void;
-}
-
-/**
- * Starts the background work: the video poller, pruning of upstream objects and kept
- * conversations (now and every 6 hours), settling calls held by processes that died (every
- * `RECOVERY_INTERVAL_MS`; startup recovery is the caller's), and alerts (see `alerts/watch.ts`).
- */
-export function startBackground(services: Services): Background {
-  const { store } = services;
-  const poller = startVideoPoller(services);
-  const metricsPort = services.config.metricsPort;
-  const metricsServer = metricsPort === null ? null : Deno.serve({
-    hostname: "127.0.0.1",
-    port: metricsPort,
-    onListen: ({ port }) => log("info", "metrics listening", { host: "127.0.0.1", port }),
-  }, (req) => metricsPortHandler(req, services));
-  // Upstream objects are kept as long as providers keep stored responses (OpenAI: 30 days).
-  const prune = async () => {
-    try {
-      if (store.leading && !(await store.leading())) return;
-      await store.pruneObjects(Date.now() - OBJECT_RETENTION_MS);
-      await store.pruneResponses(Date.now() - services.config.conversationRetentionMs);
-    } catch (error) {
-      log("error", "pruning upstream objects failed", { error: String(error) });
-    }
-  };
-  void prune();
-  const pruner = setInterval(prune, 6 * 3600 * 1000);
-  // Calls held by another process on this store that has since died (see `store/owners.ts`).
-  const recovery = setInterval(async () => {
-    try {
-      if (store.leading && !(await store.leading())) return;
-      const calls = await recoverHolds(store, services.config.budgetTimeZone);
-      if (calls) log("warn", "settled calls left open by a process that stopped", { calls });
-    } catch (error) {
-      log("error", "recovering held calls failed", { error: String(error) });
-    }
-  }, RECOVERY_INTERVAL_MS);
-  const trimmer = startMemoryTrim();
-  const alerts = startAlerts(services);
-  return {
-    stop: () => {
-      alerts.stop();
-      trimmer.stop();
-      poller.stop();
-      void metricsServer?.shutdown();
-      clearInterval(pruner);
-      clearInterval(recovery);
-    },
-  };
-}
-
-/**
- * Readies the store for serving, once per process (see `Store.prepareForServing`); returns what
- * serving threads need to share it.
- */
-export function prepareStore(services: Services): SharedArrayBuffer | undefined {
-  return services.store.prepareForServing?.((error) =>
-    log("warn", "the store's helper thread failed: commits checkpoint the log themselves", {
-      error,
-    })
-  );
-}
-
-/** The HTTP server and the background work in this one thread (`--workers 1`). */
-export function startServer(services: Services): RunningServer {
-  prepareStore(services);
-  const http = startHttp(services);
-  const background = startBackground(services);
-  return {
-    ...http,
-    shutdown: () => {
-      background.stop();
-      return http.shutdown();
-    },
   };
 }

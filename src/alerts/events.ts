@@ -3,7 +3,7 @@
  * window, a balance below an amount since the account's last credit, a key about to expire — with
  * the fields its event carries, and the event as it is delivered and listed.
  */
-import { amountFields } from "../billing/money.ts";
+import { amountFields } from "../money.ts";
 import type { BudgetWindow } from "../billing/windows.ts";
 import { accountOwner, keyOwner } from "../store/limits.ts";
 import type { Alert, KeyRecord, LowBalance, NewAlert, SpentBudget } from "../store/store.ts";

@@ -24,6 +24,7 @@
  * amortized O(1) per new key.
  */
 import { formatDuration, retryAfterSeconds } from "../http/errors.ts";
+import type { RateDecision } from "../store/store.ts";
 
 const WINDOW_MS = 60_000;
 
@@ -36,15 +37,11 @@ const BUCKETS = WINDOW_MS / BUCKET_MS;
 /** Tracked keys above which idle ones are swept. */
 const SWEEP_MIN_KEYS = 10_000;
 
-/** The outcome of {@link RateLimiter.check}, also what {@link rateLimitHeaders} reports. */
-export interface RateDecision {
-  allowed: boolean;
-  /** 0 when unlimited. */
-  limit: number;
-  remaining: number;
-  /** Milliseconds until one more request is allowed (0 when one is already allowed). */
-  resetMs: number;
-}
+/**
+ * The outcome of {@link RateLimiter.check} (or of a store that counts requests itself), also what
+ * {@link rateLimitHeaders} reports.
+ */
+export type { RateDecision };
 
 /** One key's window, in either representation. */
 interface Window {

@@ -5,7 +5,7 @@
 import type { Principal } from "../auth/authenticate.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { formatDuration, GatewayError, retryAfterSeconds } from "../http/errors.ts";
-import { nanoToUsd } from "./money.ts";
+import { nanoToUsd } from "../money.ts";
 import { emptyUsage, inputTotal, price, type Usage } from "./price.ts";
 import type {
   BudgetPeriod,

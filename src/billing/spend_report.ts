@@ -2,7 +2,7 @@
  * Spend broken down as `GET /v1/usage` and the admin API show it: quantities and amounts by unit,
  * requests and amounts by model (amounts as `amountFields`: exact at any size).
  */
-import { amountFields } from "./money.ts";
+import { amountFields } from "../money.ts";
 import type { BudgetState, Total } from "../store/store.ts";
 
 /** `{unit: {quantity, <prefix>_usd, <prefix>_nanousd}}` (prefix `spent`, or `held`). */

@@ -138,22 +138,6 @@ export function parseBudgetPeriod(text: string): BudgetPeriod | null {
   }
 }
 
-/**
- * Whether `name` is an IANA time zone the runtime knows ("Europe/Berlin", "UTC", "Etc/GMT-14", and
- * the tz database's aliases such as "US/Eastern"; Intl accepts them in any case). Offset strings
- * such as "+05:30" are refused although Intl accepts them: they are not zones, and a fixed offset
- * is spelled "Etc/GMT-5" style in the tz database.
- */
-export function isTimeZone(name: string): boolean {
-  if (name === "" || name !== name.trim() || /^[+\-\u2212]/.test(name)) return false;
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const MAX_NANO = BigInt(Number.MAX_SAFE_INTEGER);
 const PERIODS_HELP = "5h, day, week, month or total";
 

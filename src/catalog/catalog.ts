@@ -3,9 +3,11 @@
  * Pure: built from already-validated config, no I/O.
  */
 import type { ModelKind, ProviderType } from "../config/schema.ts";
-import type { ProtocolId } from "../translate/ir.ts";
 
 export type { ModelKind } from "../config/schema.ts";
+
+/** The four wire formats: Responses, Messages, generateContent (`generate`), chat completions. */
+export type ProtocolId = "responses" | "messages" | "generate" | "chat";
 
 /** Token rates in nanoUSD per million tokens. */
 export interface TokenRates {

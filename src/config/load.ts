@@ -15,7 +15,7 @@ import {
   type ProviderKey,
   type TokenRates,
 } from "../catalog/catalog.ts";
-import { usdToNano } from "../billing/money.ts";
+import { usdToNano } from "../money.ts";
 import { DEFAULT_MODELS, DEFAULT_PROVIDERS } from "./defaults.ts";
 import {
   type ConfigInput,
@@ -32,7 +32,7 @@ import {
   type TokenRatesInput,
 } from "./schema.ts";
 import { formatPath, issueKeys } from "../field_path.ts";
-import { surfacesOf } from "../providers/surfaces.ts";
+import { surfacesOf } from "../catalog/surfaces.ts";
 
 /** The validated, resolved settings the server and CLI run on. */
 export interface Config {

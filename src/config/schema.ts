@@ -4,8 +4,7 @@
  */
 import * as v from "valibot";
 import { HOSTED_TOOLS } from "../catalog/hosted_tools.ts";
-import { isTimeZone } from "../billing/windows.ts";
-import { usdToNano } from "../billing/money.ts";
+import { usdToNano } from "../money.ts";
 
 /** The most serving threads one process runs (`server.workers`, `--workers`). */
 /** Whether `text` is a PostgreSQL URL the driver can parse (`postgres://` or `postgresql://`). */
@@ -14,6 +13,22 @@ export function isPostgresUrl(text: string): boolean {
 }
 
 export const MAX_WORKERS = 256;
+
+/**
+ * Whether `name` is an IANA time zone the runtime knows ("Europe/Berlin", "UTC", "Etc/GMT-14", and
+ * the tz database's aliases such as "US/Eastern"; Intl accepts them in any case). Offset strings
+ * such as "+05:30" are refused although Intl accepts them: they are not zones, and a fixed offset
+ * is spelled "Etc/GMT-5" style in the tz database.
+ */
+export function isTimeZone(name: string): boolean {
+  if (name === "" || name !== name.trim() || /^[+\-\u2212]/.test(name)) return false;
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Whether `text` is an absolute `http://` or `https://` URL (an alert webhook). */
 export function isWebhookUrl(text: string): boolean {
@@ -127,13 +142,29 @@ const keyText = v.pipe(
   v.maxLength(4096, "must be at most 4096 characters"),
 );
 
+/** An integer from `min` to `max` (refused as "must be between `min` and `max`"). */
+function between(min: number, max: number, notANumber = "must be an integer") {
+  const range = `must be between ${min} and ${max}`;
+  return v.pipe(
+    v.number(notANumber),
+    v.integer("must be an integer"),
+    v.minValue(min, range),
+    v.maxValue(max, range),
+  );
+}
+
+/** An integer from `min` to `max` (refused as "must be ≥ `min`" or "must be at most `max`"). */
+function within(min: number, max: number, notANumber?: string) {
+  return v.pipe(
+    v.number(notANumber),
+    v.integer("must be an integer"),
+    v.minValue(min, `must be ≥ ${min}`),
+    v.maxValue(max, `must be at most ${max}`),
+  );
+}
+
 /** A share of calls, relative to the others' (default 1). */
-const weight = v.pipe(
-  v.number("must be an integer"),
-  v.integer("must be an integer"),
-  v.minValue(1, "must be between 1 and 100"),
-  v.maxValue(100, "must be between 1 and 100"),
-);
+const weight = between(1, 100);
 
 export const ProviderSchema = v.strictObject({
   type: v.picklist(PROVIDER_TYPES, `must be one of ${PROVIDER_TYPES.join(", ")}`),
@@ -267,12 +298,7 @@ export const ModelSchema = v.strictObject({
 });
 export type ModelInput = v.InferOutput<typeof ModelSchema>;
 
-const port = v.pipe(
-  v.number("must be a number"),
-  v.integer("must be an integer"),
-  v.minValue(0, "must be between 0 and 65535"),
-  v.maxValue(65535, "must be between 0 and 65535"),
-);
+const port = between(0, 65535, "must be a number");
 
 export const ConfigSchema = v.strictObject({
   server: v.optional(
@@ -327,23 +353,9 @@ export const ConfigSchema = v.strictObject({
        * the first ones called; later ones are counted under `other` (the catalog's exact ids are
        * always kept).
        */
-      metricsModels: v.optional(
-        v.pipe(
-          v.number("must be an integer"),
-          v.integer("must be an integer"),
-          v.minValue(0, "must be ≥ 0"),
-          v.maxValue(MAX_METRICS_MODELS, `must be at most ${MAX_METRICS_MODELS}`),
-        ),
-      ),
+      metricsModels: v.optional(within(0, MAX_METRICS_MODELS, "must be an integer")),
       /** Serving threads on the one port (default: the number of cores; 1: a single thread). */
-      workers: v.optional(
-        v.pipe(
-          v.number("must be an integer"),
-          v.integer("must be an integer"),
-          v.minValue(1, "must be ≥ 1"),
-          v.maxValue(MAX_WORKERS, `must be at most ${MAX_WORKERS}`),
-        ),
-      ),
+      workers: v.optional(within(1, MAX_WORKERS, "must be an integer")),
     }),
   ),
   admin: v.optional(v.strictObject({
@@ -383,14 +395,7 @@ export const ConfigSchema = v.strictObject({
   })),
   limits: v.optional(v.strictObject({
     /** Requests per minute for a key created without `--rpm`; 0 means unlimited. */
-    defaultRpm: v.optional(
-      v.pipe(
-        v.number(),
-        v.integer("must be an integer"),
-        v.minValue(0, "must be ≥ 0"),
-        v.maxValue(1_000_000, "must be at most 1000000"),
-      ),
-    ),
+    defaultRpm: v.optional(within(0, 1_000_000)),
     /** The output cap of a call to a model without `maxOutputTokens` when the client sets none. */
     defaultMaxOutputTokens: v.optional(count(1)),
   })),

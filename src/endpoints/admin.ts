@@ -1,6 +1,6 @@
 /**
  * The admin API under `/admin/api/` (the admin token, see `auth/admin.ts`): the CLI's key and
- * account operations through the same code (`cli/commands.ts`), an account's usage by day, unit
+ * account operations through the same code (`billing/accounts.ts`), an account's usage by day, unit
  * and model, and the ledger, newest first, a page at a time. Errors are JSON (OpenAI's shape); the
  * secret of a new key is in the answer that creates it and nowhere else.
  */
@@ -11,19 +11,17 @@ import { readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import { validate } from "../http/validate.ts";
-import { amountFields } from "../billing/money.ts";
+import { amountFields } from "../money.ts";
 import { byDayFields, byModelFields, byUnitFields } from "../billing/spend_report.ts";
 import {
-  accountJson,
-  CliError,
   createKey,
   creditAccount,
-  keyJson,
   rotateKey,
   updateAccount,
   updateKey,
-} from "../cli/commands.ts";
-import type { Settings } from "../cli/key_settings.ts";
+} from "../billing/accounts.ts";
+import { accountJson, keyJson } from "../billing/accounts_json.ts";
+import { OperatorError, type Settings } from "../billing/key_settings.ts";
 import { budgetJson } from "../billing/spend_report.ts";
 import { budgetWindows } from "../billing/windows.ts";
 import { sumTotals } from "../store/amounts.ts";
@@ -59,12 +57,12 @@ function settingsOf(body: Partial<v.InferOutput<typeof KeyChange>>): Settings {
   return s;
 }
 
-/** Runs a CLI operation; its usage errors become 400s. */
+/** Runs an operator's operation (see `billing/accounts.ts`); its mistakes become 400s. */
 async function operation<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (error instanceof CliError) throw new GatewayError(400, error.message);
+    if (error instanceof OperatorError) throw new GatewayError(400, error.message);
     throw error;
   }
 }

@@ -1,13 +1,13 @@
 /**
  * The admin API's request bodies and query parameters, defined once: `admin.ts` validates with
  * these schemas and `openapi.ts` describes them from the same objects (`http/schema_doc.ts`), so
- * the document cannot say other than what is checked. What the CLI's settings code checks beyond
- * them (`cli/key_settings.ts`: a budget's amount and period, an expiry, an address) is a 400 too,
- * and described in words.
+ * the document cannot say other than what is checked. What the settings code the CLI shares
+ * checks beyond them (`billing/key_settings.ts`: a budget's amount and period, an expiry, an
+ * address) is a 400 too, and described in words.
  */
 import * as v from "valibot";
-import { creditToNano, MAX_CREDIT_USD } from "../billing/money.ts";
-import { MAX_IPS, MAX_METADATA_PAIRS, MAX_NAME, MAX_PATTERNS } from "../cli/key_settings.ts";
+import { creditToNano, MAX_CREDIT_USD } from "../money.ts";
+import { MAX_IPS, MAX_METADATA_PAIRS, MAX_NAME, MAX_PATTERNS } from "../billing/key_settings.ts";
 
 /** Ledger entries per page at most, and by default. */
 export const MAX_PAGE = 500;
@@ -49,6 +49,12 @@ const USD = v.pipe(
 
 const INTEGER = v.pipe(v.number("must be an integer"), v.integer("must be an integer"));
 const nullable = <T extends v.GenericSchema>(schema: T) => v.optional(v.nullable(schema));
+/** A whole number from 0 (`zero`: what 0 means) to `max` (`above`: the message past it). */
+const upTo = (max: number, above: string, zero: string, text: string) =>
+  describe(
+    v.pipe(INTEGER, v.minValue(0, `must be ≥ 0 (0: ${zero})`), v.maxValue(max, above)),
+    text,
+  );
 const STRINGS = v.array(v.string("must be a string"), "must be a list of strings");
 const PATTERNS = (text: string) =>
   describe(v.pipe(STRINGS, v.maxLength(MAX_PATTERNS, `must have at most ${MAX_PATTERNS}`)), text);
@@ -70,7 +76,7 @@ const BUDGETS = describe(
   "At most one budget per period; an empty list or null clears them.",
 );
 
-/** A key's settings in the admin API (see `cli/key_settings.ts`; null clears one). */
+/** A key's settings in the admin API (see `billing/key_settings.ts`; null clears one). */
 const KEY_SETTINGS = {
   name: nullable(describe(
     v.pipe(
@@ -101,30 +107,29 @@ const KEY_SETTINGS = {
   budgets: nullable(BUDGETS),
   models: nullable(PATTERNS("Model ids and * patterns the key may call (null: every model).")),
   deny_models: nullable(PATTERNS("Model ids and * patterns it may not call.")),
-  tpm: nullable(describe(
-    v.pipe(INTEGER, v.minValue(0, "must be ≥ 0 (0: none)"), v.maxValue(1e9, "must be ≤ 1e9")),
-    "Tokens per minute, input and output (0 or null: no limit).",
-  )),
-  max_concurrent: nullable(describe(
-    v.pipe(
-      INTEGER,
-      v.minValue(0, "must be ≥ 0 (0: none)"),
-      v.maxValue(100_000, "must be ≤ 100000"),
+  tpm: nullable(
+    upTo(
+      1e9,
+      "must be ≤ 1e9",
+      "none",
+      "Tokens per minute, input and output (0 or null: no limit).",
     ),
-    "Calls in flight at once (0 or null: no limit).",
-  )),
+  ),
+  max_concurrent: nullable(
+    upTo(100_000, "must be ≤ 100000", "none", "Calls in flight at once (0 or null: no limit)."),
+  ),
   ips: nullable(describe(
     v.pipe(STRINGS, v.maxLength(MAX_IPS, `must have at most ${MAX_IPS}`)),
     "IPv4/IPv6 addresses and CIDR ranges the key may be used from (null: anywhere).",
   )),
-  rpm: nullable(describe(
-    v.pipe(
-      INTEGER,
-      v.minValue(0, "must be ≥ 0 (0: unlimited)"),
-      v.maxValue(1_000_000, "must be at most 1000000"),
+  rpm: nullable(
+    upTo(
+      1_000_000,
+      "must be at most 1000000",
+      "unlimited",
+      "Requests per minute (0: unlimited; null: limits.defaultRpm).",
     ),
-    "Requests per minute (0: unlimited; null: limits.defaultRpm).",
-  )),
+  ),
 };
 
 /** `POST /admin/api/keys`. */

@@ -1,6 +1,6 @@
 /**
  * The JSON shapes the admin API answers with, as JSON Schema for its OpenAPI document
- * (`openapi.ts`): keys (`cli/commands.ts` `keyJson`), accounts (`accountJson`), budget states
+ * (`openapi.ts`): keys (`billing/accounts_json.ts` `keyJson`), accounts (`accountJson`), budget states
  * (`billing/spend_report.ts` `budgetJson`), ledger entries, usage, the error envelope. They are
  * written out here; `tests/openapi_test.ts` checks real answers against them, property by
  * property, both ways (a field the code adds and the document lacks fails it too).

@@ -6,10 +6,10 @@
  * key's limits and budgets (and its account's) come with it.
  */
 import type { Handler } from "../context.ts";
-import { amountFields } from "../billing/money.ts";
+import { amountFields } from "../money.ts";
 import { budgetJson, byModelFields, byUnitFields } from "../billing/spend_report.ts";
 import { budgetWindows } from "../billing/windows.ts";
-import { limitsJson } from "../cli/commands.ts";
+import { limitsJson } from "../billing/accounts_json.ts";
 import { jsonResponse } from "../http/json.ts";
 import type { UsageSummary } from "../store/store.ts";
 

@@ -9,19 +9,7 @@
  * value (a value is never stored, nor ever removed). Two values with the same 64 bits of hash
  * count as one: they share a series' admission, nothing else.
  */
-
-const EMPTY = 0;
-const CLAIMING = -1;
-
-function fnv1a(text: string, seed: number): number {
-  let h = seed >>> 0;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  // Never EMPTY nor CLAIMING.
-  return (h | 1) === CLAIMING ? 1 : h | 1;
-}
+import { CLAIMING, EMPTY, hashesOf } from "../shared_hash.ts";
 
 /** A table's cells: a power of two, at least twice `max`. */
 function cellsFor(max: number): number {
@@ -112,8 +100,7 @@ export class Bounds {
   admit(label: number, value: string): boolean {
     const { count, cells, size, max } = this.#layout.labels[label];
     const ints = this.#ints;
-    const a = fnv1a(value, 0x811c9dc5);
-    const b = fnv1a(value, 0x050c5d1f);
+    const [a, b] = hashesOf(value);
     for (let probe = 0; probe < size; probe++) {
       const cell = cells + (((a >>> 1) + probe) & (size - 1)) * 2;
       for (;;) {

@@ -1,11 +1,14 @@
 /**
  * The gateway's metrics (see the README's Metrics section): what each thread records, and the
  * families `/metrics` writes. Each thread keeps its own values (`metrics.samples`); a scrape adds
- * up every thread's (see `collect` in `Services`).
+ * up every thread's (see `collectMetrics` in `Services`).
  */
 import {
+  counter,
   type Family,
   FOLDED,
+  gauge,
+  histogram,
   type LabelCap,
   merge,
   Registry,
@@ -13,7 +16,7 @@ import {
   type Samples,
 } from "./registry.ts";
 import type { Usage } from "../billing/price.ts";
-import type { Services } from "../context.ts";
+import type { Config } from "../config/load.ts";
 import { DEFAULT_METRICS_MODELS } from "../config/schema.ts";
 import { RECENT_FAMILIES, RecentCalls } from "./recent.ts";
 
@@ -22,101 +25,77 @@ const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 /** Seconds for store commits: from 50 µs up. */
 const COMMIT_SECONDS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25];
 
-export const REQUESTS: Family = {
-  name: "switchyard_requests_total",
-  help: "Requests answered, by route, client protocol, model, provider and HTTP status.",
-  type: "counter",
-  labels: ["route", "protocol", "model", "provider", "status"],
-};
-export const UPSTREAM_SECONDS: Family = {
-  name: "switchyard_upstream_duration_seconds",
-  help: "Upstream calls from sending the request to the end of the answer (streams: their end).",
-  type: "histogram",
-  labels: ["provider", "model"],
-  buckets: SECONDS,
-};
-export const UPSTREAM_TTFB: Family = {
-  name: "switchyard_upstream_ttfb_seconds",
-  help: "Upstream calls from sending the request to the answer's headers.",
-  type: "histogram",
-  labels: ["provider", "model"],
-  buckets: SECONDS,
-};
-export const UPSTREAM_ERRORS: Family = {
-  name: "switchyard_upstream_errors_total",
-  help: "Upstream answers that were not 2xx, and calls that got no answer (status 0).",
-  type: "counter",
-  labels: ["provider", "status"],
-};
-export const UPSTREAM_RETRIES: Family = {
-  name: "switchyard_upstream_retries_total",
-  help:
-    "Failed attempts that moved a call on to another key, deployment or model, by provider and reason.",
-  type: "counter",
-  labels: ["provider", "reason"],
-};
-export const CIRCUITS: Family = {
-  name: "switchyard_deployment_circuit_open",
-  help: "1 when a deployment's circuit is open or half-open (calls pass it over), else 0.",
-  type: "gauge",
-  labels: ["deployment"],
-};
-export const TOKENS: Family = {
-  name: "switchyard_tokens_total",
-  help: "Tokens charged, by model, account and kind (input, cached_input, cache_write, output).",
-  type: "counter",
-  labels: ["model", "account", "kind"],
-};
-export const SPEND: Family = {
-  name: "switchyard_spend_nanousd_total",
-  help: "Amount charged in nanoUSD (1e-9 USD), by model and account.",
-  type: "counter",
-  labels: ["model", "account"],
-};
-export const RATE_LIMITED: Family = {
-  name: "switchyard_rate_limited_total",
-  help: "Requests refused with 429 by a key's requests-per-minute limit, by route.",
-  type: "counter",
-  labels: ["route"],
-};
-export const REFUSED: Family = {
-  name: "switchyard_refused_total",
-  help:
-    "Requests the gateway itself refused (4xx it raised, not an upstream's), by route and status.",
-  type: "counter",
-  labels: ["route", "status"],
-};
-export const OPEN_STREAMS: Family = {
-  name: "switchyard_open_streams",
-  help: "Streams being relayed now.",
-  type: "gauge",
-  labels: [],
-};
-export const OPEN_CONNECTIONS: Family = {
-  name: "switchyard_open_connections",
-  help: "Client connections open now (capped by server.maxConnections).",
-  type: "gauge",
-  labels: [],
-};
-export const REFUSED_CONNECTIONS: Family = {
-  name: "switchyard_connections_refused_total",
-  help: "Client connections closed at once because server.maxConnections were open.",
-  type: "counter",
-  labels: [],
-};
-export const HOLDS: Family = {
-  name: "switchyard_holds_outstanding",
-  help: "Calls holding funds now (held ledger entries in the store, every process's).",
-  type: "gauge",
-  labels: [],
-};
-export const COMMIT_SECONDS_FAMILY: Family = {
-  name: "switchyard_store_commit_seconds",
-  help: "Store write transactions (a turn's group commit), from begin to commit.",
-  type: "histogram",
-  labels: [],
-  buckets: COMMIT_SECONDS,
-};
+export const REQUESTS: Family = counter(
+  "switchyard_requests_total",
+  "Requests answered, by route, client protocol, model, provider and HTTP status.",
+  ["route", "protocol", "model", "provider", "status"],
+);
+export const UPSTREAM_SECONDS: Family = histogram(
+  "switchyard_upstream_duration_seconds",
+  "Upstream calls from sending the request to the end of the answer (streams: their end).",
+  ["provider", "model"],
+  SECONDS,
+);
+export const UPSTREAM_TTFB: Family = histogram(
+  "switchyard_upstream_ttfb_seconds",
+  "Upstream calls from sending the request to the answer's headers.",
+  ["provider", "model"],
+  SECONDS,
+);
+export const UPSTREAM_ERRORS: Family = counter(
+  "switchyard_upstream_errors_total",
+  "Upstream answers that were not 2xx, and calls that got no answer (status 0).",
+  ["provider", "status"],
+);
+export const UPSTREAM_RETRIES: Family = counter(
+  "switchyard_upstream_retries_total",
+  "Failed attempts that moved a call on to another key, deployment or model, by provider and reason.",
+  ["provider", "reason"],
+);
+export const CIRCUITS: Family = gauge(
+  "switchyard_deployment_circuit_open",
+  "1 when a deployment's circuit is open or half-open (calls pass it over), else 0.",
+  ["deployment"],
+);
+export const TOKENS: Family = counter(
+  "switchyard_tokens_total",
+  "Tokens charged, by model, account and kind (input, cached_input, cache_write, output).",
+  ["model", "account", "kind"],
+);
+export const SPEND: Family = counter(
+  "switchyard_spend_nanousd_total",
+  "Amount charged in nanoUSD (1e-9 USD), by model and account.",
+  ["model", "account"],
+);
+export const RATE_LIMITED: Family = counter(
+  "switchyard_rate_limited_total",
+  "Requests refused with 429 by a key's requests-per-minute limit, by route.",
+  ["route"],
+);
+export const REFUSED: Family = counter(
+  "switchyard_refused_total",
+  "Requests the gateway itself refused (4xx it raised, not an upstream's), by route and status.",
+  ["route", "status"],
+);
+export const OPEN_STREAMS: Family = gauge("switchyard_open_streams", "Streams being relayed now.");
+export const OPEN_CONNECTIONS: Family = gauge(
+  "switchyard_open_connections",
+  "Client connections open now (capped by server.maxConnections).",
+);
+export const REFUSED_CONNECTIONS: Family = counter(
+  "switchyard_connections_refused_total",
+  "Client connections closed at once because server.maxConnections were open.",
+);
+export const HOLDS: Family = gauge(
+  "switchyard_holds_outstanding",
+  "Calls holding funds now (held ledger entries in the store, every process's).",
+);
+export const COMMIT_SECONDS_FAMILY: Family = histogram(
+  "switchyard_store_commit_seconds",
+  "Store write transactions (a turn's group commit), from begin to commit.",
+  [],
+  COMMIT_SECONDS,
+);
 
 /** Every family, in the order `/metrics` writes them. */
 export const FAMILIES: readonly Family[] = [
@@ -168,12 +147,20 @@ export const metrics = new Registry(
  * `services.metricBounds`, made by the first call when absent (the main thread's, which hands it
  * to the serving threads). Called once per thread, before it serves.
  */
-export function shareMetricBounds(services: Services): void {
+export function shareMetricBounds(services: {
+  config: Pick<Config, "metricsModels" | "catalog">;
+  metricBounds?: SharedArrayBuffer;
+}): void {
   const caps = labelCaps(
     services.config.metricsModels,
     (id) => services.config.catalog.isExact(id),
   );
   services.metricBounds = metrics.share(caps, services.metricBounds);
+}
+
+/** Counts one store commit that took `seconds` (see `OpenOptions.onCommit` in `store/open.ts`). */
+export function observeCommit(seconds: number): void {
+  metrics.observe(COMMIT_SECONDS_FAMILY, [], seconds);
 }
 
 /** This thread's upstream outcomes of the last minutes, by provider (see `recent.ts`). */
@@ -200,9 +187,11 @@ export function snapshot(openStreams: number): Record<string, Samples> {
  * Every serving thread's snapshot (gathered by the main thread, see `serve/workers.ts`), or this
  * thread's alone when it serves by itself.
  */
-export async function everyThread(
-  services: Pick<Services, "collectMetrics" | "live">,
-): Promise<Record<string, Samples>[]> {
+export async function everyThread(services: {
+  collectMetrics?: () => Promise<Record<string, Samples>[]>;
+  /** This thread's streams in flight. */
+  live?: { readonly size: number };
+}): Promise<Record<string, Samples>[]> {
   return services.collectMetrics
     ? await services.collectMetrics()
     : [snapshot(services.live?.size ?? 0)];

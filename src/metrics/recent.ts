@@ -6,24 +6,22 @@
  * window are dropped as new calls are counted, so a thread keeps a handful of series per provider.
  */
 import type { Family, Registry, Samples } from "./registry.ts";
-import { labelsOf } from "./registry.ts";
+import { counter, labelsOf } from "./registry.ts";
 
 /** The window: the current clock minute and the ones before it, this many in all. */
 export const WINDOW_MINUTES = 5;
 const MINUTE_MS = 60_000;
 
-export const RECENT_CALLS: Family = {
-  name: "switchyard_recent_upstream_calls",
-  help: "Upstream calls by provider and minute since the epoch (the last few minutes only).",
-  type: "counter",
-  labels: ["provider", "minute"],
-};
-export const RECENT_ERRORS: Family = {
-  name: "switchyard_recent_upstream_failures",
-  help: "Upstream calls that failed (see `isProviderFailure`), by provider and minute.",
-  type: "counter",
-  labels: ["provider", "minute"],
-};
+export const RECENT_CALLS: Family = counter(
+  "switchyard_recent_upstream_calls",
+  "Upstream calls by provider and minute since the epoch (the last few minutes only).",
+  ["provider", "minute"],
+);
+export const RECENT_ERRORS: Family = counter(
+  "switchyard_recent_upstream_failures",
+  "Upstream calls that failed (see `isProviderFailure`), by provider and minute.",
+  ["provider", "minute"],
+);
 /** The families a registry needs for `RecentCalls`. */
 export const RECENT_FAMILIES: readonly Family[] = [RECENT_CALLS, RECENT_ERRORS];
 

@@ -20,6 +20,26 @@ export interface Family {
   buckets?: readonly number[];
 }
 
+/** A counter family: a value that only goes up, by `labels`. */
+export function counter(name: string, help: string, labels: readonly string[] = []): Family {
+  return { name, help, type: "counter", labels };
+}
+
+/** A gauge family: a value as it is now, by `labels`. */
+export function gauge(name: string, help: string, labels: readonly string[] = []): Family {
+  return { name, help, type: "gauge", labels };
+}
+
+/** A histogram family: observations counted in `buckets` (upper bounds, ascending), by `labels`. */
+export function histogram(
+  name: string,
+  help: string,
+  labels: readonly string[],
+  buckets: readonly number[],
+): Family {
+  return { name, help, type: "histogram", labels, buckets };
+}
+
 /** One label set's value: a number, or a histogram's bucket counts, sum and count. */
 export type Sample = number | { buckets: number[]; sum: number; count: number };
 
@@ -41,13 +61,11 @@ export const OTHER = "other";
 export const ALL_LABELS = "*";
 
 /** Observations whose label values were folded into `other`: by family and label. */
-export const FOLDED: Family = {
-  name: "switchyard_metric_labels_folded_total",
-  help:
-    "Observations recorded under `other` because a label had all the distinct values it may (label: its name) or a family all its series (label: *).",
-  type: "counter",
-  labels: ["family", "label"],
-};
+export const FOLDED: Family = counter(
+  "switchyard_metric_labels_folded_total",
+  "Observations recorded under `other` because a label had all the distinct values it may (label: its name) or a family all its series (label: *).",
+  ["family", "label"],
+);
 
 /**
  * A label whose values clients choose (a model id served by an open pattern): across every

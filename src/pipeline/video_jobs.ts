@@ -7,7 +7,8 @@ import { budgetWindows } from "../billing/windows.ts";
 import { boardOf, type Services } from "../context.ts";
 import { CallRoute } from "../routing/attempts.ts";
 import type { Charge, VideoJob } from "../store/store.ts";
-import { send, upstreamDeadlines } from "../providers/index.ts";
+import { upstreamDeadlines } from "../providers/index.ts";
+import { send } from "../routing/send.ts";
 import { log } from "../log.ts";
 
 type Json = Record<string, unknown>;

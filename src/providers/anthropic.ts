@@ -1,7 +1,7 @@
 /**
  * Anthropic Messages upstreams: Anthropic itself and the Anthropic-compatible endpoints of
  * DeepSeek, Moonshot (Kimi) and Zhipu (GLM). The base URL is the part before `/v1/messages`
- * (e.g. `https://api.deepseek.com/anthropic`); auth is `x-api-key` (see `surfaces.ts`).
+ * (e.g. `https://api.deepseek.com/anthropic`); auth is `x-api-key` (see `catalog/surfaces.ts`).
  * Per-vendor differences (`anthropic-messages.md` §8) are handled here, keyed by host — or,
  * behind a proxy (or the emulator), by a path segment naming the vendor.
  */

@@ -1,7 +1,7 @@
 /**
- * Upstream error bodies: reading one (bounded in size and time), and telling from the provider's
- * own fields whether it refused the operator's key — whatever status it reports that with
- * (Gemini and xAI answer 400).
+ * Upstream error answers: reading one's body (bounded in size and time), and telling from the
+ * provider's own fields whether it refused the operator's key — whatever status it reports that
+ * with (Gemini and xAI answer 400).
  */
 import { concatBytes } from "../http/bytes.ts";
 
@@ -59,4 +59,19 @@ export async function readBounded(upstream: Response): Promise<string> {
   reader.cancel().catch(() => {});
   const bytes = chunks.length ? concatBytes(chunks, size) : new Uint8Array(0);
   return new TextDecoder().decode(bytes.subarray(0, MAX_ERROR_BYTES));
+}
+
+/** Whether an upstream error refuses the key (reading a 400's body to tell; see `keyRefusal`). */
+export async function refusal(
+  response: Response,
+): Promise<{ refused: "key" | "model" | null; response: Response }> {
+  const { status } = response;
+  if (status !== 400) return { refused: keyRefusal(status, ""), response };
+  const text = await readBounded(response);
+  const copy = new Response(text, {
+    status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+  return { refused: keyRefusal(status, text), response: copy };
 }

@@ -9,6 +9,7 @@
  * stable across reloads, so state outlives a config reload (refused keys end by a generation,
  * see `keys.ts`).
  */
+import { CLAIMING, hashesOf } from "../shared_hash.ts";
 
 /** Slots in the table; names past it get a slot of their own thread (not shared). */
 const SLOTS = 4096;
@@ -19,7 +20,6 @@ const TIMES = 4;
 /** Integer fields 0 and 1 hold the name's two hashes; the others are the users'. */
 const HASH_A = 0;
 const HASH_B = 1;
-const CLAIMING = -1;
 
 /** The bytes a board takes. */
 export const BOARD_BYTES = SLOTS * (INTS * 4 + TIMES * 8) + 8;
@@ -65,16 +65,6 @@ export class Slot {
   }
 }
 
-function fnv1a(text: string, seed: number): number {
-  let h = seed >>> 0;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  // Never 0 (a free slot) nor CLAIMING.
-  return (h | 1) === CLAIMING ? 1 : h | 1;
-}
-
 /** The shared table; each thread holds one over the same buffer. */
 export class Board {
   readonly buffer: SharedArrayBuffer;
@@ -118,12 +108,11 @@ export class Board {
   #lookup(name: string, claim: boolean): Slot | undefined {
     const known = this.#found.get(name);
     if (known) return known;
-    const a = fnv1a(name, 0x811c9dc5);
-    const b = fnv1a(name, 0x050c5d1f);
+    const [a, b] = hashesOf(name);
     let slot: Slot | undefined;
     let free = false;
     for (let probe = 0; probe < SLOTS && !slot && !free; probe++) {
-      // Hashes are odd (see `fnv1a`): their upper bits pick the first slot.
+      // Hashes are odd (see `shared_hash.ts`): their upper bits pick the first slot.
       const at = ((a >>> 1) + probe) % SLOTS;
       const cell = at * INTS;
       for (;;) {

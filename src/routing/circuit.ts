@@ -9,15 +9,9 @@ import type { CircuitSettings } from "../config/load.ts";
 import type { Slot } from "./board.ts";
 
 /** Integer fields: consecutive failures, open (1), probe out (1), window calls, window failures. */
-const CONSECUTIVE = 2;
-const OPEN = 3;
-const PROBING = 4;
-const WINDOW_CALLS = 5;
-const WINDOW_FAILURES = 6;
+const [CONSECUTIVE, OPEN, PROBING, WINDOW_CALLS, WINDOW_FAILURES] = [2, 3, 4, 5, 6];
 /** Time fields: open until, window start, probe sent at. */
-const UNTIL = 0;
-const WINDOW_START = 1;
-const PROBE_AT = 2;
+const [UNTIL, WINDOW_START, PROBE_AT] = [0, 1, 2];
 
 export type CircuitState = "closed" | "open" | "half-open";
 

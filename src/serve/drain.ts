@@ -7,7 +7,7 @@
 import { billsInFlight } from "../billing/ledger.ts";
 import type { Config } from "../config/load.ts";
 import { log } from "../log.ts";
-import type { RunningServer } from "../server.ts";
+import type { RunningServer } from "./http.ts";
 
 /** After the last call is settled, how long a stopping server lets its last answers flush. */
 const FLUSH_MS = 1_000;

@@ -6,12 +6,13 @@
 import { type RateDecision, UNLIMITED } from "../auth/ratelimit.ts";
 import { loadConfig } from "../config/load.ts";
 import { flushLog } from "../log.ts";
-import { type Limiter, type RunningServer, startHttp } from "../server.ts";
+import type { Limiter } from "../server.ts";
+import { type RunningServer, startHttp } from "./http.ts";
 import { openStore } from "../store/open.ts";
 import { drainServer } from "./drain.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 import type { LiveStream } from "../http/relay.ts";
-import { shareMetricBounds, snapshot } from "../metrics/gateway.ts";
+import { observeCommit, shareMetricBounds, snapshot } from "../metrics/gateway.ts";
 import type { Services } from "../context.ts";
 import { Board } from "../routing/board.ts";
 import { reloadConfig } from "./reload.ts";
@@ -82,6 +83,7 @@ scope.onmessage = async ({ data }) => {
       owner: true,
       writeLock: data.shared,
       thread: data.index,
+      onCommit: observeCommit,
     });
     source = { configFile: data.configFile, overrides: data.overrides };
     services = {

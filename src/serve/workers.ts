@@ -11,7 +11,7 @@ import { RateLimiter } from "../auth/ratelimit.ts";
 import type { Config, ConfigRead, Overrides } from "../config/load.ts";
 import { boardOf, type Services } from "../context.ts";
 import { flushLog, log } from "../log.ts";
-import { prepareStore, startBackground } from "../server.ts";
+import { prepareStore, startBackground } from "./background.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 import { shareMetricBounds, snapshot } from "../metrics/gateway.ts";
 import { connectionCounts } from "./connections.ts";

@@ -1,7 +1,8 @@
 /**
  * The WAL checkpointer thread of a process whose serving threads share the store (see
- * `SqliteStore.prepareForServing`): it copies the write-ahead log back into the database file, so
- * that no serving thread does it inside a commit while the others wait for the write lock.
+ * `prepareForServing` in `sqlite_connection.ts`): it copies the write-ahead log back into the
+ * database file, so that no serving thread does it inside a commit while the others wait for the
+ * write lock.
  * Passive checkpoints run beside the writers; when the log has grown long anyway (writers never
  * paused), one restarting checkpoint under the write lock lets it start over from the beginning.
  */

@@ -5,7 +5,8 @@
  * what calls hold against it, and what its current window has settled (`window_start`,
  * `window_spent`: a settlement in a later window starts that window's count afresh, so a window
  * resets by itself — no job, no timer). A hold's ledger entry remembers what it counted
- * (`HoldMark`), so its settlement gives back exactly that.
+ * (`HoldMark`), so its settlement gives back exactly that. A key's settings after a change are
+ * worked out here too (`patchedKey`), for both stores to write.
  */
 import type {
   AccountLimits,
@@ -15,10 +16,13 @@ import type {
   BudgetWindows,
   HoldLimits,
   KeyLimits,
+  KeyPatch,
+  KeyRecord,
   LimitRefusal,
   ModelAccess,
 } from "./store.ts";
 import { BUDGET_PERIODS } from "./store.ts";
+import { toTotal } from "./amounts.ts";
 
 type Json = Record<string, unknown>;
 
@@ -227,6 +231,26 @@ export function planHold(
   };
 }
 
+/**
+ * `planHold` on the rows a limited hold reads: the account's (`balance`, `held`), the key's
+ * (`limits`, `in_flight`, `tpm_minute`, `tpm_tokens`; undefined when there is none) and the
+ * budget rows of both.
+ */
+export function planHoldOn(
+  reserve: number,
+  account: Record<string, unknown>,
+  key: Record<string, unknown> | undefined,
+  rows: BudgetRow[],
+  at: HoldLimits,
+): HoldPlan | LimitRefusal {
+  const available = Number(toTotal(account.balance)) - Number(toTotal(account.held));
+  return planHold(reserve, available, keyLimitsOf(key?.limits), rows, {
+    inFlight: Number(key?.in_flight ?? 0),
+    tpmMinute: Number(key?.tpm_minute ?? 0),
+    tpmTokens: Number(key?.tpm_tokens ?? 0),
+  }, at);
+}
+
 /** A hold's mark from its ledger column (null: the hold counted nothing). */
 export function markOf(text: unknown): HoldMark | null {
   if (text === null || text === undefined || text === "") return null;
@@ -254,6 +278,27 @@ export function settledBudget(
     windowStart,
     windowSpent: spent + amount,
   };
+}
+
+/** The budget rows a hold's mark names, owner and period, in the order they are locked. */
+export function markedBudgets(mark: HoldMark): { owner: string; period: string }[] {
+  return [...mark.b].sort().map((name) => {
+    const at = name.lastIndexOf("|");
+    return { owner: name.slice(0, at), period: name.slice(at + 1) };
+  });
+}
+
+/**
+ * How a settlement corrects its key's tokens of the minute its hold counted them in: by the tokens
+ * charged less those held (null: the hold counted none).
+ */
+export function tokensBack(
+  mark: HoldMark,
+  charge: { units: { unit: string; quantity: number }[] } | null,
+): { change: number; minute: number } | null {
+  if (mark.t === undefined || mark.m === undefined) return null;
+  const used = charge ? chargedTokens(charge.units) : 0;
+  return { change: used - mark.t, minute: mark.m };
 }
 
 /** Tokens a charge counts against a tokens-per-minute limit: its token lines. */
@@ -284,5 +329,21 @@ export function utcWindows(at: number): BudgetWindows {
     week: { start: monday, end: monday + 7 * DAY },
     month: { start: month, end: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) },
     total: { start: 0, end: Infinity },
+  };
+}
+
+/** A key's settings after `patch` (what it leaves out stays as `key` has it), at `now`. */
+export function patchedKey(key: KeyRecord, patch: KeyPatch, now: number) {
+  return {
+    name: patch.name === undefined ? key.name : patch.name,
+    metadata: patch.metadata ?? key.metadata,
+    expiresAt: patch.expiresAt === undefined ? key.expiresAt : patch.expiresAt,
+    disabledAt: patch.disabled === undefined
+      ? key.disabledAt
+      : patch.disabled
+      ? key.disabledAt ?? now
+      : null,
+    rpm: patch.rpm === undefined ? key.rpm : patch.rpm,
+    limits: patch.limits ?? key.limits,
   };
 }

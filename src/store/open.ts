@@ -14,6 +14,8 @@ export interface OpenOptions {
   writeLock?: SharedArrayBuffer;
   /** The serving thread's number (absent: the main thread). */
   thread?: number;
+  /** SQLite: told how long each write transaction took (seconds), for the metrics. */
+  onCommit?: (seconds: number) => void;
 }
 
 /** The store `config` names, opened (and migrated). */

@@ -3,6 +3,7 @@
  * under an advisory lock, so replicas starting together migrate once. Amounts are `bigint`
  * nanoUSD; times are ms since the epoch, as in the SQLite store.
  */
+import type { Sql } from "./postgres_connection.ts";
 
 /** Advisory lock keys (two-int form): the namespace, then what is locked in it. */
 export const LOCKS = {
@@ -14,9 +15,10 @@ export const LOCKS = {
   OWNER: 53_471,
 } as const;
 
-/** The channel a key change is announced on (see `postgres.ts`, `findKey`). */
+/** The channel a key change is announced on (see `postgres.ts`, `postgres_accounts.ts`). */
 export const KEYS_CHANNEL = "switchyard_keys";
 
+/** The migrations, oldest first. Never change one that has shipped: add the next. */
 export const MIGRATIONS: string[] = [
   `CREATE TABLE accounts (
      id bigserial PRIMARY KEY,
@@ -198,7 +200,7 @@ export const MIGRATIONS: string[] = [
      SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
      RETURN QUERY SELECT ok, 0, greatest((oldest + 600) * 100 - now_ms, 1);
    END $$;`,
-  // Owners say they are alive every second (see #ownerGone in postgres.ts): a lock lost with a
+  // Owners say they are alive every second (see `gone` in postgres_owners.ts): a lock lost with a
   // connection for a moment does not make a live process look dead.
   `ALTER TABLE owners ADD COLUMN seen_at bigint;
    ALTER TABLE owners ADD COLUMN seen_epoch float8;`,
@@ -260,3 +262,18 @@ export const MIGRATIONS: string[] = [
    CREATE INDEX keys_expiry ON keys (expires_at)
      WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
 ];
+
+/** Runs the migrations the database has not had yet (once, whichever replica comes first). */
+export async function migrate(sql: Sql): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${LOCKS.GATEWAY}, ${LOCKS.MIGRATE})`;
+    await tx`CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)`;
+    const [row] = await tx`SELECT version FROM schema_version`;
+    const version = row ? Number(row.version) : 0;
+    if (!row) await tx`INSERT INTO schema_version (version) VALUES (0)`;
+    for (let v = version; v < MIGRATIONS.length; v++) await tx.unsafe(MIGRATIONS[v]);
+    if (version < MIGRATIONS.length) {
+      await tx`UPDATE schema_version SET version = ${MIGRATIONS.length}`;
+    }
+  });
+}

@@ -1,4 +1,7 @@
-/** Rows of either store's tables as the store interface's records. */
+/**
+ * Rows of either store's tables as the store interface's records, and the columns each reader
+ * reads (the same names in SQLite and PostgreSQL).
+ */
 import type {
   Account,
   Alert,
@@ -7,10 +10,12 @@ import type {
   BudgetPeriod,
   DayUsage,
   KeyRecord,
+  LedgerEntry,
   LowBalance,
   SpentBudget,
   StoredResponse,
   UpstreamObject,
+  UsageSummary,
   VideoJob,
   VideoJobStatus,
 } from "./store.ts";
@@ -19,6 +24,23 @@ import { accountLimitsOf, type BudgetRow, keyLimitsOf, metadataOf } from "./limi
 
 /** A row as a driver gives it: column name to value. */
 export type Row = Record<string, unknown>;
+
+/** What `toAccount` reads, from `accounts`. */
+export const ACCOUNT_COLUMNS = "id, name, balance, spent, held, created_at, limits";
+/** What `toKey` reads, from `keys k` joined with their `accounts a`. */
+export const KEY_COLUMNS = `k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm,
+  k.created_at, k.revoked_at, k.name, k.metadata, k.expires_at, k.disabled_at, k.last_used_at,
+  k.limits, a.limits AS account_limits, k.previous_hash, k.previous_until`;
+/** What `toBudgetRow` reads, from `budgets`. */
+export const BUDGET_COLUMNS = "owner, period, amount, held, window_start, window_spent";
+/** What `toLedgerEntry` reads, from `ledger l` joined with its `accounts a`. */
+export const LEDGER_COLUMNS = `l.id, l.kind, l.status, a.name AS account, l.request_id, l.key_id,
+  l.endpoint, l.model, l.provider, l.upstream_model, l.amount, l.units, l.estimated, l.note,
+  l.created_at, l.settled_at`;
+/** What `toAlert` reads, from `alerts`. */
+export const ALERT_COLUMNS = `id, type, owner, period, window_start, threshold, account_id, key_id,
+  payload, status, attempts, next_attempt_at, last_attempt_at, last_error, created_at,
+  delivered_at`;
 
 /** A nullable text column. */
 export function text(value: unknown): string | null {
@@ -123,7 +145,7 @@ export function toUpstreamObject(row: Row): UpstreamObject {
 
 /** An alert row (its payload as the driver gives it: JSON text, or parsed `jsonb`). */
 export function toAlert(row: Row): Alert {
-  const payload = typeof row.payload === "string" ? JSON.parse(row.payload) : row.payload;
+  const payload = json(row.payload);
   return {
     id: Number(row.id),
     type: String(row.type) as AlertType,
@@ -169,5 +191,65 @@ export function toLowBalance(row: Row): LowBalance {
     balance: Number(row.balance),
     held: Number(row.held),
     since: Number(row.since),
+  };
+}
+
+/** A JSON column as the driver gives it: text (SQLite), or parsed (`jsonb`). */
+function json(value: unknown): unknown {
+  return typeof value === "string" ? JSON.parse(value) : value;
+}
+
+/** A ledger entry (`estimated`: SQLite's 0 or 1, PostgreSQL's boolean). */
+export function toLedgerEntry(row: Row): LedgerEntry {
+  return {
+    id: Number(row.id),
+    kind: String(row.kind) as LedgerEntry["kind"],
+    status: String(row.status) as LedgerEntry["status"],
+    account: String(row.account),
+    requestId: text(row.request_id),
+    keyId: text(row.key_id),
+    endpoint: text(row.endpoint),
+    model: text(row.model),
+    provider: text(row.provider),
+    upstreamModel: text(row.upstream_model),
+    amount: toTotal(row.amount),
+    units: json(row.units) as LedgerEntry["units"],
+    estimated: Number(row.estimated) === 1,
+    note: text(row.note),
+    createdAt: Number(row.created_at),
+    settledAt: num(row.settled_at),
+  };
+}
+
+/**
+ * An account's usage from its rows: the account, its settled calls, their sums by unit and by
+ * model, and what its held calls' estimates hold by unit. Built from entries: a client-chosen
+ * name (`__proto__`) stays an ordinary key.
+ */
+export function toUsage(
+  account: Row,
+  requests: Row,
+  units: readonly Row[],
+  models: readonly Row[],
+  held: readonly Row[],
+): UsageSummary {
+  const byUnit = (rows: readonly Row[]) =>
+    Object.fromEntries(
+      rows.map((row) => [
+        String(row.unit),
+        { quantity: toTotal(row.quantity), amount: toTotal(row.amount) },
+      ]),
+    );
+  return {
+    account: toAccount(account),
+    requests: Number(requests.n),
+    byUnit: byUnit(units),
+    byModel: Object.fromEntries(
+      models.map((row) => [
+        String(row.model),
+        { requests: Number(row.requests), amount: toTotal(row.amount) },
+      ]),
+    ),
+    heldByUnit: byUnit(held),
   };
 }

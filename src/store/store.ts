@@ -1,17 +1,11 @@
 /**
- * The storage interface: accounts, keys (hashes only) and the ledger. Amounts are integer nanoUSD.
- * `sqlite.ts` is the embedded implementation, `postgres.ts` the one several hosts can share. What
- * is written is checked at the boundary, and totals are read exactly (see `amounts.ts`).
+ * The storage interface: accounts, keys (hashes only) and the ledger. Amounts are integer nanoUSD
+ * (totals past 2^53 are bigints: `Total`, see `money.ts`). `sqlite.ts` is the embedded
+ * implementation, `postgres.ts` the one several hosts can share. What is written is checked at
+ * the boundary, and totals are read exactly (see `amounts.ts`).
  */
-import type { RateDecision } from "../auth/ratelimit.ts";
-
-/**
- * An exact integer amount (nanoUSD) or quantity as a store reads it: a number while it is a safe
- * integer, a bigint only beyond `Number.MAX_SAFE_INTEGER` (so `===` and JSON stay as they were for
- * every figure below 2^53). Lifetime spend and sums over many entries can pass 2^53 in a few years
- * of heavy use.
- */
-export type Total = number | bigint;
+import type { Total } from "../money.ts";
+export type { Total };
 
 export interface Account {
   id: number;
@@ -422,6 +416,16 @@ export type Awaitable<T> = T | Promise<T>;
 export interface ChainBound {
   steps: number;
   bytes: number;
+}
+
+/** A key's requests per minute: may one more be made, and what is left (`countRequest`). */
+export interface RateDecision {
+  allowed: boolean;
+  /** 0 when unlimited. */
+  limit: number;
+  remaining: number;
+  /** Milliseconds until one more request is allowed (0 when one is already allowed). */
+  resetMs: number;
 }
 
 /**

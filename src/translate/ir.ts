@@ -6,8 +6,8 @@
  * start/delta/end parts per text, reasoning and tool-input block.
  */
 
-/** The four wire formats. */
-export type ProtocolId = "responses" | "messages" | "generate" | "chat";
+/** The four wire formats (named where the catalog says which ones an upstream speaks). */
+export type { ProtocolId } from "../catalog/catalog.ts";
 
 /** A JSON object as decoded from a body. */
 export type Json = Record<string, unknown>;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { ProviderEntry } from "../../src/catalog/catalog.ts";
 import { anthropicCountsTokens, forwardedHeaders } from "../../src/providers/anthropic.ts";
-import { surfacesOf } from "../../src/providers/surfaces.ts";
+import { surfacesOf } from "../../src/catalog/surfaces.ts";
 
 const provider = (baseUrl: string): ProviderEntry => ({
   name: "p",

@@ -2,12 +2,12 @@ import assert from "node:assert/strict";
 import {
   type BudgetPeriod,
   type BudgetWindow,
-  isTimeZone,
   MAX_INSTANT,
   parseBudget,
   parseBudgetPeriod,
   windowOf,
 } from "../../src/billing/windows.ts";
+import { isTimeZone } from "../../src/config/schema.ts";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -1,9 +1,10 @@
 /**
  * The import graph of `src/` stays one-way: no file imports itself through others (no cycle), and
- * the lower parts never import the upper ones — the protocol contract and the protocols know
- * nothing of the pipeline or the request context, the HTTP and translation layers nothing of
- * either, the store nothing of the money, auth or request layers above it. Read from the files'
- * own import statements.
+ * every import goes to a module of the same level or a lower one (`LEVELS`: the entry points on
+ * top, the request handler, the pipeline and the endpoints, the protocols and providers, the
+ * money, auth, translation and metrics, the store, config and catalog, and the HTTP and logging
+ * leaves at the bottom). Besides the levels, a few parts never import some of their own level or
+ * above (`NEVER`). Read from the files' own import statements.
  */
 import assert from "node:assert/strict";
 
@@ -80,26 +81,21 @@ Deno.test("no import cycle among the files of src/", () => {
   assert.deepEqual(cycles(edges), []);
 });
 
-/** Parts of `src/` and what each must never import (a prefix of the imported path). */
+/**
+ * Parts of `src/` and what each must never import (a prefix of the imported path), beyond what
+ * their level forbids (`LEVELS`): parts of their own level or below they stay apart from — the
+ * catalog is data the store never needs, routing decides among deployments and keys without the
+ * pipeline, the request context, the endpoints or the protocols, a provider is reached without
+ * its protocol's codec, and the pipeline runs beneath the endpoints.
+ */
 const NEVER: [string, string[]][] = [
-  ["src/protocols/", ["src/pipeline/", "src/context.ts", "src/endpoints/", "src/server.ts"]],
-  ["src/translate/", ["src/pipeline/", "src/context.ts", "src/protocols/", "src/endpoints/"]],
-  ["src/http/", [
-    "src/pipeline/",
-    "src/context.ts",
-    "src/protocols/",
-    "src/endpoints/",
-    "src/store/",
-  ]],
-  ["src/catalog/", ["src/pipeline/", "src/context.ts", "src/billing/", "src/store/"]],
-  ["src/billing/", ["src/pipeline/", "src/context.ts", "src/protocols/", "src/endpoints/"]],
-  ["src/store/", ["src/pipeline/", "src/context.ts", "src/billing/", "src/protocols/"]],
+  ["src/catalog/", ["src/store/"]],
   ["src/routing/", ["src/pipeline/", "src/context.ts", "src/protocols/", "src/endpoints/"]],
-  ["src/providers/", ["src/pipeline/", "src/context.ts", "src/protocols/", "src/endpoints/"]],
-  ["src/pipeline/", ["src/endpoints/", "src/server.ts", "src/routes.ts"]],
+  ["src/providers/", ["src/protocols/"]],
+  ["src/pipeline/", ["src/endpoints/"]],
 ];
 
-Deno.test("lower parts of src/ never import the upper ones", () => {
+Deno.test("parts of src/ never import what they stay apart from", () => {
   const wrong: string[] = [];
   for (const [file, targets] of graph()) {
     const rule = NEVER.find(([part]) => file.startsWith(part));
@@ -109,4 +105,76 @@ Deno.test("lower parts of src/ never import the upper ones", () => {
     }
   }
   assert.deepEqual(wrong, []);
+});
+
+/**
+ * The levels of `src/` (and main.ts), top (1) to bottom (7): a module imports only from its own
+ * level or below. A folder is named with its slash, a file alone by its name; a file of `src/`
+ * that no entry names fails the test below, so that a new folder is given its place.
+ */
+const LEVELS: Record<string, number> = {
+  "main.ts": 1,
+  "src/serve/": 1,
+  "src/cli/": 1,
+  "src/emulator/": 1,
+  "src/server.ts": 2,
+  "src/routes.ts": 2,
+  "src/router.ts": 2,
+  "src/pipeline/": 3,
+  "src/endpoints/": 3,
+  "src/routing/": 3,
+  "src/alerts/": 3,
+  "src/context.ts": 3,
+  "src/dashboard/": 3,
+  "src/protocols/": 4,
+  "src/providers/": 4,
+  "src/translate/": 5,
+  "src/billing/": 5,
+  "src/auth/": 5,
+  "src/metrics/": 5,
+  "src/store/": 6,
+  "src/config/": 6,
+  "src/catalog/": 6,
+  "src/http/": 7,
+  "src/log.ts": 7,
+  "src/field_path.ts": 7,
+  "src/money.ts": 7,
+  "src/shared_hash.ts": 7,
+  "src/test_hooks.ts": 7,
+};
+
+/** The level of a file (see `LEVELS`), or undefined when it has none. */
+function levelOf(file: string): number | undefined {
+  if (file in LEVELS) return LEVELS[file];
+  const parts = file.split("/");
+  return parts.length > 2 ? LEVELS[`${parts[0]}/${parts[1]}/`] : undefined;
+}
+
+Deno.test("every file of src/ has a level", () => {
+  const unplaced = [...graph().keys()].filter((file) => levelOf(file) === undefined);
+  assert.deepEqual(unplaced, [], "give these a place in LEVELS");
+});
+
+Deno.test("imports go to the same level or a lower one, never up", () => {
+  const up: string[] = [];
+  for (const [file, targets] of graph()) {
+    const level = levelOf(file);
+    if (level === undefined) continue;
+    for (const target of targets) {
+      const below = levelOf(target);
+      if (below === undefined || below < level) {
+        up.push(`${file} (${level}) -> ${target} (${below})`);
+      }
+    }
+  }
+  assert.deepEqual(up, []);
+});
+
+Deno.test("levelOf places a file by its name or its folder, and no other", () => {
+  assert.equal(levelOf("main.ts"), 1);
+  assert.equal(levelOf("src/store/postgres.ts"), 6);
+  assert.equal(levelOf("src/protocols/chat/codec.ts"), 4);
+  assert.equal(levelOf("src/money.ts"), 7);
+  assert.equal(levelOf("src/nowhere.ts"), undefined);
+  assert.equal(levelOf("src/nowhere/file.ts"), undefined);
 });

@@ -7,12 +7,12 @@ import { allows, matchesPattern, mayCall } from "../../src/auth/model_access.ts"
 import { addressAllowed, parseRange } from "../../src/auth/ip_allow.ts";
 import {
   budgetsFromText,
-  CliError,
   expiryOf,
   keyLimitsAfter,
   keyPatchOf,
   metadataFromText,
-} from "../../src/cli/key_settings.ts";
+  OperatorError,
+} from "../../src/billing/key_settings.ts";
 import { planHold, settledBudget, utcWindows } from "../../src/store/limits.ts";
 
 Deno.test("model lists: ids and * patterns, deny over allow, key and account both", () => {
@@ -53,8 +53,8 @@ Deno.test("settings: budgets, expiry, metadata and limits are read exactly, and 
     { usd: "5", period: "5h" },
   ]);
   assert.equal(budgetsFromText(["none"]), null);
-  assert.throws(() => budgetsFromText(["20/fortnight"]), CliError);
-  assert.throws(() => budgetsFromText(["-5/day"]), CliError);
+  assert.throws(() => budgetsFromText(["20/fortnight"]), OperatorError);
+  assert.throws(() => budgetsFromText(["-5/day"]), OperatorError);
   const limits = keyLimitsAfter({}, {
     budgets: [{ usd: "20", period: "month" }, { usd: "0.000000001", period: "day" }],
     models: ["gpt-5-mini", "claude-haiku-*"],
@@ -74,8 +74,8 @@ Deno.test("settings: budgets, expiry, metadata and limits are read exactly, and 
       keyLimitsAfter({}, { budgets: [{ usd: "1", period: "day" }, { usd: "2", period: "daily" }] }),
     /one budget per period/,
   );
-  assert.throws(() => keyLimitsAfter({}, { models: ["gpt 5"] }), CliError);
-  assert.throws(() => keyLimitsAfter({}, { ips: ["example.com"] }), CliError);
+  assert.throws(() => keyLimitsAfter({}, { models: ["gpt 5"] }), OperatorError);
+  assert.throws(() => keyLimitsAfter({}, { ips: ["example.com"] }), OperatorError);
   // What a change leaves out stays; null clears.
   assert.deepEqual(keyLimitsAfter(limits, { tpm: null, models: null }), {
     budgets: limits.budgets,
@@ -88,14 +88,14 @@ Deno.test("settings: budgets, expiry, metadata and limits are read exactly, and 
   assert.equal(expiryOf("30d", now), now + 30 * 86_400_000);
   assert.equal(expiryOf("12h", now), now + 12 * 3_600_000);
   assert.equal(expiryOf("never", now), null);
-  assert.throws(() => expiryOf("tomorrow", now), CliError);
+  assert.throws(() => expiryOf("tomorrow", now), OperatorError);
   assert.deepEqual(metadataFromText(["team=research", "owner=ana=b"]), {
     team: "research",
     owner: "ana=b",
   });
-  assert.throws(() => metadataFromText(["novalue"]), CliError);
-  assert.throws(() => keyPatchOf({ metadata: { k: "v\u0000" } }, {}, now), CliError);
-  assert.throws(() => keyPatchOf({ name: "x".repeat(65) }, {}, now), CliError);
+  assert.throws(() => metadataFromText(["novalue"]), OperatorError);
+  assert.throws(() => keyPatchOf({ metadata: { k: "v\u0000" } }, {}, now), OperatorError);
+  assert.throws(() => keyPatchOf({ name: "x".repeat(65) }, {}, now), OperatorError);
   assert.deepEqual(keyPatchOf({ disabled: true, expires: "2w" }, {}, now), {
     disabled: true,
     expiresAt: now + 14 * 86_400_000,

@@ -1,11 +1,5 @@
 import assert from "node:assert/strict";
-import {
-  amountFields,
-  creditToNano,
-  MAX_CREDIT,
-  nanoToUsd,
-  usdToNano,
-} from "../../src/billing/money.ts";
+import { amountFields, creditToNano, MAX_CREDIT, nanoToUsd, usdToNano } from "../../src/money.ts";
 import { sumTotals, toTotal } from "../../src/store/amounts.ts";
 import { jsonText } from "../../src/http/json.ts";
 

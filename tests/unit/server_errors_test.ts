@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createHandler } from "../../src/server.ts";
 import { buildConfig } from "../../src/config/load.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { createKey } from "../../src/cli/commands.ts";
+import { createKey } from "../../src/billing/accounts.ts";
 import type { Route } from "../../src/routes.ts";
 
 Deno.test("a handler that throws gets 500 in OpenAI, Anthropic and Google shape", async () => {

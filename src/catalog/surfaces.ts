@@ -4,7 +4,7 @@
  * a client protocol the provider does not speak is translated to the first one.
  */
 import type { ProviderType } from "../config/schema.ts";
-import type { Surface } from "../catalog/catalog.ts";
+import type { Surface } from "./catalog.ts";
 
 /** The `anthropic-version` every current client sends. */
 export const ANTHROPIC_VERSION = "2023-06-01";

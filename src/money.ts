@@ -4,7 +4,13 @@
  * wire bodies). JS numbers hold integers exactly up to 2^53, about 9 million USD: a balance stays
  * below it (see `MAX_BALANCE`), while totals past it (a lifetime spend) are bigints (`Total`).
  */
-import type { Total } from "../store/store.ts";
+/**
+ * An exact integer amount (nanoUSD) or quantity as a store reads it: a number while it is a safe
+ * integer, a bigint only beyond `Number.MAX_SAFE_INTEGER` (so `===` and JSON stay as they were for
+ * every figure below 2^53). Lifetime spend and sums over many entries can pass 2^53 in a few years
+ * of heavy use.
+ */
+export type Total = number | bigint;
 
 /** nanoUSD in one USD. */
 export const NANO_PER_USD = 1_000_000_000n;

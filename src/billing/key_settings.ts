@@ -1,11 +1,11 @@
 /**
  * What an operator sets on a key or an account — name, metadata, expiry, budgets, model lists,
  * tokens per minute, calls in flight, addresses — read and checked the same way for the CLI and
- * the admin API (each only turns its own syntax into `Settings`). Errors are `CliError`s naming the
- * setting; the admin API answers them as 400s.
+ * the admin API (each only turns its own syntax into `Settings`). Errors are `OperatorError`s
+ * naming the setting; the admin API answers them as 400s.
  */
-import { usdToNano } from "../billing/money.ts";
-import { parseBudget, parseBudgetPeriod } from "../billing/windows.ts";
+import { usdToNano } from "../money.ts";
+import { parseBudget, parseBudgetPeriod } from "./windows.ts";
 import { parseRange } from "../auth/ip_allow.ts";
 import type {
   AccountLimits,
@@ -16,9 +16,13 @@ import type {
   ModelAccess,
 } from "../store/store.ts";
 
-/** A usage or input mistake, printed without a stack trace (exit code 2; 400 on the API). */
-export class CliError extends Error {
-  override name = "CliError";
+/**
+ * A mistake in what an operator asked — a setting, a key or account that does not exist, a credit
+ * past the bounds, a command line the CLI cannot read: printed without a stack trace (exit code 2),
+ * answered 400 by the admin API.
+ */
+export class OperatorError extends Error {
+  override name = "OperatorError";
 }
 
 /**
@@ -56,14 +60,14 @@ const PRINTABLE = /^[^\p{Cc}\p{Cs}]*$/u;
 
 function text(value: string, what: string, max: number): string {
   if (value.length < 1 || value.length > max || !PRINTABLE.test(value)) {
-    throw new CliError(`${what} must be 1–${max} printable characters`);
+    throw new OperatorError(`${what} must be 1–${max} printable characters`);
   }
   return value;
 }
 
 function count(value: number, what: string, max: number): number {
   if (!Number.isInteger(value) || value < 1 || value > max) {
-    throw new CliError(`${what} must be an integer from 1 to ${max}`);
+    throw new OperatorError(`${what} must be an integer from 1 to ${max}`);
   }
   return value;
 }
@@ -72,11 +76,13 @@ function count(value: number, what: string, max: number): number {
 export function budgetOf(usd: string, period: string): Budget {
   const p = parseBudgetPeriod(period);
   if (!p) {
-    throw new CliError(`a budget's period must be 5h, day, week, month or total (got "${period}")`);
+    throw new OperatorError(
+      `a budget's period must be 5h, day, week, month or total (got "${period}")`,
+    );
   }
   const nano = usdToNano(usd);
   if (typeof nano === "string" || nano <= 0) {
-    throw new CliError(
+    throw new OperatorError(
       `a budget must be a positive USD amount, at most ${MAX_BUDGET_USD} (got "${usd}")`,
     );
   }
@@ -88,7 +94,7 @@ export function budgetsFromText(texts: string[]): { usd: string; period: string 
   if (texts.length === 1 && texts[0].trim().toLowerCase() === "none") return null;
   return texts.map((t) => {
     const parsed = parseBudget(t);
-    if (typeof parsed === "string") throw new CliError(`--budget "${t}": ${parsed}`);
+    if (typeof parsed === "string") throw new OperatorError(`--budget "${t}": ${parsed}`);
     return parsed;
   });
 }
@@ -99,7 +105,7 @@ function budgets(list: { usd: string; period: string }[]): Budget[] | undefined 
   for (const { usd, period } of list) {
     const budget = budgetOf(usd, period);
     if (seen.has(budget.period)) {
-      throw new CliError(`one budget per period: ${budget.period} is given twice`);
+      throw new OperatorError(`one budget per period: ${budget.period} is given twice`);
     }
     seen.add(budget.period);
     out.push(budget);
@@ -109,10 +115,14 @@ function budgets(list: { usd: string; period: string }[]): Budget[] | undefined 
 
 function patterns(list: string[], what: string): string[] | undefined {
   const out = list.map((p) => p.trim()).filter((p) => p);
-  if (out.length > MAX_PATTERNS) throw new CliError(`${what}: at most ${MAX_PATTERNS} entries`);
+  if (out.length > MAX_PATTERNS) {
+    throw new OperatorError(`${what}: at most ${MAX_PATTERNS} entries`);
+  }
   for (const p of out) {
     if (!/^[\x21-\x7e]{1,256}$/.test(p)) {
-      throw new CliError(`${what}: "${p}" is not a model id or pattern (visible ASCII, * for any)`);
+      throw new OperatorError(
+        `${what}: "${p}" is not a model id or pattern (visible ASCII, * for any)`,
+      );
     }
   }
   return out.length ? out : undefined;
@@ -125,10 +135,10 @@ export function listFromText(value: string): string[] {
 
 function addresses(list: string[]): string[] | undefined {
   const out = list.map((a) => a.trim()).filter((a) => a);
-  if (out.length > MAX_IPS) throw new CliError(`addresses: at most ${MAX_IPS} entries`);
+  if (out.length > MAX_IPS) throw new OperatorError(`addresses: at most ${MAX_IPS} entries`);
   for (const entry of out) {
     if (!parseRange(entry)) {
-      throw new CliError(`"${entry}" is not an IPv4 or IPv6 address or CIDR range`);
+      throw new OperatorError(`"${entry}" is not an IPv4 or IPv6 address or CIDR range`);
     }
   }
   return out.length ? out : undefined;
@@ -141,7 +151,9 @@ const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000
 export function expiryOf(value: string | number | null, now: number): number | null {
   if (value === null) return null;
   if (typeof value === "number") {
-    if (!Number.isSafeInteger(value) || value <= 0) throw new CliError("expiry must be a time");
+    if (!Number.isSafeInteger(value) || value <= 0) {
+      throw new OperatorError("expiry must be a time");
+    }
     return value;
   }
   const trimmed = value.trim();
@@ -155,7 +167,7 @@ export function expiryOf(value: string | number | null, now: number): number | n
     ? Date.parse(trimmed)
     : NaN;
   if (!Number.isFinite(at)) {
-    throw new CliError(
+    throw new OperatorError(
       `expiry "${value}" must be a date (2027-01-31), a date-time (2027-01-31T18:00:00Z), a duration from now (30d, 12h, 2w) or never`,
     );
   }
@@ -165,11 +177,11 @@ export function expiryOf(value: string | number | null, now: number): number | n
 function metadata(value: Record<string, string>): Record<string, string> {
   const pairs = Object.entries(value);
   if (pairs.length > MAX_METADATA_PAIRS) {
-    throw new CliError(`metadata: at most ${MAX_METADATA_PAIRS} pairs`);
+    throw new OperatorError(`metadata: at most ${MAX_METADATA_PAIRS} pairs`);
   }
   const out: Record<string, string> = {};
   for (const [k, v] of pairs) {
-    if (typeof v !== "string") throw new CliError(`metadata "${k}": values are strings`);
+    if (typeof v !== "string") throw new OperatorError(`metadata "${k}": values are strings`);
     out[text(k, "a metadata key", MAX_METADATA_KEY)] = text(
       v,
       `metadata "${k}"`,
@@ -184,7 +196,7 @@ export function metadataFromText(texts: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const t of texts) {
     const at = t.indexOf("=");
-    if (at < 1) throw new CliError(`--meta "${t}" must be KEY=VALUE`);
+    if (at < 1) throw new OperatorError(`--meta "${t}" must be KEY=VALUE`);
     out[t.slice(0, at)] = t.slice(at + 1);
   }
   return out;
@@ -247,7 +259,7 @@ export function keyPatchOf(s: Settings, current: KeyLimits, now: number): KeyPat
   if (s.disabled !== undefined) patch.disabled = s.disabled;
   if (s.rpm !== undefined) {
     if (s.rpm !== null && (!Number.isInteger(s.rpm) || s.rpm < 0 || s.rpm > 1_000_000)) {
-      throw new CliError("rpm must be an integer from 0 (unlimited) to 1000000");
+      throw new OperatorError("rpm must be an integer from 0 (unlimited) to 1000000");
     }
     patch.rpm = s.rpm;
   }
