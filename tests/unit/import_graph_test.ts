@@ -178,3 +178,15 @@ Deno.test("levelOf places a file by its name or its folder, and no other", () =>
   assert.equal(levelOf("src/nowhere.ts"), undefined);
   assert.equal(levelOf("src/nowhere/file.ts"), undefined);
 });
+
+Deno.test("ARCHITECTURE.md states the same levels as this test", () => {
+  const text = Deno.readTextFileSync(new URL("ARCHITECTURE.md", ROOT));
+  const rule = text.slice(text.indexOf("## The one-way import rule"));
+  const stated: Record<string, number> = {};
+  for (const [, level, parts] of rule.matchAll(/^(\d)\. (.+)$/gm)) {
+    for (const [, part] of parts.matchAll(/`([^`]+)`/g)) {
+      stated[part === "main.ts" ? part : `src/${part}`] = Number(level);
+    }
+  }
+  assert.deepEqual(stated, LEVELS);
+});
