@@ -399,7 +399,7 @@ export const ConfigSchema = v.strictObject({
     /** The output cap of a call to a model without `maxOutputTokens` when the client sets none. */
     defaultMaxOutputTokens: v.optional(count(1)),
   })),
-  /** Budgets of keys and accounts (see the README's "Keys a team can hand out"). */
+  /** Budgets of keys and accounts (see "Keys a team can hand out" in docs/billing.md). */
   budgets: v.optional(v.strictObject({
     /**
      * The time zone whose calendar days, weeks and months budgets reset on (an IANA name, default

@@ -1,5 +1,5 @@
 /**
- * The gateway's metrics (see the README's Metrics section): what each thread records, and the
+ * The gateway's metrics (see Metrics in docs/operations.md): what each thread records, and the
  * families `/metrics` writes. Each thread keeps its own values (`metrics.samples`); a scrape adds
  * up every thread's (see `collectMetrics` in `Services`).
  */
