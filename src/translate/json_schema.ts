@@ -5,6 +5,8 @@
  * (`additionalProperties`, `$schema`, `strict`, `exclusiveMinimum`, `propertyNames`, `default`,
  * `title`, `examples`, `format` other than `enum`/`date-time`…), after `translation.md` §3.
  */
+import { isObject } from "../http/json.ts";
+
 type Json = Record<string, unknown>;
 
 /** Keywords Gemini's Schema keeps as they are. */
@@ -24,9 +26,6 @@ const KEPT = new Set([
 const TYPES = new Set(["string", "number", "integer", "boolean", "array", "object"]);
 /** How deep references are followed before a recursive schema is cut off. */
 const MAX_DEPTH = 32;
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The definitions a schema's `$ref`s point into. */
 function definitions(root: Json): Json {

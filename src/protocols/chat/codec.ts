@@ -42,13 +42,10 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
-import { int } from "../../billing/usage.ts";
 import { fromChat, toChat } from "../../translate/finish.ts";
 import { effortFor, readEffort } from "../../translate/reasoning.ts";
 import { parseArguments, stringifyArguments } from "../../translate/tool_ids.ts";
 import {
-  dataUrl,
-  inexpressible,
   invalid,
   isObject,
   list,
@@ -56,10 +53,12 @@ import {
   optionalBoolean,
   optionalNumber,
   optionalString,
-  splitDataUrl,
-  stopList,
+  shownCount,
   string,
-} from "../../translate/read.ts";
+  stringList,
+} from "../../http/json.ts";
+import { inexpressible } from "../../translate/inexpressible.ts";
+import { dataUrl, splitDataUrl } from "../../translate/data_url.ts";
 
 const PROTOCOL = "chat completions";
 const CLIENT_SIDE = "another protocol";
@@ -380,7 +379,7 @@ function decodeSampling(body: Json, request: CanonicalRequest): void {
   if (presence !== undefined) request.presencePenalty = presence;
   const frequency = optionalNumber(body.frequency_penalty, "frequency_penalty");
   if (frequency !== undefined) request.frequencyPenalty = frequency;
-  const stop = stopList(body.stop, "stop");
+  const stop = stringList(body.stop, "stop");
   if (stop?.length) request.stop = stop;
   const n = optionalNumber(body.n, "n");
   if (n !== undefined) request.choices = n;
@@ -597,17 +596,18 @@ export function usageFromChat(raw: unknown): TokenUsage {
   const u = isObject(raw) ? raw : {};
   const details = isObject(u.prompt_tokens_details) ? u.prompt_tokens_details : {};
   const output = isObject(u.completion_tokens_details) ? u.completion_tokens_details : {};
-  const input = int(u.prompt_tokens);
+  const input = shownCount(u.prompt_tokens);
   const cacheRead = Math.min(
     input,
-    int(details.cached_tokens) || int(u.prompt_cache_hit_tokens) || int(u.cached_tokens),
+    shownCount(details.cached_tokens) || shownCount(u.prompt_cache_hit_tokens) ||
+      shownCount(u.cached_tokens),
   );
   return {
     input,
     cacheRead,
-    cacheWrite: Math.min(input - cacheRead, int(details.cache_write_tokens)),
-    output: int(u.completion_tokens),
-    reasoning: int(output.reasoning_tokens),
+    cacheWrite: Math.min(input - cacheRead, shownCount(details.cache_write_tokens)),
+    output: shownCount(u.completion_tokens),
+    reasoning: shownCount(output.reasoning_tokens),
   };
 }
 

@@ -15,7 +15,7 @@ import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/c
 import type { CanonicalEvent, Json, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
 import { toChat } from "../../translate/finish.ts";
-import { isObject } from "../../translate/read.ts";
+import { isObject } from "../../http/json.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 import { chatFinish, encodeUsage, firstChoice, isCustomCall, usageFromChat } from "./codec.ts";
 

@@ -51,23 +51,23 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
-import { int } from "../../billing/usage.ts";
 import { fromGemini, toGemini } from "../../translate/finish.ts";
 import { geminiSchema, isEmptyObjectSchema } from "../../translate/json_schema.ts";
 import { fromToken, readOpaque, replayable } from "../../translate/opaque.ts";
 import { budgetFor } from "../../translate/reasoning.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
+import { splitDataUrl } from "../../translate/data_url.ts";
 import {
-  inexpressible,
   invalid,
   isObject,
   list,
   object,
   optionalNumber,
-  splitDataUrl,
-  stopList,
+  shownCount,
   string,
-} from "../../translate/read.ts";
+  stringList,
+} from "../../http/json.ts";
+import { inexpressible } from "../../translate/inexpressible.ts";
 
 const PROTOCOL = "the generateContent protocol";
 const ELSEWHERE = "another protocol";
@@ -497,7 +497,7 @@ function decodeConfig(config: Json, request: CanonicalRequest): void {
     const value = number(name);
     if (value !== undefined) request[key] = value;
   }
-  const stop = stopList(field(config, "stopSequences"), at("stopSequences"));
+  const stop = stringList(field(config, "stopSequences"), at("stopSequences"));
   if (stop?.length) request.stop = stop;
   const modalities = field(config, "responseModalities");
   if (Array.isArray(modalities) && modalities.some((m) => String(m).toUpperCase() !== "TEXT")) {
@@ -786,12 +786,12 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
 /** `usageMetadata` as canonical usage (input adds tool-use prompts, output adds thoughts). */
 export function usageFromGemini(raw: unknown): TokenUsage {
   const u = isObject(raw) ? raw : {};
-  const thoughts = int(u.thoughtsTokenCount);
+  const thoughts = shownCount(u.thoughtsTokenCount);
   return {
-    input: int(u.promptTokenCount) + int(u.toolUsePromptTokenCount),
-    cacheRead: int(u.cachedContentTokenCount),
+    input: shownCount(u.promptTokenCount) + shownCount(u.toolUsePromptTokenCount),
+    cacheRead: shownCount(u.cachedContentTokenCount),
     cacheWrite: 0,
-    output: int(u.candidatesTokenCount) + thoughts,
+    output: shownCount(u.candidatesTokenCount) + thoughts,
     reasoning: thoughts,
   };
 }

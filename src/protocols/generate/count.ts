@@ -4,13 +4,10 @@
  */
 import { validate } from "../../http/validate.ts";
 import { forwardedBody } from "../../http/forwarded_body.ts";
+import { isObject } from "../../http/json.ts";
 import type { CountClient, CountUpstream } from "../wire.ts";
-import type { Json } from "../../translate/ir.ts";
 import { pathModel } from "../../http/path_model.ts";
 import { CountTokensRequest } from "./schema.ts";
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 export const generateCountClient: CountClient = {
   accept(input, body) {

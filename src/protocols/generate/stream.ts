@@ -6,12 +6,11 @@
  */
 import { errorBody } from "../../http/errors.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { parse } from "../../billing/usage.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
 import { fromGemini, toGemini } from "../../translate/finish.ts";
-import { isObject } from "../../translate/read.ts";
+import { eventJson, isObject } from "../../http/json.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
 import { callPart, encodeUsage, isForeign, readAnswerPart, usageFromGemini } from "./codec.ts";
 
@@ -116,7 +115,7 @@ export function generateDecoder(
   return {
     push(event) {
       if (done) return;
-      const chunk = parse(event);
+      const chunk = eventJson(event);
       if (isObject(chunk.error)) return fail(chunk.error);
       if (!started) {
         started = true;

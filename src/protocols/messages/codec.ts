@@ -26,23 +26,23 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
-import { int } from "../../billing/usage.ts";
 import { zeroUsage } from "../../translate/ir.ts";
 import { fromAnthropic, toAnthropic } from "../../translate/finish.ts";
 import { fromToken, readOpaque, replayable, signaturesOntoCalls } from "../../translate/opaque.ts";
 import { budgetFor, effortFor, readEffort } from "../../translate/reasoning.ts";
 import { anthropicToolId, newId, parseArguments } from "../../translate/tool_ids.ts";
 import {
-  inexpressible,
   invalid,
   isObject,
   list,
   object,
   optionalNumber,
   optionalString,
-  stopList,
+  shownCount,
   string,
-} from "../../translate/read.ts";
+  stringList,
+} from "../../http/json.ts";
+import { inexpressible } from "../../translate/inexpressible.ts";
 
 const PROTOCOL = "the Messages protocol";
 
@@ -325,7 +325,7 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
   if (topP !== undefined) request.topP = topP;
   const topK = optionalNumber(body.top_k, "top_k");
   if (topK !== undefined) request.topK = topK;
-  const stop = stopList(body.stop_sequences, "stop_sequences");
+  const stop = stringList(body.stop_sequences, "stop_sequences");
   if (stop?.length) request.stop = stop;
   const user = isObject(body.metadata)
     ? optionalString(body.metadata.user_id, "metadata.user_id")
@@ -596,15 +596,15 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
 /** A Messages `usage` (cumulative, possibly partial) as canonical usage. */
 export function usageFromMessages(raw: unknown): TokenUsage {
   const u = isObject(raw) ? raw : {};
-  const cacheRead = int(u.cache_read_input_tokens);
-  const cacheWrite = int(u.cache_creation_input_tokens);
+  const cacheRead = shownCount(u.cache_read_input_tokens);
+  const cacheWrite = shownCount(u.cache_creation_input_tokens);
   const details = isObject(u.output_tokens_details) ? u.output_tokens_details : {};
   return {
-    input: int(u.input_tokens) + cacheRead + cacheWrite,
+    input: shownCount(u.input_tokens) + cacheRead + cacheWrite,
     cacheRead,
     cacheWrite,
-    output: int(u.output_tokens),
-    reasoning: int(details.thinking_tokens),
+    output: shownCount(u.output_tokens),
+    reasoning: shownCount(details.thinking_tokens),
   };
 }
 

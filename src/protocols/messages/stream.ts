@@ -7,11 +7,10 @@
  * (`translate/sequence.ts`). No empty text block is ever written. The cut-stream `error` event is here too.
  */
 import { encodeSse } from "../../http/sse.ts";
-import { parse } from "../../billing/usage.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { fromAnthropic, toAnthropic } from "../../translate/finish.ts";
-import { isObject } from "../../translate/read.ts";
+import { eventJson, isObject } from "../../http/json.ts";
 import { sequencer } from "../../translate/sequence.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import { encodeUsage, usageFromMessages } from "./codec.ts";
@@ -51,7 +50,7 @@ export function messagesDecoder(
     push(event) {
       switch (event.event) {
         case "message_start": {
-          const data = parse(event);
+          const data = eventJson(event);
           const message = isObject(data.message) ? data.message : {};
           usage = mergeUsage({}, message.usage);
           emit({
@@ -63,7 +62,7 @@ export function messagesDecoder(
           return;
         }
         case "content_block_start": {
-          const data = parse(event);
+          const data = eventJson(event);
           const index = typeof data.index === "number" ? data.index : blocks.size;
           const block = isObject(data.content_block) ? data.content_block : {};
           const id = `b${index}`;
@@ -106,7 +105,7 @@ export function messagesDecoder(
           return;
         }
         case "content_block_delta": {
-          const data = parse(event);
+          const data = eventJson(event);
           const block = blocks.get(data.index as number);
           const delta = isObject(data.delta) ? data.delta : {};
           if (!block) return;
@@ -124,7 +123,7 @@ export function messagesDecoder(
           return;
         }
         case "content_block_stop": {
-          const index = parse(event).index as number;
+          const index = eventJson(event).index as number;
           const block = blocks.get(index);
           if (!block) return;
           blocks.delete(index);
@@ -140,7 +139,7 @@ export function messagesDecoder(
           return;
         }
         case "message_delta": {
-          const data = parse(event);
+          const data = eventJson(event);
           usage = mergeUsage(usage, data.usage);
           if (isObject(data.delta) && data.delta.stop_reason) stopReason = data.delta.stop_reason;
           emit({ type: "usage", usage: usageFromMessages(usage) });
@@ -157,7 +156,7 @@ export function messagesDecoder(
           });
           return;
         case "error": {
-          const error = parse(event).error;
+          const error = eventJson(event).error;
           emit({
             type: "error",
             message: isObject(error) && typeof error.message === "string"

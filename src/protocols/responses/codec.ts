@@ -45,14 +45,11 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
-import { int } from "../../billing/usage.ts";
 import { fromResponses, toResponses } from "../../translate/finish.ts";
 import { fromToken, readOpaque, replayable, signaturesOntoCalls } from "../../translate/opaque.ts";
 import { effortFor, readEffort } from "../../translate/reasoning.ts";
 import { parseArguments, shortHash, stringifyArguments } from "../../translate/tool_ids.ts";
 import {
-  dataUrl,
-  inexpressible,
   invalid,
   isObject,
   list,
@@ -60,9 +57,11 @@ import {
   optionalBoolean,
   optionalNumber,
   optionalString,
-  splitDataUrl,
+  shownCount,
   string,
-} from "../../translate/read.ts";
+} from "../../http/json.ts";
+import { inexpressible } from "../../translate/inexpressible.ts";
+import { dataUrl, splitDataUrl } from "../../translate/data_url.ts";
 
 const PROTOCOL = "the Responses protocol";
 const ELSEWHERE = "another protocol";
@@ -746,11 +745,11 @@ export function usageFromResponses(raw: unknown): TokenUsage {
   const input = isObject(u.input_tokens_details) ? u.input_tokens_details : {};
   const output = isObject(u.output_tokens_details) ? u.output_tokens_details : {};
   return {
-    input: int(u.input_tokens),
-    cacheRead: int(input.cached_tokens),
-    cacheWrite: int(input.cache_write_tokens),
-    output: int(u.output_tokens),
-    reasoning: int(output.reasoning_tokens),
+    input: shownCount(u.input_tokens),
+    cacheRead: shownCount(input.cached_tokens),
+    cacheWrite: shownCount(input.cache_write_tokens),
+    output: shownCount(u.output_tokens),
+    reasoning: shownCount(output.reasoning_tokens),
   };
 }
 

@@ -7,12 +7,11 @@
  * is here too.
  */
 import { encodeSse } from "../../http/sse.ts";
-import { parse } from "../../billing/usage.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
 import { fromResponses } from "../../translate/finish.ts";
-import { isObject } from "../../translate/read.ts";
+import { eventJson, isObject } from "../../http/json.ts";
 import { type Block, sequencer } from "../../translate/sequence.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 import {
@@ -208,7 +207,7 @@ export function responsesDecoder(
   return {
     push(event) {
       if (done) return;
-      const data = parse(event);
+      const data = eventJson(event);
       const type = typeof data.type === "string" ? data.type : event.event;
       const response = isObject(data.response) ? data.response : {};
       switch (type) {
