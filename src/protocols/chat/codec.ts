@@ -31,7 +31,6 @@ import type {
   CanonicalRequest,
   CanonicalResponse,
   FilePart,
-  FinishReason,
   FunctionTool,
   HostedTool,
   Json,
@@ -42,7 +41,7 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
-import { fromChat, toChat } from "../../translate/finish.ts";
+import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
 import { effortFor, readEffort } from "../../translate/reasoning.ts";
 import { parseArguments, stringifyArguments } from "../../translate/tool_ids.ts";
 import {
@@ -611,18 +610,6 @@ export function usageFromChat(raw: unknown): TokenUsage {
   };
 }
 
-/**
- * The unified finish of a chat answer: `length` first; a refusal is `content-filter`; calls
- * finish with `tool-calls` even where a server says `stop`.
- */
-export function chatFinish(raw: unknown, refused: boolean, hasCalls: boolean): FinishReason {
-  const reason = fromChat(raw);
-  if (reason === "length") return reason;
-  if (refused) return "content-filter";
-  if (hasCalls && reason === "stop") return "tool-calls";
-  return reason;
-}
-
 /** One `tool_calls` entry of an answer as a canonical call (a custom one keeps its raw input). */
 function answerCall(raw: Json): ToolCallPart {
   if (raw.type === "custom") {
@@ -683,7 +670,7 @@ export function decodeResponse(body: Json, _provider: string): CanonicalResponse
     model: typeof body.model === "string" ? body.model : "",
     content,
     finish: {
-      reason: chatFinish(choice.finish_reason, refused, hasCalls),
+      reason: decodeFinishReason(choice.finish_reason, refused, hasCalls),
       ...(typeof choice.finish_reason === "string" ? { raw: choice.finish_reason } : {}),
     },
     usage: usageFromChat(body.usage ?? choice.usage),
@@ -758,7 +745,7 @@ export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): J
         ...(calls.length ? { tool_calls: calls } : {}),
       },
       logprobs: null,
-      finish_reason: toChat(response.finish.reason),
+      finish_reason: encodeFinishReason(response.finish.reason),
     }],
     usage: encodeUsage(response.usage),
   };

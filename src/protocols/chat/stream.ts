@@ -14,10 +14,10 @@ import { encodeSse, type SseEvent } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
-import { toChat } from "../../translate/finish.ts";
 import { isObject } from "../../http/json.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
-import { chatFinish, encodeUsage, firstChoice, isCustomCall, usageFromChat } from "./codec.ts";
+import { encodeUsage, firstChoice, isCustomCall, usageFromChat } from "./codec.ts";
+import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
 
 /** `"usage":null` as a member of a compact JSON object (quotes inside strings are escaped). */
 const NULL_USAGE = /,\s*"usage"\s*:\s*null(?=\s*[,}])|"usage"\s*:\s*null\s*,/g;
@@ -149,7 +149,7 @@ export function chatDecoder(
     closeAll();
     emit({
       type: "finish",
-      reason: chatFinish(finish, refused, hasCalls),
+      reason: decodeFinishReason(finish, refused, hasCalls),
       ...(typeof finish === "string" ? { raw: finish } : {}),
       ...(usage ? { usage } : {}),
     });
@@ -354,7 +354,7 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
   const finish = (event: Extract<CanonicalEvent, { type: "finish" }>) => {
     start();
     for (const id of [...custom.keys()]) writeCustom(id);
-    chunk({}, toChat(event.reason));
+    chunk({}, encodeFinishReason(event.reason));
     if (info.usageChunk) write(envelope([], { usage: encodeUsage(event.usage ?? usage) }));
     write(encodeSse("[DONE]"));
     done = true;

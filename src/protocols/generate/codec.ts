@@ -51,11 +51,11 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
-import { fromGemini, toGemini } from "../../translate/finish.ts";
 import { geminiSchema, isEmptyObjectSchema } from "../../translate/json_schema.ts";
 import { fromToken, readOpaque, replayable } from "../../translate/opaque.ts";
 import { budgetFor } from "../../translate/reasoning.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
+import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
 import { splitDataUrl } from "../../translate/data_url.ts";
 import {
   invalid,
@@ -858,7 +858,7 @@ export function decodeResponse(body: Json, provider: string): CanonicalResponse 
     finish: {
       reason: blocked
         ? "content-filter"
-        : fromGemini(raw, parts.some((p) => p.type === "tool-call")),
+        : decodeFinishReason(raw, parts.some((p) => p.type === "tool-call")),
       ...(typeof raw === "string" ? { raw } : blocked ? { raw: String(feedback.blockReason) } : {}),
     },
     usage: usageFromGemini(body.usageMetadata),
@@ -940,7 +940,7 @@ export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): J
   return {
     candidates: [{
       content: { role: "model", parts: encodeParts(response.content, info) },
-      finishReason: toGemini(response.finish.reason),
+      finishReason: encodeFinishReason(response.finish.reason),
       index: 0,
     }],
     usageMetadata: encodeUsage(response.usage),

@@ -9,10 +9,10 @@ import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
-import { fromGemini, toGemini } from "../../translate/finish.ts";
 import { eventJson, isObject } from "../../http/json.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
 import { callPart, encodeUsage, isForeign, readAnswerPart, usageFromGemini } from "./codec.ts";
+import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
 
 const encoder = new TextEncoder();
 const CUT = errorBody("google", 502, "The upstream provider ended the stream unexpectedly.");
@@ -155,7 +155,9 @@ export function generateDecoder(
         : undefined;
       emit({
         type: "finish",
-        reason: blocked && finish === undefined ? "content-filter" : fromGemini(finish, calls > 0),
+        reason: blocked && finish === undefined
+          ? "content-filter"
+          : decodeFinishReason(finish, calls > 0),
         ...(raw ? { raw } : {}),
         ...(usage ? { usage } : {}),
       });
@@ -276,7 +278,7 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
           calls.clear();
           flush();
           if (event.usage) usage = event.usage;
-          chunk([{ text: "" }], toGemini(event.reason));
+          chunk([{ text: "" }], encodeFinishReason(event.reason));
           if (info.jsonArray) write("]");
           done = true;
           return;

@@ -27,7 +27,7 @@ import type {
   ToolResultPart,
 } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
-import { fromAnthropic, toAnthropic } from "../../translate/finish.ts";
+import { decodeStopReason, encodeStopReason } from "./stop_reason.ts";
 import { fromToken, readOpaque, replayable, signaturesOntoCalls } from "../../translate/opaque.ts";
 import { budgetFor, effortFor, readEffort } from "../../translate/reasoning.ts";
 import { anthropicToolId, newId, parseArguments } from "../../translate/tool_ids.ts";
@@ -653,7 +653,7 @@ export function decodeResponse(body: Json, provider: string): CanonicalResponse 
     model: typeof body.model === "string" ? body.model : "",
     content,
     finish: {
-      reason: fromAnthropic(body.stop_reason),
+      reason: decodeStopReason(body.stop_reason),
       ...(typeof body.stop_reason === "string" ? { raw: body.stop_reason } : {}),
     },
     usage: isObject(body.usage) ? usageFromMessages(body.usage) : zeroUsage(),
@@ -718,7 +718,7 @@ export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): J
     role: "assistant",
     model: info.model,
     content,
-    stop_reason: toAnthropic(response.finish.reason),
+    stop_reason: encodeStopReason(response.finish.reason),
     stop_sequence: null,
     usage: encodeUsage(response.usage),
   };

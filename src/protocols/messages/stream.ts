@@ -9,11 +9,11 @@
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
-import { fromAnthropic, toAnthropic } from "../../translate/finish.ts";
 import { eventJson, isObject } from "../../http/json.ts";
 import { sequencer } from "../../translate/sequence.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import { encodeUsage, usageFromMessages } from "./codec.ts";
+import { decodeStopReason, encodeStopReason } from "./stop_reason.ts";
 
 /** The `error` event for a stream the upstream cut (the SDK raises it as an APIError). */
 export function streamErrorEvent(): Uint8Array {
@@ -150,7 +150,7 @@ export function messagesDecoder(
           stopped = true;
           emit({
             type: "finish",
-            reason: fromAnthropic(stopReason),
+            reason: decodeStopReason(stopReason),
             ...(typeof stopReason === "string" ? { raw: stopReason } : {}),
             usage: usageFromMessages(usage),
           });
@@ -320,7 +320,7 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
           blocks.closeAll();
           if (event.usage) usage = event.usage;
           ev("message_delta", {
-            delta: { stop_reason: toAnthropic(event.reason), stop_sequence: null },
+            delta: { stop_reason: encodeStopReason(event.reason), stop_sequence: null },
             usage: encodeUsage(usage),
           });
           ev("message_stop", {});

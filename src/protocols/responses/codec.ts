@@ -45,7 +45,7 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
-import { fromResponses, toResponses } from "../../translate/finish.ts";
+import { decodeStatus, encodeStatus } from "./status.ts";
 import { fromToken, readOpaque, replayable, signaturesOntoCalls } from "../../translate/opaque.ts";
 import { effortFor, readEffort } from "../../translate/reasoning.ts";
 import { parseArguments, shortHash, stringifyArguments } from "../../translate/tool_ids.ts";
@@ -836,17 +836,18 @@ export function decodeResponse(body: Json, provider: string): CanonicalResponse 
   const output = Array.isArray(body.output) ? body.output : [];
   const content = output.flatMap((item) => isObject(item) ? decodeItem(item, provider) : []);
   const incomplete = isObject(body.incomplete_details) ? body.incomplete_details.reason : undefined;
-  const reason = fromResponses(
+  const reason = decodeStatus(
     body.status,
     incomplete,
     content.some((p) => p.type === "tool-call"),
+    output.some(isRefusal),
   );
   return {
     id: typeof body.id === "string" ? body.id : "",
     model: typeof body.model === "string" ? body.model : "",
     content,
     finish: {
-      reason: reason === "stop" && output.some(isRefusal) ? "content-filter" : reason,
+      reason,
       ...(typeof incomplete === "string" ? { raw: incomplete } : {}),
     },
     usage: usageFromResponses(body.usage),
@@ -953,7 +954,7 @@ export function responseObject(
   finish: CanonicalResponse["finish"] | null,
   usage: TokenUsage | null,
 ): Json {
-  const state = finish ? toResponses(finish.reason) : null;
+  const state = finish ? encodeStatus(finish.reason) : null;
   const status = state ? state.status : "in_progress";
   return {
     id: info.id,

@@ -10,7 +10,6 @@ import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
-import { fromResponses } from "../../translate/finish.ts";
 import { eventJson, isObject } from "../../http/json.ts";
 import { type Block, sequencer } from "../../translate/sequence.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
@@ -29,6 +28,7 @@ import {
   usageFromResponses,
   webSearchItem,
 } from "./codec.ts";
+import { decodeStatus } from "./status.ts";
 
 /** The `error` event sent when the upstream cuts a stream mid-way (openai-node throws on it). */
 export function streamErrorEvent(): Uint8Array {
@@ -195,10 +195,10 @@ export function responsesDecoder(
     const incomplete = isObject(response.incomplete_details)
       ? response.incomplete_details.reason
       : undefined;
-    const reason = fromResponses(response.status ?? status, incomplete, calls > 0);
+    const reason = decodeStatus(response.status ?? status, incomplete, calls > 0, refused);
     emit({
       type: "finish",
-      reason: reason === "stop" && refused ? "content-filter" : reason,
+      reason,
       ...(typeof incomplete === "string" ? { raw: incomplete } : {}),
       usage: usageFromResponses(response.usage),
     });
