@@ -36,7 +36,6 @@ import type {
   Json,
   Message,
   TextPart,
-  TokenUsage,
   ToolCallPart,
   ToolChoice,
   ToolResultPart,
@@ -52,12 +51,12 @@ import {
   optionalBoolean,
   optionalNumber,
   optionalString,
-  shownCount,
   string,
   stringList,
 } from "../../http/json.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
 import { dataUrl, splitDataUrl } from "../../translate/data_url.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 const PROTOCOL = "chat completions";
 const CLIENT_SIDE = "another protocol";
@@ -586,30 +585,6 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
 // ---------------------------------------------------------------------------------------------
 // Upstream answer → canonical
 
-/**
- * A chat `usage` as canonical usage: `prompt_tokens` includes cached tokens, `completion_tokens`
- * includes reasoning. Vendors' cache fields are read too (DeepSeek `prompt_cache_hit_tokens`,
- * Moonshot's top-level `cached_tokens`).
- */
-export function usageFromChat(raw: unknown): TokenUsage {
-  const u = isObject(raw) ? raw : {};
-  const details = isObject(u.prompt_tokens_details) ? u.prompt_tokens_details : {};
-  const output = isObject(u.completion_tokens_details) ? u.completion_tokens_details : {};
-  const input = shownCount(u.prompt_tokens);
-  const cacheRead = Math.min(
-    input,
-    shownCount(details.cached_tokens) || shownCount(u.prompt_cache_hit_tokens) ||
-      shownCount(u.cached_tokens),
-  );
-  return {
-    input,
-    cacheRead,
-    cacheWrite: Math.min(input - cacheRead, shownCount(details.cache_write_tokens)),
-    output: shownCount(u.completion_tokens),
-    reasoning: shownCount(output.reasoning_tokens),
-  };
-}
-
 /** One `tool_calls` entry of an answer as a canonical call (a custom one keeps its raw input). */
 function answerCall(raw: Json): ToolCallPart {
   if (raw.type === "custom") {
@@ -673,26 +648,12 @@ export function decodeResponse(body: Json, _provider: string): CanonicalResponse
       reason: decodeFinishReason(choice.finish_reason, refused, hasCalls),
       ...(typeof choice.finish_reason === "string" ? { raw: choice.finish_reason } : {}),
     },
-    usage: usageFromChat(body.usage ?? choice.usage),
+    usage: decodeTokenUsage(body.usage ?? choice.usage),
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Canonical → client answer
-
-/** Canonical usage in the chat shape (`prompt_tokens` includes the cache, as canonical input). */
-export function encodeUsage(usage: TokenUsage): Json {
-  return {
-    prompt_tokens: usage.input,
-    completion_tokens: usage.output,
-    total_tokens: usage.input + usage.output,
-    prompt_tokens_details: {
-      cached_tokens: usage.cacheRead,
-      ...(usage.cacheWrite ? { cache_write_tokens: usage.cacheWrite } : {}),
-    },
-    completion_tokens_details: { reasoning_tokens: usage.reasoning },
-  };
-}
 
 /** Whether a call is to one of the client's free-form tools (written as a custom call). */
 export function isCustomCall(part: { name: string; kind?: string }, info: AnswerInfo): boolean {
@@ -747,6 +708,6 @@ export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): J
       logprobs: null,
       finish_reason: encodeFinishReason(response.finish.reason),
     }],
-    usage: encodeUsage(response.usage),
+    usage: encodeTokenUsage(response.usage),
   };
 }

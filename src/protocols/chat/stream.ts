@@ -16,7 +16,8 @@ import type { CanonicalEvent, Json, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
 import { isObject } from "../../http/json.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
-import { encodeUsage, firstChoice, isCustomCall, usageFromChat } from "./codec.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
+import { firstChoice, isCustomCall } from "./codec.ts";
 import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
 
 /** `"usage":null` as a member of a compact JSON object (quotes inside strings are escaped). */
@@ -238,7 +239,7 @@ export function chatDecoder(
       const choice = firstChoice(chunk.choices);
       const rawUsage = chunk.usage ?? choice?.usage;
       if (isObject(rawUsage)) {
-        usage = usageFromChat(rawUsage);
+        usage = decodeTokenUsage(rawUsage);
         emit({ type: "usage", usage });
       }
       if (!choice) return;
@@ -355,7 +356,7 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
     start();
     for (const id of [...custom.keys()]) writeCustom(id);
     chunk({}, encodeFinishReason(event.reason));
-    if (info.usageChunk) write(envelope([], { usage: encodeUsage(event.usage ?? usage) }));
+    if (info.usageChunk) write(envelope([], { usage: encodeTokenUsage(event.usage ?? usage) }));
     write(encodeSse("[DONE]"));
     done = true;
   };

@@ -6,7 +6,7 @@ import { asArray, asObject } from "../../http/json.ts";
 import { addCalls, Meter, openaiUsage, type StreamMeter } from "../../billing/usage.ts";
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { encodeUsage } from "./codec.ts";
+import { encodeTokenUsage } from "./token_usage.ts";
 
 type Json = Record<string, unknown>;
 
@@ -70,7 +70,7 @@ function isDone(raw: Uint8Array): boolean {
  */
 export const chatUsageView: UsageView = {
   answer: (a) => Array.isArray(a.choices),
-  json: (answer, usage) => ({ ...answer, usage: encodeUsage(usage) }),
+  json: (answer, usage) => ({ ...answer, usage: encodeTokenUsage(usage) }),
   event() {
     let first: Json | undefined;
     return {
@@ -91,7 +91,7 @@ export const chatUsageView: UsageView = {
           created: first?.created ?? Math.floor(Date.now() / 1000),
           model: first?.model ?? "",
           choices: [],
-          usage: encodeUsage(usage),
+          usage: encodeTokenUsage(usage),
         };
         return encodeSse(JSON.stringify(chunk)) + encodeSse(e.data());
       },

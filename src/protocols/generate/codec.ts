@@ -47,7 +47,6 @@ import type {
   Message,
   Opaque,
   TextPart,
-  TokenUsage,
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
@@ -63,11 +62,11 @@ import {
   list,
   object,
   optionalNumber,
-  shownCount,
   string,
   stringList,
 } from "../../http/json.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 const PROTOCOL = "the generateContent protocol";
 const ELSEWHERE = "another protocol";
@@ -783,19 +782,6 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
 // ---------------------------------------------------------------------------------------------
 // Upstream answer → canonical
 
-/** `usageMetadata` as canonical usage (input adds tool-use prompts, output adds thoughts). */
-export function usageFromGemini(raw: unknown): TokenUsage {
-  const u = isObject(raw) ? raw : {};
-  const thoughts = shownCount(u.thoughtsTokenCount);
-  return {
-    input: shownCount(u.promptTokenCount) + shownCount(u.toolUsePromptTokenCount),
-    cacheRead: shownCount(u.cachedContentTokenCount),
-    cacheWrite: 0,
-    output: shownCount(u.candidatesTokenCount) + thoughts,
-    reasoning: thoughts,
-  };
-}
-
 /** One part of an upstream answer: a call (its id, when Gemini gave one), or text or a thought. */
 export type AnswerPart =
   | { type: "call"; id?: string; name: string; input: Record<string, unknown>; opaque?: Opaque }
@@ -861,23 +847,12 @@ export function decodeResponse(body: Json, provider: string): CanonicalResponse 
         : decodeFinishReason(raw, parts.some((p) => p.type === "tool-call")),
       ...(typeof raw === "string" ? { raw } : blocked ? { raw: String(feedback.blockReason) } : {}),
     },
-    usage: usageFromGemini(body.usageMetadata),
+    usage: decodeTokenUsage(body.usageMetadata),
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Canonical → client answer
-
-/** Canonical usage as `usageMetadata` (candidates exclude thoughts). */
-export function encodeUsage(usage: TokenUsage): Json {
-  return {
-    promptTokenCount: usage.input,
-    candidatesTokenCount: Math.max(0, usage.output - usage.reasoning),
-    ...(usage.reasoning > 0 ? { thoughtsTokenCount: usage.reasoning } : {}),
-    ...(usage.cacheRead > 0 ? { cachedContentTokenCount: usage.cacheRead } : {}),
-    totalTokenCount: usage.input + usage.output,
-  };
-}
 
 /** A canonical call as a `functionCall` part, with the signature (a token) it carries. */
 export function callPart(
@@ -943,7 +918,7 @@ export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): J
       finishReason: encodeFinishReason(response.finish.reason),
       index: 0,
     }],
-    usageMetadata: encodeUsage(response.usage),
+    usageMetadata: encodeTokenUsage(response.usage),
     modelVersion: info.model,
     responseId: info.id,
   };

@@ -11,7 +11,8 @@ import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/i
 import { zeroUsage } from "../../translate/ir.ts";
 import { eventJson, isObject } from "../../http/json.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
-import { callPart, encodeUsage, isForeign, readAnswerPart, usageFromGemini } from "./codec.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
+import { callPart, isForeign, readAnswerPart } from "./codec.ts";
 import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
 
 const encoder = new TextEncoder();
@@ -127,7 +128,7 @@ export function generateDecoder(
         });
       }
       if (isObject(chunk.usageMetadata)) {
-        usage = usageFromGemini(chunk.usageMetadata);
+        usage = decodeTokenUsage(chunk.usageMetadata);
         emit({ type: "usage", usage });
       }
       if (isObject(chunk.promptFeedback) && chunk.promptFeedback.blockReason) {
@@ -195,7 +196,7 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
         ...(finishReason ? { finishReason } : {}),
         index: 0,
       }],
-      ...(finishReason ? { usageMetadata: encodeUsage(usage) } : {}),
+      ...(finishReason ? { usageMetadata: encodeTokenUsage(usage) } : {}),
       modelVersion: info.model,
       responseId: info.id,
     });

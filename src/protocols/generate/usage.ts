@@ -5,7 +5,7 @@
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
 import { hasMember, memberName } from "../../http/json_bytes.ts";
-import { encodeUsage } from "./codec.ts";
+import { encodeTokenUsage } from "./token_usage.ts";
 import type { Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
 import { asArray, asObject, eventJson } from "../../http/json.ts";
@@ -98,12 +98,12 @@ const FINISH_REASON = memberName("finishReason");
  */
 export const generateUsageView: UsageView = {
   answer: (a) => Array.isArray(a.candidates) || !!a.promptFeedback,
-  json: (answer, usage) => ({ ...answer, usageMetadata: encodeUsage(usage) }),
+  json: (answer, usage) => ({ ...answer, usageMetadata: encodeTokenUsage(usage) }),
   event: () => ({
     carries: (e) => hasMember(e.raw(), FINISH_REASON),
     write(e, usage) {
       const data = eventJson(e);
-      data.usageMetadata = encodeUsage(usage);
+      data.usageMetadata = encodeTokenUsage(usage);
       return encodeSse(JSON.stringify(data), undefined, "\r\n");
     },
   }),

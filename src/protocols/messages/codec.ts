@@ -22,7 +22,6 @@ import type {
   Message,
   Opaque,
   TextPart,
-  TokenUsage,
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
@@ -38,11 +37,11 @@ import {
   object,
   optionalNumber,
   optionalString,
-  shownCount,
   string,
   stringList,
 } from "../../http/json.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 const PROTOCOL = "the Messages protocol";
 
@@ -593,21 +592,6 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
 // ---------------------------------------------------------------------------------------------
 // Upstream answer → canonical
 
-/** A Messages `usage` (cumulative, possibly partial) as canonical usage. */
-export function usageFromMessages(raw: unknown): TokenUsage {
-  const u = isObject(raw) ? raw : {};
-  const cacheRead = shownCount(u.cache_read_input_tokens);
-  const cacheWrite = shownCount(u.cache_creation_input_tokens);
-  const details = isObject(u.output_tokens_details) ? u.output_tokens_details : {};
-  return {
-    input: shownCount(u.input_tokens) + cacheRead + cacheWrite,
-    cacheRead,
-    cacheWrite,
-    output: shownCount(u.output_tokens),
-    reasoning: shownCount(details.thinking_tokens),
-  };
-}
-
 /** A whole Messages answer as canonical; opaque state is tagged with `provider`. */
 export function decodeResponse(body: Json, provider: string): CanonicalResponse {
   const content: AssistantPart[] = [];
@@ -656,22 +640,12 @@ export function decodeResponse(body: Json, provider: string): CanonicalResponse 
       reason: decodeStopReason(body.stop_reason),
       ...(typeof body.stop_reason === "string" ? { raw: body.stop_reason } : {}),
     },
-    usage: isObject(body.usage) ? usageFromMessages(body.usage) : zeroUsage(),
+    usage: isObject(body.usage) ? decodeTokenUsage(body.usage) : zeroUsage(),
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Canonical → client answer
-
-/** Canonical usage in the Messages shape (`input_tokens` is the uncached part). */
-export function encodeUsage(usage: TokenUsage): Json {
-  return {
-    input_tokens: Math.max(0, usage.input - usage.cacheRead - usage.cacheWrite),
-    cache_creation_input_tokens: usage.cacheWrite,
-    cache_read_input_tokens: usage.cacheRead,
-    output_tokens: usage.output,
-  };
-}
 
 /** A thinking block carrying a token for opaque state of another protocol. */
 export function tokenThinking(info: AnswerInfo, text: string, opaque?: Opaque): Json {
@@ -720,6 +694,6 @@ export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): J
     content,
     stop_reason: encodeStopReason(response.finish.reason),
     stop_sequence: null,
-    usage: encodeUsage(response.usage),
+    usage: encodeTokenUsage(response.usage),
   };
 }

@@ -12,7 +12,7 @@ import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/i
 import { eventJson, isObject } from "../../http/json.ts";
 import { sequencer } from "../../translate/sequence.ts";
 import { newId } from "../../translate/tool_ids.ts";
-import { encodeUsage, usageFromMessages } from "./codec.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 import { decodeStopReason, encodeStopReason } from "./stop_reason.ts";
 
 /** The `error` event for a stream the upstream cut (the SDK raises it as an APIError). */
@@ -57,7 +57,7 @@ export function messagesDecoder(
             type: "start",
             ...(typeof message.id === "string" ? { id: message.id } : {}),
             ...(typeof message.model === "string" ? { model: message.model } : {}),
-            usage: usageFromMessages(usage),
+            usage: decodeTokenUsage(usage),
           });
           return;
         }
@@ -142,7 +142,7 @@ export function messagesDecoder(
           const data = eventJson(event);
           usage = mergeUsage(usage, data.usage);
           if (isObject(data.delta) && data.delta.stop_reason) stopReason = data.delta.stop_reason;
-          emit({ type: "usage", usage: usageFromMessages(usage) });
+          emit({ type: "usage", usage: decodeTokenUsage(usage) });
           return;
         }
         case "message_stop":
@@ -152,7 +152,7 @@ export function messagesDecoder(
             type: "finish",
             reason: decodeStopReason(stopReason),
             ...(typeof stopReason === "string" ? { raw: stopReason } : {}),
-            usage: usageFromMessages(usage),
+            usage: decodeTokenUsage(usage),
           });
           return;
         case "error": {
@@ -205,7 +205,7 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
         model: info.model,
         stop_reason: null,
         stop_sequence: null,
-        usage: { ...encodeUsage(usage), output_tokens: Math.min(usage.output, 1) },
+        usage: { ...encodeTokenUsage(usage), output_tokens: Math.min(usage.output, 1) },
       },
     });
   };
@@ -321,7 +321,7 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
           if (event.usage) usage = event.usage;
           ev("message_delta", {
             delta: { stop_reason: encodeStopReason(event.reason), stop_sequence: null },
-            usage: encodeUsage(usage),
+            usage: encodeTokenUsage(usage),
           });
           ev("message_stop", {});
           done = true;

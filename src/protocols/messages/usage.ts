@@ -4,7 +4,7 @@
  */
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { encodeUsage } from "./codec.ts";
+import { encodeTokenUsage } from "./token_usage.ts";
 import type { HostedTool, Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
 import { asArray, asObject, eventJson } from "../../http/json.ts";
@@ -134,13 +134,13 @@ export const messagesUsageView: UsageView = {
   answer: (a) => a.type === "message" && Array.isArray(a.content),
   json: (answer, usage) => ({
     ...answer,
-    usage: { ...asObject(answer.usage), ...encodeUsage(usage) },
+    usage: { ...asObject(answer.usage), ...encodeTokenUsage(usage) },
   }),
   event: () => ({
     carries: (e) => e.event === "message_delta",
     write(e, usage) {
       const data = eventJson(e);
-      data.usage = { ...asObject(data.usage), ...encodeUsage(usage) };
+      data.usage = { ...asObject(data.usage), ...encodeTokenUsage(usage) };
       return encodeSse(JSON.stringify(data), e.event);
     },
   }),

@@ -57,11 +57,11 @@ import {
   optionalBoolean,
   optionalNumber,
   optionalString,
-  shownCount,
   string,
 } from "../../http/json.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
 import { dataUrl, splitDataUrl } from "../../translate/data_url.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 const PROTOCOL = "the Responses protocol";
 const ELSEWHERE = "another protocol";
@@ -739,20 +739,6 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
 // ---------------------------------------------------------------------------------------------
 // Upstream answer → canonical
 
-/** A Responses `usage` as canonical usage (`input_tokens` includes cached tokens). */
-export function usageFromResponses(raw: unknown): TokenUsage {
-  const u = isObject(raw) ? raw : {};
-  const input = isObject(u.input_tokens_details) ? u.input_tokens_details : {};
-  const output = isObject(u.output_tokens_details) ? u.output_tokens_details : {};
-  return {
-    input: shownCount(u.input_tokens),
-    cacheRead: shownCount(input.cached_tokens),
-    cacheWrite: shownCount(input.cache_write_tokens),
-    output: shownCount(u.output_tokens),
-    reasoning: shownCount(output.reasoning_tokens),
-  };
-}
-
 /** The summary texts of an output reasoning item, joined (lenient: an upstream's answer). */
 export function outputSummary(item: Json): string {
   return (Array.isArray(item.summary) ? item.summary : [])
@@ -850,23 +836,12 @@ export function decodeResponse(body: Json, provider: string): CanonicalResponse 
       reason,
       ...(typeof incomplete === "string" ? { raw: incomplete } : {}),
     },
-    usage: usageFromResponses(body.usage),
+    usage: decodeTokenUsage(body.usage),
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Canonical → client answer
-
-/** Canonical usage in the Responses shape. */
-export function encodeUsage(usage: TokenUsage): Json {
-  return {
-    input_tokens: usage.input,
-    input_tokens_details: { cached_tokens: usage.cacheRead },
-    output_tokens: usage.output,
-    output_tokens_details: { reasoning_tokens: usage.reasoning },
-    total_tokens: usage.input + usage.output,
-  };
-}
 
 /** An output item id derived from the answer's id and the item's place (pure, stable). */
 export function itemId(prefix: string, info: AnswerInfo, index: number): string {
@@ -984,7 +959,7 @@ export function responseObject(
     top_logprobs: 0,
     top_p: null,
     truncation: "disabled",
-    usage: usage ? encodeUsage(usage) : null,
+    usage: usage ? encodeTokenUsage(usage) : null,
     user: null,
     metadata: {},
   };

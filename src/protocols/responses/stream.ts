@@ -13,6 +13,7 @@ import { zeroUsage } from "../../translate/ir.ts";
 import { eventJson, isObject } from "../../http/json.ts";
 import { type Block, sequencer } from "../../translate/sequence.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
+import { decodeTokenUsage } from "./token_usage.ts";
 import {
   callItem,
   encryptedReasoning,
@@ -25,7 +26,6 @@ import {
   outputSummary,
   reasoningItem,
   responseObject,
-  usageFromResponses,
   webSearchItem,
 } from "./codec.ts";
 import { decodeStatus } from "./status.ts";
@@ -200,7 +200,7 @@ export function responsesDecoder(
       type: "finish",
       reason,
       ...(typeof incomplete === "string" ? { raw: incomplete } : {}),
-      usage: usageFromResponses(response.usage),
+      usage: decodeTokenUsage(response.usage),
     });
   };
 
@@ -288,7 +288,7 @@ export function responsesDecoder(
         case "response.failed": {
           done = true;
           if (isObject(response.usage)) {
-            emit({ type: "usage", usage: usageFromResponses(response.usage) });
+            emit({ type: "usage", usage: decodeTokenUsage(response.usage) });
           }
           const error = isObject(response.error) ? response.error : {};
           emit({

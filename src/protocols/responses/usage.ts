@@ -4,7 +4,7 @@
  */
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { encodeUsage } from "./codec.ts";
+import { encodeTokenUsage } from "./token_usage.ts";
 import type { HostedTool, Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
 import { asArray, asObject, eventJson } from "../../http/json.ts";
@@ -103,12 +103,12 @@ export function responsesMeter(): StreamMeter {
 /** How Responses answers show a usage the gateway decided: `usage`, and the terminal event's. */
 export const responsesUsageView: UsageView = {
   answer: (a) => typeof a.id === "string" && Array.isArray(a.output),
-  json: (answer, usage) => ({ ...answer, usage: encodeUsage(usage) }),
+  json: (answer, usage) => ({ ...answer, usage: encodeTokenUsage(usage) }),
   event: () => ({
     carries: (e) => RESPONSES_TERMINAL.has(e.event),
     write(e, usage) {
       const data = eventJson(e);
-      data.response = { ...asObject(data.response), usage: encodeUsage(usage) };
+      data.response = { ...asObject(data.response), usage: encodeTokenUsage(usage) };
       return encodeSse(JSON.stringify(data), e.event);
     },
   }),
