@@ -8,12 +8,8 @@ import {
   encodeResponse,
   SKIP_SIGNATURE,
 } from "../../src/protocols/generate/codec.ts";
-import {
-  generateDecoder,
-  generateEncoder,
-  streamErrorElement,
-  streamErrorEvent,
-} from "../../src/protocols/generate/stream.ts";
+import { generateDecoder, generateEncoder } from "../../src/protocols/generate/stream.ts";
+import { streamErrorElement, streamErrorEvent } from "../../src/protocols/generate/errors.ts";
 import { GatewayError } from "../../src/http/errors.ts";
 import type {
   CanonicalEvent,

@@ -13,7 +13,8 @@ import type { WireProtocol } from "../wire.ts";
 import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
 import { capField, chatToolUses, DEFAULT_SEARCH_RESULTS } from "./metering.ts";
 import { ChatRequest } from "./schema.ts";
-import { chatDecoder, chatEncoder, streamErrorChunk, withoutUsage } from "./stream.ts";
+import { chatDecoder, chatEncoder, withoutUsage } from "./stream.ts";
+import { streamErrorChunk } from "./errors.ts";
 import { chatMeter, chatUsage, chatUsageView } from "./usage.ts";
 
 type Json = Record<string, unknown>;

@@ -1,7 +1,7 @@
 /**
  * Chat-completions streams (`openai-other.md` §1.4): dropping the usage chunk the gateway asked
- * the upstream for when the client did not, the error payload for streams the upstream cuts, and
- * the translation of chunks to and from canonical events. Chat streams are flat deltas of one
+ * the upstream for when the client did not, and the translation of chunks to and from canonical
+ * events (errors are in `errors.ts`). Chat streams are flat deltas of one
  * choice with no `event:` lines: blocks are implicit (text after reasoning starts a new block),
  * tool calls are told apart by `index`, the finish reason comes in a chunk of its own, the usage
  * chunk (`choices: []`) follows it only when asked for, and `data: [DONE]` ends the stream.
@@ -18,6 +18,7 @@ import { isObject } from "../../http/json.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 import { firstChoice, isCustomCall } from "./codec.ts";
+import { errorChunk, readError } from "./errors.ts";
 import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
 
 /** `"usage":null` as a member of a compact JSON object (quotes inside strings are escaped). */
@@ -42,19 +43,6 @@ export function withoutUsage(event: SseEvent): string | null {
   return encodeSse(data, event.event || undefined);
 }
 
-/** The mid-stream error payload (top-level `error`, which openai-node throws on). */
-export function streamErrorChunk(): Uint8Array {
-  return new TextEncoder().encode(
-    errorChunk("The upstream provider ended the stream unexpectedly."),
-  );
-}
-
-/** A mid-stream error chunk: top-level `error`, which openai-node throws on. */
-function errorChunk(message: string): string {
-  const error = { message, type: "server_error", param: null, code: "upstream_error" };
-  return encodeSse(JSON.stringify({ error }));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Translation: upstream chunks → canonical events
 
@@ -69,22 +57,6 @@ function parseChunk(event: SseEvent): Json | null | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** A mid-stream `error` member as a canonical error event. */
-function errorOf(error: unknown): CanonicalEvent {
-  const body = isObject(error) ? error : {};
-  const message = typeof error === "string"
-    ? error
-    : typeof body.message === "string"
-    ? body.message
-    : "The upstream provider failed.";
-  const code = typeof body.code === "string"
-    ? body.code
-    : typeof body.type === "string"
-    ? body.type
-    : undefined;
-  return { type: "error", message, ...(code ? { code } : {}) };
 }
 
 /** A JSON string's inside: a fragment of a custom call's raw input as a fragment of its JSON. */
@@ -225,7 +197,7 @@ export function chatDecoder(
       if (chunk === null) return finishNow();
       if (chunk.error !== undefined && chunk.error !== null) {
         done = true;
-        emit(errorOf(chunk.error));
+        emit(readError(chunk.error));
         return;
       }
       if (!started) {

@@ -17,12 +17,8 @@ import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./
 import { checkImageRules } from "./image_rules.ts";
 import { generateShape, generateToolUses, withMaxOutputTokens } from "./metering.ts";
 import { GenerateRequest } from "./schema.ts";
-import {
-  generateDecoder,
-  generateEncoder,
-  streamErrorElement,
-  streamErrorEvent,
-} from "./stream.ts";
+import { generateDecoder, generateEncoder } from "./stream.ts";
+import { streamErrorElement, streamErrorEvent } from "./errors.ts";
 import { geminiMeter, generateUsage, generateUsageView } from "./usage.ts";
 
 export const generate: WireProtocol = {

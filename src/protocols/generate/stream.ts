@@ -1,10 +1,9 @@
 /**
- * generateContent streams (`gemini.md` §4): the error forms the gateway writes for a cut stream,
- * and the translation of fragments to and from canonical events. Each fragment is a partial
- * answer with only its new parts; a call comes whole in one part; usage and the finish reason
- * come on the last, and the stream ends when the connection closes (SSE) or the array does.
+ * generateContent streams (`gemini.md` §4): the translation of fragments to and from canonical
+ * events. Each fragment is a partial answer with only its new parts; a call comes whole in one
+ * part; usage and the finish reason come on the last, and the stream ends when the connection
+ * closes (SSE) or the array does. Errors are in `errors.ts`.
  */
-import { errorBody } from "../../http/errors.ts";
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
@@ -13,23 +12,8 @@ import { eventJson, isObject } from "../../http/json.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
 import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 import { callPart, isForeign, readAnswerPart } from "./codec.ts";
+import { gatewayErrorFragment, readError } from "./errors.ts";
 import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
-
-const encoder = new TextEncoder();
-const CUT = errorBody("google", 502, "The upstream provider ended the stream unexpectedly.");
-
-/** A fragment carrying `error` (js-genai throws on it) for an SSE stream the upstream cut. */
-export function streamErrorEvent(): Uint8Array {
-  return encoder.encode(encodeSse(JSON.stringify(CUT), undefined, "\r\n"));
-}
-
-/**
- * The end of a cut JSON-array stream: a last element carrying `error`, and the array closed (or a
- * whole array of it when nothing was sent), so the client reads valid JSON that ends in an error.
- */
-export function streamErrorElement(started: boolean): Uint8Array {
-  return encoder.encode(`${started ? ",\r\n" : "["}${JSON.stringify(CUT)}\n]`);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Translation: generateContent fragments ⇄ canonical events
@@ -72,14 +56,7 @@ export function generateDecoder(
   };
   const fail = (error: Json) => {
     done = true;
-    emit({
-      type: "error",
-      message: typeof error.message === "string" && error.message
-        ? error.message
-        : "The upstream provider failed.",
-      ...(typeof error.status === "string" ? { code: error.status } : {}),
-      ...(typeof error.code === "number" ? { status: error.code } : {}),
-    });
+    emit(readError(error));
   };
   const part = (raw: unknown) => {
     const index = parts++;
@@ -215,11 +192,7 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
   const fail = (message: string, status?: number) => {
     if (done) return;
     done = true;
-    // An upstream's own error status is kept; anything else is the gateway's 502.
-    const code = status && status >= 400 && status < 600 ? status : 502;
-    const error = JSON.stringify(errorBody("google", code, message));
-    if (info.jsonArray) write(`${elements ? ",\r\n" : "["}${error}\n]`);
-    else write(encodeSse(error, undefined, "\r\n"));
+    write(gatewayErrorFragment(message, status, !!info.jsonArray, elements > 0));
   };
 
   return {

@@ -14,7 +14,8 @@ import { messagesCountClient, messagesCountUpstream } from "./count.ts";
 import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
 import { messagesMinCap, messagesToolUses, wantsLongContext, withToolLimits } from "./metering.ts";
 import { MessagesRequest } from "./schema.ts";
-import { messagesDecoder, messagesEncoder, streamErrorEvent } from "./stream.ts";
+import { messagesDecoder, messagesEncoder } from "./stream.ts";
+import { streamErrorEvent } from "./errors.ts";
 import { messagesMeter, messagesObjects, messagesUsage, messagesUsageView } from "./usage.ts";
 
 /** The client headers a Messages upstream gets on pass-through. */

@@ -4,7 +4,7 @@
  * open at a time (start, deltas, stop), `message_delta` with the cumulative usage, `message_stop`.
  * Blocks never interleave: events of a block that arrive while another is open (parallel tool
  * calls whose arguments interleave) are held and written when that block's turn comes
- * (`translate/sequence.ts`). No empty text block is ever written. The cut-stream `error` event is here too.
+ * (`translate/sequence.ts`). No empty text block is ever written. Errors are in `errors.ts`.
  */
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
@@ -13,18 +13,8 @@ import { eventJson, isObject } from "../../http/json.ts";
 import { sequencer } from "../../translate/sequence.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
+import { errorEvent, readError } from "./errors.ts";
 import { decodeStopReason, encodeStopReason } from "./stop_reason.ts";
-
-/** The `error` event for a stream the upstream cut (the SDK raises it as an APIError). */
-export function streamErrorEvent(): Uint8Array {
-  return new TextEncoder().encode(
-    errorEvent("The upstream provider ended the stream unexpectedly."),
-  );
-}
-
-function errorEvent(message: string, type = "api_error"): string {
-  return encodeSse(JSON.stringify({ type: "error", error: { type, message } }), "error");
-}
 
 /** Merges a usage update into the usage so far (null and absent fields mean "no update"). */
 function mergeUsage(into: Json, update: unknown): Json {
@@ -155,17 +145,9 @@ export function messagesDecoder(
             usage: decodeTokenUsage(usage),
           });
           return;
-        case "error": {
-          const error = eventJson(event).error;
-          emit({
-            type: "error",
-            message: isObject(error) && typeof error.message === "string"
-              ? error.message
-              : "The upstream provider failed.",
-            ...(isObject(error) && typeof error.type === "string" ? { code: error.type } : {}),
-          });
+        case "error":
+          emit(readError(eventJson(event)));
           return;
-        }
       }
     },
     end() {},
@@ -328,7 +310,7 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
           return;
         case "error":
           done = true;
-          write(errorEvent(event.message, event.status === 529 ? "overloaded_error" : "api_error"));
+          write(errorEvent(event.message, event.status));
           return;
       }
     },

@@ -17,7 +17,8 @@ import { responsesCountClient, responsesCountUpstream } from "./count.ts";
 import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
 import { responsesToolUses } from "./metering.ts";
 import { ResponsesRequest } from "./schema.ts";
-import { responsesDecoder, responsesEncoder, streamErrorEvent } from "./stream.ts";
+import { responsesDecoder, responsesEncoder } from "./stream.ts";
+import { streamErrorEvent } from "./errors.ts";
 import { responsesMeter, responsesObjects, responsesUsage, responsesUsageView } from "./usage.ts";
 
 export const responses: WireProtocol = {

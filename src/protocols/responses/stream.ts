@@ -3,8 +3,7 @@
  * canonical events; the encoder writes the exact grammar — `response.created`,
  * `response.in_progress`, each output item added, its parts and deltas, done, one item at a time
  * (see `translate/sequence.ts`), then `response.completed` (or `response.incomplete`) carrying
- * every item and the usage; every event has its `sequence_number`. The cut-stream `error` event
- * is here too.
+ * every item and the usage; every event has its `sequence_number`. Errors are in `errors.ts`.
  */
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
@@ -28,18 +27,8 @@ import {
   responseObject,
   webSearchItem,
 } from "./codec.ts";
+import { errorData, readError } from "./errors.ts";
 import { decodeStatus } from "./status.ts";
-
-/** The `error` event sent when the upstream cuts a stream mid-way (openai-node throws on it). */
-export function streamErrorEvent(): Uint8Array {
-  const data = {
-    type: "error",
-    code: "upstream_error",
-    message: "The upstream provider ended the stream unexpectedly.",
-    param: null,
-  };
-  return new TextEncoder().encode(encodeSse(JSON.stringify(data), "error"));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Upstream events → canonical
@@ -290,24 +279,13 @@ export function responsesDecoder(
           if (isObject(response.usage)) {
             emit({ type: "usage", usage: decodeTokenUsage(response.usage) });
           }
-          const error = isObject(response.error) ? response.error : {};
-          emit({
-            type: "error",
-            message: typeof error.message === "string" ? error.message : "The upstream failed.",
-            ...(typeof error.code === "string" ? { code: error.code } : {}),
-          });
+          emit(readError(response.error));
           return;
         }
-        case "error": {
+        case "error":
           done = true;
-          const error = isObject(data.error) ? data.error : data;
-          emit({
-            type: "error",
-            message: typeof error.message === "string" ? error.message : "The upstream failed.",
-            ...(typeof error.code === "string" ? { code: error.code } : {}),
-          });
+          emit(readError(isObject(data.error) ? data.error : data));
           return;
-        }
       }
     },
     end() {},
@@ -503,7 +481,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
   const fail = (message: string, code = "upstream_error") => {
     if (done) return;
     done = true;
-    ev("error", { code, message, param: null });
+    ev("error", errorData(message, code));
   };
 
   return {
