@@ -49,13 +49,12 @@ import {
   list,
   object,
   optionalBoolean,
-  optionalNumber,
   optionalString,
   string,
-  stringList,
 } from "../../http/json.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
 import { dataUrl, splitDataUrl } from "../../translate/data_url.ts";
+import { decodeSampling, encodeSampling, oneAnswer } from "../../translate/sampling.ts";
 import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 const PROTOCOL = "chat completions";
@@ -362,27 +361,6 @@ function refuseUntranslatable(body: Json): void {
   if (present(body.function_call)) throw invalid("function_call", "is deprecated; use tool_choice");
 }
 
-/** Sampling and limits: the numbers chat shares with the canonical form. */
-function decodeSampling(body: Json, request: CanonicalRequest): void {
-  const cap = optionalNumber(body.max_completion_tokens, "max_completion_tokens") ??
-    optionalNumber(body.max_tokens, "max_tokens");
-  if (cap !== undefined) request.maxOutputTokens = cap;
-  const temperature = optionalNumber(body.temperature, "temperature");
-  if (temperature !== undefined) request.temperature = temperature;
-  const topP = optionalNumber(body.top_p, "top_p");
-  if (topP !== undefined) request.topP = topP;
-  const seed = optionalNumber(body.seed, "seed");
-  if (seed !== undefined) request.seed = seed;
-  const presence = optionalNumber(body.presence_penalty, "presence_penalty");
-  if (presence !== undefined) request.presencePenalty = presence;
-  const frequency = optionalNumber(body.frequency_penalty, "frequency_penalty");
-  if (frequency !== undefined) request.frequencyPenalty = frequency;
-  const stop = stringList(body.stop, "stop");
-  if (stop?.length) request.stop = stop;
-  const n = optionalNumber(body.n, "n");
-  if (n !== undefined) request.choices = n;
-}
-
 /** A chat request (validated by `schema.ts`) as canonical. */
 export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
   refuseUntranslatable(body);
@@ -400,7 +378,7 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
     stream: body.stream === true,
     fields: { messages: "messages", tools: "tools", choices: "n", stop: "stop" },
   };
-  decodeSampling(body, request);
+  decodeSampling("chat", body, request);
   const format = decodeFormat(body.response_format);
   if (format) request.responseFormat = format;
   const effort = readEffort(body.reasoning_effort);
@@ -541,9 +519,7 @@ function encodeFormat(format: NonNullable<CanonicalRequest["responseFormat"]>): 
 
 /** A canonical request as a chat body for `target`. */
 export function encodeRequest(request: CanonicalRequest, target: Target): Json {
-  if ((request.choices ?? 1) > 1) {
-    throw inexpressible(request.fields.choices ?? "n", "more than one answer per call", PROTOCOL);
-  }
+  oneAnswer(request, PROTOCOL);
   const hosted = request.hostedTools[0];
   if (hosted) {
     const name = hosted.type === "web_search" ? "web_search" : hosted.name;
@@ -557,16 +533,10 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
       body.parallel_tool_calls = request.parallelToolCalls;
     }
   }
-  if (request.maxOutputTokens !== undefined) {
-    body[target.family === "openai" ? "max_completion_tokens" : "max_tokens"] =
-      request.maxOutputTokens;
-  }
-  if (request.temperature !== undefined) body.temperature = request.temperature;
-  if (request.topP !== undefined) body.top_p = request.topP;
-  if (request.stop?.length) body.stop = request.stop;
-  if (request.seed !== undefined) body.seed = request.seed;
-  if (request.presencePenalty !== undefined) body.presence_penalty = request.presencePenalty;
-  if (request.frequencyPenalty !== undefined) body.frequency_penalty = request.frequencyPenalty;
+  // The output cap is `max_completion_tokens` for OpenAI itself, `max_tokens` for every other.
+  encodeSampling("chat", request, body, {
+    maxOutputTokens: target.family === "openai" ? "max_completion_tokens" : "max_tokens",
+  });
   if (request.responseFormat) body.response_format = encodeFormat(request.responseFormat);
   const reasoning = request.reasoning;
   if (reasoning && !reasoning.off) {

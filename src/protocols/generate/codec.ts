@@ -56,16 +56,9 @@ import { budgetFor } from "../../translate/reasoning.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
 import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
 import { splitDataUrl } from "../../translate/data_url.ts";
-import {
-  invalid,
-  isObject,
-  list,
-  object,
-  optionalNumber,
-  string,
-  stringList,
-} from "../../http/json.ts";
+import { invalid, isObject, list, object, optionalNumber, string } from "../../http/json.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
+import { decodeSampling, encodeSampling, oneAnswer } from "../../translate/sampling.ts";
 import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 const PROTOCOL = "the generateContent protocol";
@@ -481,23 +474,7 @@ function decodeThinking(thinking: Json, at: string): CanonicalRequest["reasoning
 /** `generationConfig` into `request`. */
 function decodeConfig(config: Json, request: CanonicalRequest): void {
   const at = (name: string) => `generationConfig.${name}`;
-  const number = (name: string) => optionalNumber(field(config, name), at(name));
-  const numbers = [
-    ["maxOutputTokens", "maxOutputTokens"],
-    ["temperature", "temperature"],
-    ["topP", "topP"],
-    ["topK", "topK"],
-    ["seed", "seed"],
-    ["presencePenalty", "presencePenalty"],
-    ["frequencyPenalty", "frequencyPenalty"],
-    ["candidateCount", "choices"],
-  ] as const;
-  for (const [name, key] of numbers) {
-    const value = number(name);
-    if (value !== undefined) request[key] = value;
-  }
-  const stop = stringList(field(config, "stopSequences"), at("stopSequences"));
-  if (stop?.length) request.stop = stop;
+  decodeSampling("generate", config, request, { get: field, prefix: at("") });
   const modalities = field(config, "responseModalities");
   if (Array.isArray(modalities) && modalities.some((m) => String(m).toUpperCase() !== "TEXT")) {
     throw inexpressible(at("responseModalities"), "output other than text", ELSEWHERE);
@@ -735,20 +712,11 @@ function encodeThinking(reasoning: NonNullable<CanonicalRequest["reasoning"]>, m
 }
 
 function encodeConfig(request: CanonicalRequest, target: Target): Json {
-  const config: Json = {};
-  if (request.maxOutputTokens !== undefined) config.maxOutputTokens = request.maxOutputTokens;
-  if (request.temperature !== undefined) config.temperature = request.temperature;
-  if (request.topP !== undefined) config.topP = request.topP;
-  if (request.topK !== undefined) config.topK = request.topK;
-  if (request.stop?.length) {
-    if (request.stop.length > 5) {
-      throw inexpressible(request.fields.stop ?? "stop", "more than 5 stop sequences", PROTOCOL);
-    }
-    config.stopSequences = request.stop;
+  if (request.stop && request.stop.length > 5) {
+    throw inexpressible(request.fields.stop ?? "stop", "more than 5 stop sequences", PROTOCOL);
   }
-  if (request.seed !== undefined) config.seed = request.seed;
-  if (request.presencePenalty !== undefined) config.presencePenalty = request.presencePenalty;
-  if (request.frequencyPenalty !== undefined) config.frequencyPenalty = request.frequencyPenalty;
+  const config: Json = {};
+  encodeSampling("generate", request, config);
   if (request.responseFormat) {
     config.responseMimeType = "application/json";
     if (request.responseFormat.schema) config.responseJsonSchema = request.responseFormat.schema;
@@ -762,9 +730,7 @@ function encodeConfig(request: CanonicalRequest, target: Target): Json {
 
 /** A canonical request as a generateContent body for `target` (the model goes in the path). */
 export function encodeRequest(request: CanonicalRequest, target: Target): Json {
-  if ((request.choices ?? 1) > 1) {
-    throw inexpressible(request.fields.choices ?? "n", "more than one answer per call", PROTOCOL);
-  }
+  oneAnswer(request, PROTOCOL);
   const system = [...request.system];
   const body: Json = { contents: encodeContents(request, target, system) };
   const text = system.map((p) => p.text).filter(Boolean).join("\n\n");

@@ -38,9 +38,9 @@ import {
   optionalNumber,
   optionalString,
   string,
-  stringList,
 } from "../../http/json.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
+import { decodeSampling, encodeSampling, oneAnswer } from "../../translate/sampling.ts";
 import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 const PROTOCOL = "the Messages protocol";
@@ -313,19 +313,10 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
     stream: body.stream === true,
     fields: { messages: "messages", tools: "tools", stop: "stop_sequences" },
   };
-  const cap = optionalNumber(body.max_tokens, "max_tokens");
-  if (cap === 0) {
+  if (body.max_tokens === 0) {
     throw inexpressible("max_tokens", "`max_tokens: 0` (prompt-cache warming)", "another protocol");
   }
-  if (cap !== undefined) request.maxOutputTokens = cap;
-  const temperature = optionalNumber(body.temperature, "temperature");
-  if (temperature !== undefined) request.temperature = temperature;
-  const topP = optionalNumber(body.top_p, "top_p");
-  if (topP !== undefined) request.topP = topP;
-  const topK = optionalNumber(body.top_k, "top_k");
-  if (topK !== undefined) request.topK = topK;
-  const stop = stringList(body.stop_sequences, "stop_sequences");
-  if (stop?.length) request.stop = stop;
+  decodeSampling("messages", body, request);
   const user = isObject(body.metadata)
     ? optionalString(body.metadata.user_id, "metadata.user_id")
     : undefined;
@@ -510,9 +501,7 @@ function unsignedToolLoop(messages: Message[], provider: string): boolean {
 
 /** A canonical request as a Messages body for `target`. */
 export function encodeRequest(request: CanonicalRequest, target: Target): Json {
-  if ((request.choices ?? 1) > 1) {
-    throw inexpressible(request.fields.choices ?? "n", "more than one answer per call", PROTOCOL);
-  }
+  oneAnswer(request, PROTOCOL);
   const system = [...request.system];
   const turns: Json[] = [];
   request.messages.forEach((message) => {
@@ -556,7 +545,6 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
   };
   const systemText = system.map((p) => p.text).filter(Boolean).join("\n\n");
   if (systemText) body.system = systemText;
-  if (request.maxOutputTokens !== undefined) body.max_tokens = request.maxOutputTokens;
   const forced = request.toolChoice?.type === "required" || request.toolChoice?.type === "tool";
   const reasoning = request.reasoning;
   const thinking = reasoning && !reasoning.off && !forced &&
@@ -570,14 +558,16 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
   } else if (reasoning?.off) {
     body.thinking = { type: "disabled" };
   }
-  if (!body.thinking || (body.thinking as Json).type === "disabled") {
-    if (request.temperature !== undefined) {
-      body.temperature = Math.min(1, Math.max(0, request.temperature));
-    }
-    if (request.topP !== undefined) body.top_p = request.topP;
-    if (request.topK !== undefined) body.top_k = request.topK;
-  }
-  if (request.stop?.length) body.stop_sequences = request.stop;
+  // With thinking on, Messages takes no temperature, top-p or top-k; temperature is 0 to 1.
+  const { temperature, maxOutputTokens, stop } = request;
+  encodeSampling(
+    "messages",
+    (body.thinking as Json | undefined)?.type === "enabled" ? { maxOutputTokens, stop } : {
+      ...request,
+      temperature: temperature === undefined ? undefined : Math.min(1, Math.max(0, temperature)),
+    },
+    body,
+  );
   if (request.tools.length || request.hostedTools.length) body.tools = encodeTools(request);
   const choice = encodeChoice(request);
   if (choice && body.tools) body.tool_choice = choice;

@@ -61,6 +61,7 @@ import {
 } from "../../http/json.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
 import { dataUrl, splitDataUrl } from "../../translate/data_url.ts";
+import { decodeSampling, encodeSampling, oneAnswer } from "../../translate/sampling.ts";
 import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 const PROTOCOL = "the Responses protocol";
@@ -500,12 +501,7 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
     stream: body.stream === true,
     fields: { messages: "input", tools: "tools" },
   };
-  const cap = optionalNumber(body.max_output_tokens, "max_output_tokens");
-  if (cap !== undefined) request.maxOutputTokens = cap;
-  const temperature = optionalNumber(body.temperature, "temperature");
-  if (temperature !== undefined) request.temperature = temperature;
-  const topP = optionalNumber(body.top_p, "top_p");
-  if (topP !== undefined) request.topP = topP;
+  decodeSampling("responses", body, request);
   const user = optionalString(body.safety_identifier, "safety_identifier") ??
     optionalString(body.user, "user");
   if (user) request.user = user;
@@ -678,9 +674,7 @@ function safetyIdentifier(user: string): string {
 
 /** A canonical request as a Responses body for `target` (OpenAI, xAI). */
 export function encodeRequest(request: CanonicalRequest, target: Target): Json {
-  if ((request.choices ?? 1) > 1) {
-    throw inexpressible(request.fields.choices ?? "n", "more than one answer per call", PROTOCOL);
-  }
+  oneAnswer(request, PROTOCOL);
   if (request.stop?.length) {
     throw inexpressible(request.fields.stop ?? "stop", "stop sequences", PROTOCOL);
   }
@@ -701,11 +695,11 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
       body.parallel_tool_calls = request.parallelToolCalls;
     }
   }
-  if (request.maxOutputTokens !== undefined) {
-    body.max_output_tokens = Math.max(16, request.maxOutputTokens);
-  }
-  if (request.temperature !== undefined) body.temperature = request.temperature;
-  if (request.topP !== undefined) body.top_p = request.topP;
+  const cap = request.maxOutputTokens;
+  encodeSampling("responses", {
+    ...request,
+    maxOutputTokens: cap === undefined ? undefined : Math.max(16, cap),
+  }, body);
   const format = request.responseFormat;
   if (format) {
     body.text = {
