@@ -13,20 +13,17 @@ import { eventJson, isObject } from "../../http/json.ts";
 import { type Block, sequencer } from "../../translate/sequence.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 import { decodeTokenUsage } from "./token_usage.ts";
+import { flatName } from "./namespaces.ts";
+import { encryptedReasoning, hostedCall, isRefusal, outputSummary } from "./decode_response.ts";
 import {
   callItem,
-  encryptedReasoning,
-  flatName,
-  hostedCall,
   isCustomCall,
-  isRefusal,
   itemId,
   messageItem,
-  outputSummary,
   reasoningItem,
   responseObject,
   webSearchItem,
-} from "./codec.ts";
+} from "./encode_response.ts";
 import { errorData, readError } from "./errors.ts";
 import { decodeStatus } from "./status.ts";
 
