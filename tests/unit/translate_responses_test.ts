@@ -9,7 +9,7 @@ import { encodeRequest } from "../../src/protocols/responses/encode_request.ts";
 import { decodeResponse } from "../../src/protocols/responses/decode_response.ts";
 import { encodeResponse } from "../../src/protocols/responses/encode_response.ts";
 import { responsesDecoder, responsesEncoder } from "../../src/protocols/responses/stream.ts";
-import * as messages from "../../src/protocols/messages/codec.ts";
+import { messages } from "../../src/protocols/messages/index.ts";
 import { messagesDecoder } from "../../src/protocols/messages/stream.ts";
 import type { GatewayError } from "../../src/http/errors.ts";
 import type { AnswerInfo } from "../../src/translate/codec.ts";

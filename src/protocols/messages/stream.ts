@@ -6,15 +6,16 @@
  * calls whose arguments interleave) are held and written when that block's turn comes
  * (`translate/sequence.ts`). No empty text block is ever written. Errors are in `errors.ts`.
  */
+import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
-import { eventJson, isObject } from "../../http/json.ts";
 import { sequencer } from "../../translate/sequence.ts";
 import { newId } from "../../translate/tool_ids.ts";
-import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
+import { webSearchCall } from "./decode_response.ts";
 import { errorEvent, readError } from "./errors.ts";
 import { decodeStopReason, encodeStopReason } from "./stop_reason.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 /** Merges a usage update into the usage so far (null and absent fields mean "no update"). */
 function mergeUsage(into: Json, update: unknown): Json {
@@ -80,17 +81,7 @@ export function messagesDecoder(
             blocks.set(index, { id: callId, kind: "tool" });
             emit({ type: "tool-input-start", id: callId, name: String(block.name ?? "") });
           } else if (block.type === "server_tool_use" && block.name === "web_search") {
-            emit({
-              type: "hosted-call",
-              part: {
-                type: "hosted-call",
-                tool: "web_search",
-                id: String(block.id ?? id),
-                ...(isObject(block.input) && typeof block.input.query === "string"
-                  ? { query: block.input.query }
-                  : {}),
-              },
-            });
+            emit({ type: "hosted-call", part: webSearchCall(block, String(block.id ?? id)) });
           }
           return;
         }
