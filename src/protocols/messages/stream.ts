@@ -15,16 +15,7 @@ import { newId } from "../../translate/tool_ids.ts";
 import { webSearchCall } from "./decode_response.ts";
 import { errorEvent, readError } from "./errors.ts";
 import { decodeStopReason, encodeStopReason } from "./stop_reason.ts";
-import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
-
-/** Merges a usage update into the usage so far (null and absent fields mean "no update"). */
-function mergeUsage(into: Json, update: unknown): Json {
-  const merged = { ...into };
-  if (isObject(update)) {
-    for (const key in update) if (update[key] !== null) merged[key] = update[key];
-  }
-  return merged;
-}
+import { decodeTokenUsage, encodeTokenUsage, mergeUsage } from "./token_usage.ts";
 
 /** Upstream Messages events → canonical events; `provider` tags signatures. */
 export function messagesDecoder(

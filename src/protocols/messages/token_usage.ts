@@ -1,10 +1,19 @@
 /**
  * Messages `usage` ⇄ the canonical token usage (pure; `anthropic-messages.md` §4): Messages counts
- * input without the cache (reads and writes are separate), the canonical input with it. What the
- * bill reads of the same object is in `usage.ts`.
+ * input without the cache (reads and writes are separate), the canonical input with it; a stream
+ * states it in parts (`message_start`, then `message_delta`s), merged as they come. What the bill
+ * reads of the same object is in `usage.ts`.
  */
 import { asObject, shownCount } from "../../http/json.ts";
 import type { Json, TokenUsage } from "../../translate/ir.ts";
+
+/** Merges a usage update into the usage so far (null and absent fields mean "no update"). */
+export function mergeUsage(into: Json, update: unknown): Json {
+  const merged = { ...into };
+  const fields = asObject(update);
+  for (const key in fields) if (fields[key] !== null) merged[key] = fields[key];
+  return merged;
+}
 
 /** A Messages `usage` (cumulative, possibly partial) as canonical usage. */
 export function decodeTokenUsage(raw: unknown): TokenUsage {

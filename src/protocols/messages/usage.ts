@@ -4,7 +4,7 @@
  */
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { encodeTokenUsage } from "./token_usage.ts";
+import { encodeTokenUsage, mergeUsage } from "./token_usage.ts";
 import type { HostedTool, Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
 import { asArray, asObject, eventJson } from "../../http/json.ts";
@@ -74,13 +74,6 @@ export function messagesUsage(message: unknown): Usage | null {
   const usage = anthropicUsage(m.usage);
   if (usage) countAnthropicBlocks(usage, asArray(m.content));
   return usage;
-}
-
-/** Merges the non-null fields of a Messages usage update (null means "no update"). */
-function mergeUsage(into: Json, update: Json): Json {
-  const merged = { ...into };
-  for (const key in update) if (update[key] !== null) merged[key] = update[key];
-  return merged;
 }
 
 /**
