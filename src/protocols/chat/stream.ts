@@ -10,16 +10,17 @@
  * call streams as the JSON text of `{input}`; reasoning is written as `reasoning_content`, the
  * vendors' field; opaque state has no slot in a chat stream and is not written.
  */
+import { isObject } from "../../http/json.ts";
 import { encodeSse, type SseEvent } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
+import { isCustomCall } from "../../translate/custom_tools.ts";
 import type { CanonicalEvent, Json, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
-import { isObject } from "../../http/json.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
-import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
-import { firstChoice, isCustomCall } from "./codec.ts";
+import { firstChoice } from "./decode_response.ts";
 import { errorChunk, readError } from "./errors.ts";
 import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 /** `"usage":null` as a member of a compact JSON object (quotes inside strings are escaped). */
 const NULL_USAGE = /,\s*"usage"\s*:\s*null(?=\s*[,}])|"usage"\s*:\s*null\s*,/g;

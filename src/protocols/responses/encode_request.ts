@@ -14,6 +14,7 @@
  *   error flag); a file sent inline gets a name (Responses requires one).
  */
 import type { Target } from "../../translate/codec.ts";
+import { customInput } from "../../translate/custom_tools.ts";
 import { dataUrl } from "../../translate/data_url.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
 import type {
@@ -64,12 +65,11 @@ function resultOutput(part: ToolResultPart, field: string): string | Json[] {
 /** A call as a `function_call` or `custom_tool_call` input item. */
 function callInput(part: ToolCallPart): Json {
   if (part.kind === "custom") {
-    const input = (part.input as { input?: unknown } | null)?.input;
     return {
       type: "custom_tool_call",
       call_id: part.id,
       name: part.name,
-      input: typeof input === "string" ? input : stringifyArguments(part.input),
+      input: customInput(part.input),
     };
   }
   return {

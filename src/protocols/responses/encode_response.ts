@@ -8,6 +8,7 @@
  * same functions.
  */
 import type { AnswerInfo } from "../../translate/codec.ts";
+import { customInput, isCustomCall } from "../../translate/custom_tools.ts";
 import type {
   CanonicalResponse,
   HostedCallPart,
@@ -50,11 +51,6 @@ export function messageItem(id: string, text: string): Json {
   };
 }
 
-/** Whether the client declared the called tool free-form (its call is a `custom_tool_call`). */
-export function isCustomCall(part: { name: string; kind?: string }, info: AnswerInfo): boolean {
-  return part.kind === "custom" || !!info.customTools?.has(part.name);
-}
-
 /** A call as the client declared its tool: custom or function, with its namespace. */
 export function callItem(
   id: string,
@@ -64,14 +60,13 @@ export function callItem(
   const named = info.namespaced?.get(part.name);
   const name = named ? { name: named.name, namespace: named.namespace } : { name: part.name };
   if (isCustomCall(part, info)) {
-    const input = (part.input as { input?: unknown } | null)?.input;
     return {
       id,
       type: "custom_tool_call",
       status: "completed",
       call_id: part.id,
       ...name,
-      input: typeof input === "string" ? input : stringifyArguments(part.input),
+      input: customInput(part.input),
     };
   }
   return {

@@ -5,19 +5,17 @@
  * (see `translate/sequence.ts`), then `response.completed` (or `response.incomplete`) carrying
  * every item and the usage; every event has its `sequence_number`. Errors are in `errors.ts`.
  */
+import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
+import { isCustomCall } from "../../translate/custom_tools.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
-import { eventJson, isObject } from "../../http/json.ts";
 import { type Block, sequencer } from "../../translate/sequence.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
-import { decodeTokenUsage } from "./token_usage.ts";
-import { flatName } from "./namespaces.ts";
 import { encryptedReasoning, hostedCall, isRefusal, outputSummary } from "./decode_response.ts";
 import {
   callItem,
-  isCustomCall,
   itemId,
   messageItem,
   reasoningItem,
@@ -25,7 +23,9 @@ import {
   webSearchItem,
 } from "./encode_response.ts";
 import { errorData, readError } from "./errors.ts";
+import { flatName } from "./namespaces.ts";
 import { decodeStatus } from "./status.ts";
+import { decodeTokenUsage } from "./token_usage.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Upstream events → canonical
