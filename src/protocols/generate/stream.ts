@@ -4,16 +4,17 @@
  * part; usage and the finish reason come on the last, and the stream ends when the connection
  * closes (SSE) or the array does. Errors are in `errors.ts`.
  */
+import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { zeroUsage } from "../../translate/ir.ts";
-import { eventJson, isObject } from "../../http/json.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
-import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
-import { callPart, isForeign, readAnswerPart } from "./codec.ts";
+import { readAnswerPart } from "./decode_response.ts";
+import { callPart, isForeign } from "./encode_response.ts";
 import { gatewayErrorFragment, readError } from "./errors.ts";
 import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Translation: generateContent fragments ⇄ canonical events
