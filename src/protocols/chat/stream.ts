@@ -15,7 +15,7 @@ import { encodeSse, type SseEvent } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import { isCustomCall } from "../../translate/custom_tools.ts";
 import type { CanonicalEvent, Json, TokenUsage } from "../../translate/ir.ts";
-import { zeroUsage } from "../../translate/ir.ts";
+import { streamEncoder } from "../../translate/stream_encoder.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 import { firstChoice } from "./decode_response.ts";
 import { errorChunk, readError } from "./errors.ts";
@@ -257,11 +257,8 @@ interface PendingCustom {
  * payload and ends the stream; nothing is written after a finish or a failure.
  */
 export function chatEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
-  let started = false;
-  let done = false;
   const indexes = new Map<string, number>();
   const custom = new Map<string, PendingCustom>();
-  let usage: TokenUsage = zeroUsage();
 
   const envelope = (choices: Json[], extra: Json = {}): string =>
     encodeSse(JSON.stringify({
@@ -276,11 +273,6 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
     }));
   const chunk = (delta: Json, finish: string | null = null) =>
     write(envelope([{ index: 0, delta, logprobs: null, finish_reason: finish }]));
-  const start = () => {
-    if (started) return;
-    started = true;
-    chunk({ role: "assistant", content: "" });
-  };
 
   /** A free-form call, whole, once its input is known. */
   const writeCustom = (id: string) => {
@@ -298,9 +290,12 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
     });
   };
 
-  const startCall = (event: Extract<CanonicalEvent, { type: "tool-input-start" }>) => {
+  const startCall = (
+    event: Extract<CanonicalEvent, { type: "tool-input-start" }>,
+    open: () => void,
+  ) => {
     if (indexes.has(event.id)) return;
-    start();
+    open();
     const index = indexes.size;
     indexes.set(event.id, index);
     if (isCustomCall(event, info)) {
@@ -325,56 +320,35 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
     else chunk({ tool_calls: [{ index, function: { arguments: delta } }] });
   };
 
-  const finish = (event: Extract<CanonicalEvent, { type: "finish" }>) => {
-    start();
-    for (const id of [...custom.keys()]) writeCustom(id);
-    chunk({}, encodeFinishReason(event.reason));
-    if (info.usageChunk) write(envelope([], { usage: encodeTokenUsage(event.usage ?? usage) }));
-    write(encodeSse("[DONE]"));
-    done = true;
-  };
-
-  const fail = (message: string) => {
-    if (done) return;
-    done = true;
-    write(errorChunk(message));
-  };
-
-  return {
-    push(event) {
-      if (done) return;
+  return streamEncoder({
+    open: () => chunk({ role: "assistant", content: "" }),
+    content(event, open) {
       switch (event.type) {
-        case "start":
-          if (event.usage) usage = { ...usage, ...event.usage };
-          return start();
         case "text-start":
         case "reasoning-start":
-          return start();
+          return open();
         case "text-delta":
-          start();
+          open();
           if (event.delta) chunk({ content: event.delta });
           return;
         case "reasoning-delta":
-          start();
+          open();
           if (event.delta) chunk({ reasoning_content: event.delta });
           return;
         case "tool-input-start":
-          return startCall(event);
+          return startCall(event, open);
         case "tool-input-delta":
           return callDelta(event.id, event.delta);
         case "tool-input-end":
           return writeCustom(event.id);
-        case "usage":
-          usage = { ...usage, ...event.usage };
-          return;
-        case "finish":
-          return finish(event);
-        case "error":
-          return fail(event.message);
-        default:
-          return;
       }
     },
-    fail,
-  };
+    finish(event, usage) {
+      for (const id of [...custom.keys()]) writeCustom(id);
+      chunk({}, encodeFinishReason(event.reason));
+      if (info.usageChunk) write(envelope([], { usage: encodeTokenUsage(usage) }));
+      write(encodeSse("[DONE]"));
+    },
+    error: (message) => write(errorChunk(message)),
+  });
 }

@@ -8,7 +8,7 @@ import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
-import { zeroUsage } from "../../translate/ir.ts";
+import { streamEncoder } from "../../translate/stream_encoder.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
 import { readAnswerPart } from "./decode_response.ts";
 import { callPart, isForeign } from "./encode_response.ts";
@@ -154,8 +154,6 @@ export function generateDecoder(
  */
 export function generateEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
   let elements = 0;
-  let done = false;
-  let usage: TokenUsage = zeroUsage();
   const calls = new Map<string, { name: string; json: string; opaque?: Opaque }>();
   const reasoning = new Map<string, string>();
   /** Another provider's reasoning token, held for a call that follows its reasoning. */
@@ -167,14 +165,15 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
     else write(encodeSse(text, undefined, "\r\n"));
     elements++;
   };
-  const chunk = (parts: Json[], finishReason?: string) =>
+  /** A fragment of `parts`; the last one with the finish reason and the usage. */
+  const chunk = (parts: Json[], last?: { finishReason: string; usage: TokenUsage }) =>
     element({
       candidates: [{
         content: { role: "model", parts },
-        ...(finishReason ? { finishReason } : {}),
+        ...(last ? { finishReason: last.finishReason } : {}),
         index: 0,
       }],
-      ...(finishReason ? { usageMetadata: encodeTokenUsage(usage) } : {}),
+      ...(last ? { usageMetadata: encodeTokenUsage(last.usage) } : {}),
       modelVersion: info.model,
       responseId: info.id,
     });
@@ -190,19 +189,11 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
     carry = undefined;
     chunk([callPart({ id, name: call.name, input: parseArguments(call.json) }, signature)]);
   };
-  const fail = (message: string, status?: number) => {
-    if (done) return;
-    done = true;
-    write(gatewayErrorFragment(message, status, !!info.jsonArray, elements > 0));
-  };
 
-  return {
-    push(event) {
-      if (done) return;
+  // No opening: the first fragment is the first content.
+  return streamEncoder({
+    content(event) {
       switch (event.type) {
-        case "start":
-          if (event.usage) usage = { ...usage, ...event.usage };
-          return;
         case "text-delta":
           if (!event.delta) return;
           flush();
@@ -245,24 +236,16 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
           calls.delete(event.id);
           return writeCall(event.id, call);
         }
-        case "usage":
-          usage = { ...usage, ...event.usage };
-          return;
-        case "finish":
-          for (const [id, call] of calls) writeCall(id, call);
-          calls.clear();
-          flush();
-          if (event.usage) usage = event.usage;
-          chunk([{ text: "" }], encodeFinishReason(event.reason));
-          if (info.jsonArray) write("]");
-          done = true;
-          return;
-        case "error":
-          return fail(event.message, event.status);
-        default:
-          return;
       }
     },
-    fail: (message) => fail(message),
-  };
+    finish(event, usage) {
+      for (const [id, call] of calls) writeCall(id, call);
+      calls.clear();
+      flush();
+      chunk([{ text: "" }], { finishReason: encodeFinishReason(event.reason), usage });
+      if (info.jsonArray) write("]");
+    },
+    error: (message, event) =>
+      write(gatewayErrorFragment(message, event?.status, !!info.jsonArray, elements > 0)),
+  });
 }

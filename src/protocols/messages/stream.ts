@@ -9,8 +9,9 @@
 import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
-import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
-import { sequencer } from "../../translate/sequence.ts";
+import type { CanonicalEvent, Json, Opaque } from "../../translate/ir.ts";
+import { sequencedContent } from "../../translate/sequence.ts";
+import { streamEncoder } from "../../translate/stream_encoder.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import { webSearchCall } from "./decode_response.ts";
 import { errorEvent, readError } from "./errors.ts";
@@ -150,32 +151,12 @@ interface BlockData {
 /** Canonical events → a Messages SSE stream for the client. */
 export function messagesEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
   let index = -1;
-  let started = false;
-  let usage: TokenUsage = { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, reasoning: 0 };
-  let done = false;
 
   const ev = (type: string, payload: Json) =>
     write(encodeSse(JSON.stringify({ type, ...payload }), type));
 
-  const start = () => {
-    if (started) return;
-    started = true;
-    ev("message_start", {
-      message: {
-        id: info.id,
-        type: "message",
-        role: "assistant",
-        content: [],
-        model: info.model,
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { ...encodeTokenUsage(usage), output_tokens: Math.min(usage.output, 1) },
-      },
-    });
-  };
-
   // Blocks never interleave: one is written at a time, the others wait their turn.
-  const blocks = sequencer<BlockData>({
+  const blocks = sequencedContent<BlockData>({
     /** A block's start (and a thinking block carrying a call's opaque state first). */
     begin(block) {
       if (block.kind === "tool" && block.data.opaque) {
@@ -218,88 +199,58 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
       }
       ev("content_block_stop", { index });
     },
+  }, {
+    data: (event) =>
+      event.type === "tool-input-start"
+        ? { name: event.name, ...(event.opaque ? { opaque: event.opaque } : {}), text: "" }
+        : { text: "" },
+    ended: (data, opaque) => ({ ...data, endOpaque: opaque }),
+    hosted(part) {
+      const id = part.id || newId("srvtoolu_");
+      index++;
+      ev("content_block_start", {
+        index,
+        content_block: {
+          type: "server_tool_use",
+          id,
+          name: "web_search",
+          input: { query: part.query ?? "" },
+        },
+      });
+      ev("content_block_stop", { index });
+      index++;
+      ev("content_block_start", {
+        index,
+        content_block: { type: "web_search_tool_result", tool_use_id: id, content: [] },
+      });
+      ev("content_block_stop", { index });
+    },
   });
 
-  return {
-    push(event) {
-      if (done) return;
-      switch (event.type) {
-        case "start":
-          if (event.usage) usage = { ...usage, ...event.usage };
-          start();
-          return;
-        case "text-start":
-          start();
-          return blocks.add(event.id, "text", { text: "" });
-        case "reasoning-start":
-          start();
-          return blocks.add(event.id, "reasoning", { text: "" });
-        case "tool-input-start":
-          start();
-          return blocks.add(event.id, "tool", {
-            name: event.name,
-            ...(event.opaque ? { opaque: event.opaque } : {}),
-            text: "",
-          });
-        case "text-delta":
-        case "reasoning-delta":
-        case "tool-input-delta":
-          return blocks.push(event.id, event.delta);
-        case "text-end":
-        case "tool-input-end":
-          return blocks.end(event.id);
-        case "reasoning-end":
-          return blocks.end(
-            event.id,
-            (data) => event.opaque ? { ...data, endOpaque: event.opaque } : data,
-          );
-        case "hosted-call": {
-          start();
-          blocks.closeAll();
-          const id = event.part.id || newId("srvtoolu_");
-          index++;
-          ev("content_block_start", {
-            index,
-            content_block: {
-              type: "server_tool_use",
-              id,
-              name: "web_search",
-              input: { query: event.part.query ?? "" },
-            },
-          });
-          ev("content_block_stop", { index });
-          index++;
-          ev("content_block_start", {
-            index,
-            content_block: { type: "web_search_tool_result", tool_use_id: id, content: [] },
-          });
-          ev("content_block_stop", { index });
-          return;
-        }
-        case "usage":
-          usage = { ...usage, ...event.usage };
-          return;
-        case "finish":
-          start();
-          blocks.closeAll();
-          if (event.usage) usage = event.usage;
-          ev("message_delta", {
-            delta: { stop_reason: encodeStopReason(event.reason), stop_sequence: null },
-            usage: encodeTokenUsage(usage),
-          });
-          ev("message_stop", {});
-          done = true;
-          return;
-        case "error":
-          done = true;
-          write(errorEvent(event.message, event.status));
-          return;
-      }
+  return streamEncoder({
+    open(usage) {
+      ev("message_start", {
+        message: {
+          id: info.id,
+          type: "message",
+          role: "assistant",
+          content: [],
+          model: info.model,
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { ...encodeTokenUsage(usage), output_tokens: Math.min(usage.output, 1) },
+        },
+      });
     },
-    fail(message) {
-      if (done) return;
-      done = true;
-      write(errorEvent(message));
+    content: blocks.content,
+    finish(event, usage) {
+      blocks.closeAll();
+      ev("message_delta", {
+        delta: { stop_reason: encodeStopReason(event.reason), stop_sequence: null },
+        usage: encodeTokenUsage(usage),
+      });
+      ev("message_stop", {});
     },
-  };
+    error: (message, event) => write(errorEvent(message, event?.status)),
+  });
 }
