@@ -60,7 +60,8 @@ const WEB_SEARCH = new Set([
   "web_search_preview_2025_03_11",
 ]);
 
-function imagePart(part: Json, at: string): FilePart {
+/** A part naming a file by id is refused: provider file ids are not portable. */
+function refuseFileId(part: Json, at: string): void {
   if (part.file_id !== undefined && part.file_id !== null) {
     throw inexpressible(
       `${at}.file_id`,
@@ -68,6 +69,10 @@ function imagePart(part: Json, at: string): FilePart {
       ELSEWHERE,
     );
   }
+}
+
+function imagePart(part: Json, at: string): FilePart {
+  refuseFileId(part, at);
   const url = string(part.image_url, `${at}.image_url`);
   const detail = typeof part.detail === "string" ? { detail: part.detail } : {};
   const data = splitDataUrl(url);
@@ -77,13 +82,7 @@ function imagePart(part: Json, at: string): FilePart {
 }
 
 function filePart(part: Json, at: string): FilePart {
-  if (part.file_id !== undefined && part.file_id !== null) {
-    throw inexpressible(
-      `${at}.file_id`,
-      "a file id (provider file ids are not portable)",
-      ELSEWHERE,
-    );
-  }
+  refuseFileId(part, at);
   const filename = typeof part.filename === "string" ? { filename: part.filename } : {};
   if (typeof part.file_url === "string") {
     return {
