@@ -52,6 +52,7 @@ export const PROVIDER_PREFIXES: Record<
   gemini: { type: "gemini", baseUrl: "/gemini" },
 };
 
+/** How the emulator is started: where it listens, and the upstream keys it accepts. */
 export interface EmulatorOptions {
   hostname?: string;
   port?: number;

@@ -25,6 +25,7 @@ export interface BlockWriter<T> {
   end(block: Block<T>): void;
 }
 
+/** Blocks written one at a time, in the order they started. */
 export interface Sequencer<T> {
   add(id: string, kind: Block<T>["kind"], data: T): void;
   push(id: string, text: string): void;

@@ -9,6 +9,7 @@ import type { CountClient, CountUpstream } from "../wire.ts";
 import { pathModel } from "../../http/path_model.ts";
 import { CountTokensRequest } from "./schema.ts";
 
+/** `:countTokens` on the client's side: the model from the path, `{totalTokens}` back. */
 export const generateCountClient: CountClient = {
   accept(input, body) {
     validate(CountTokensRequest, body);
@@ -23,6 +24,7 @@ export const generateCountClient: CountClient = {
   passBody: (_input, body) => forwardedBody(body),
 };
 
+/** Gemini's `:countTokens` upstream: a whole `generateContentRequest` counted. */
 export const generateCountUpstream: CountUpstream = {
   target: (model) => ({
     path: `/v1beta/models/${encodeURIComponent(model.upstreamId)}:countTokens`,

@@ -12,6 +12,7 @@ export function field(value: Json, camel: string): unknown {
   return value[camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)];
 }
 
+/** Whether a value is there (neither absent nor null). */
 export const present = (value: unknown) => value !== undefined && value !== null;
 
 /** Keys of a part that carry no data of their own. */
