@@ -163,6 +163,12 @@ function reasoningPart(item: Json, at: string): AssistantPart | null {
   return { type: "reasoning", text, ...(opaque ? { opaque } : {}) };
 }
 
+/** The content of the turns input items add to. */
+interface Turns {
+  assistant: AssistantPart[];
+  tool: ToolResultPart[];
+}
+
 /** The input items (or the input string) as canonical messages. */
 function decodeInput(input: unknown, system: TextPart[]): Message[] {
   if (typeof input === "string") {
@@ -171,20 +177,15 @@ function decodeInput(input: unknown, system: TextPart[]): Message[] {
   const messages: Message[] = [];
   /** Call names by call id, for the results (Gemini needs them). */
   const names = new Map<string, string>();
-  const assistant = (): AssistantPart[] => {
+  /** The content of the last message when it is of `role`, else of a new one. */
+  const turn = <R extends keyof Turns>(role: R): Turns[R] => {
     const last = messages.at(-1);
-    if (last?.role === "assistant") return last.content;
-    const content: AssistantPart[] = [];
-    messages.push({ role: "assistant", content });
+    if (last?.role === role) return last.content as Turns[R];
+    const content = [] as Turns[R];
+    messages.push({ role, content } as Message);
     return content;
   };
-  const results = (): ToolResultPart[] => {
-    const last = messages.at(-1);
-    if (last?.role === "tool") return last.content;
-    const content: ToolResultPart[] = [];
-    messages.push({ role: "tool", content });
-    return content;
-  };
+  const assistant = () => turn("assistant");
   list(input, "input").forEach((raw, i) => {
     const at = `input[${i}]`;
     const item = object(raw, at);
@@ -230,7 +231,7 @@ function decodeInput(input: unknown, system: TextPart[]): Message[] {
       case "custom_tool_call_output": {
         const id = string(item.call_id, `${at}.call_id`);
         const name = names.get(id);
-        results().push({
+        turn("tool").push({
           type: "tool-result",
           id,
           ...(name ? { name } : {}),
