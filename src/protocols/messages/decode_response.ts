@@ -3,8 +3,7 @@
  * read leniently (a block of another kind is passed over), thinking signatures and redacted
  * thinking tagged with the provider that issued them, its stop reason as the finish.
  */
-import { asObject } from "../../http/json.ts";
-import { isObject } from "../../http/json.ts";
+import { asObject, isObject } from "../../http/json.ts";
 import type {
   AssistantPart,
   CanonicalResponse,
