@@ -71,9 +71,7 @@ export function decodeResponse(body: Json, provider: string): CanonicalResponse 
     model: typeof body.modelVersion === "string" ? body.modelVersion : "",
     content: parts,
     finish: {
-      reason: blocked
-        ? "content-filter"
-        : decodeFinishReason(raw, parts.some((p) => p.type === "tool-call")),
+      reason: decodeFinishReason(raw, parts.some((p) => p.type === "tool-call"), blocked),
       ...(typeof raw === "string" ? { raw } : blocked ? { raw: String(feedback.blockReason) } : {}),
     },
     usage: decodeTokenUsage(body.usageMetadata),

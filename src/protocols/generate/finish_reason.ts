@@ -1,7 +1,8 @@
 /**
  * generateContent `finishReason` ⇄ the canonical finish reason (pure; `gemini.md` §3,
  * `translation.md` §7). Gemini ends a turn of function calls with `STOP`: a turn with calls is
- * `tool-calls` whatever it says, but for `MAX_TOKENS`.
+ * `tool-calls` whatever it says, but for `MAX_TOKENS`; a prompt blocked before any answer
+ * (`promptFeedback.blockReason`, no finish reason) is `content-filter`.
  */
 import type { FinishReason } from "../../translate/ir.ts";
 
@@ -30,8 +31,16 @@ const TO_FINISH_REASON: Record<FinishReason, string> = {
   other: "STOP",
 };
 
-/** A Gemini `finishReason` as the canonical finish reason (`hasToolCalls`: the turn called). */
-export function decodeFinishReason(raw: unknown, hasToolCalls: boolean): FinishReason {
+/**
+ * A Gemini `finishReason` as the canonical finish reason (`hasToolCalls`: the turn called;
+ * `blocked`: the prompt was blocked).
+ */
+export function decodeFinishReason(
+  raw: unknown,
+  hasToolCalls: boolean,
+  blocked = false,
+): FinishReason {
+  if (blocked && raw === undefined) return "content-filter";
   if (raw === "MAX_TOKENS") return "length";
   if (hasToolCalls) return "tool-calls";
   if (FILTERED.has(raw)) return "content-filter";

@@ -134,9 +134,7 @@ export function generateDecoder(
         : undefined;
       emit({
         type: "finish",
-        reason: blocked && finish === undefined
-          ? "content-filter"
-          : decodeFinishReason(finish, calls > 0),
+        reason: decodeFinishReason(finish, calls > 0, !!blocked),
         ...(raw ? { raw } : {}),
         ...(usage ? { usage } : {}),
       });
