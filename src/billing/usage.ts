@@ -10,12 +10,11 @@
  * ends early (see `Bill.relayedCharge`).
  */
 import type { SseEvent } from "../http/sse.ts";
+import { asObject } from "../http/json.ts";
 import { memberKey, stringBytes } from "../http/json_bytes.ts";
 import { utf8Length } from "./estimate.ts";
 import { emptyUsage, type HostedTool, inputTotal, type Usage } from "./price.ts";
 import type { TokenUsage } from "../translate/ir.ts";
-
-type Json = Record<string, unknown>;
 
 /**
  * A count the bill reads from an upstream's usage field: absent (or null) is 0; a non-negative
@@ -30,25 +29,6 @@ export const count = (value: unknown): number =>
     ? value
     : NaN;
 
-/** A count as a client is shown it (translated answers): a non-negative integer, else 0. */
-export const int = (value: unknown): number =>
-  typeof value === "number" && Number.isFinite(value) && value > 0
-    ? Math.min(Math.round(value), Number.MAX_SAFE_INTEGER)
-    : 0;
-/** An object member, or `{}`. */
-export const obj = (value: unknown): Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value) ? value as Json : {};
-/** An array member, or `[]`. */
-export const list = (value: unknown): unknown[] => Array.isArray(value) ? value : [];
-/** An event's data as an object (`{}` when it is not one). */
-export const parse = (e: SseEvent): Json => {
-  try {
-    return obj(JSON.parse(e.data()));
-  } catch {
-    return {};
-  }
-};
-
 /** Adds `n` calls of `tool` to a usage. */
 export function addCalls(u: Usage, tool: HostedTool, n: number): void {
   if (n === 0) return;
@@ -62,9 +42,9 @@ export function addCalls(u: Usage, tool: HostedTool, n: number): void {
  * top-level `cached_tokens` on their OpenAI-compatible surfaces.
  */
 export function openaiUsage(raw: unknown): Usage | null {
-  const u = obj(raw);
+  const u = asObject(raw);
   if (!("input_tokens" in u || "prompt_tokens" in u || "output_tokens" in u)) return null;
-  const details = obj(u.input_tokens_details ?? u.prompt_tokens_details);
+  const details = asObject(u.input_tokens_details ?? u.prompt_tokens_details);
   const input = count(u.input_tokens ?? u.prompt_tokens);
   const cached = Math.min(
     count(details.cached_tokens ?? u.prompt_cache_hit_tokens ?? u.cached_tokens),

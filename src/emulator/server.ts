@@ -21,7 +21,8 @@
  * reasoning artefacts they can verify statelessly (HMACs under a fixed secret), and refuse
  * histories the real APIs refuse, in each family's own error envelope.
  */
-import { compact, inputTokens, openaiError, responses } from "./openai.ts";
+import { openaiError } from "./openai.ts";
+import { compact, inputTokens, responses } from "./responses.ts";
 import { embeddings } from "./embeddings.ts";
 import { alphaSearch } from "./search.ts";
 import { createVideo, getVideo } from "./videos.ts";
@@ -51,6 +52,7 @@ export const PROVIDER_PREFIXES: Record<
   gemini: { type: "gemini", baseUrl: "/gemini" },
 };
 
+/** How the emulator is started: where it listens, and the upstream keys it accepts. */
 export interface EmulatorOptions {
   hostname?: string;
   port?: number;

@@ -11,12 +11,12 @@ import * as v from "valibot";
 import type { Handler, RequestContext } from "../context.ts";
 import { type JsonBody, readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
-import { textOf } from "../http/json.ts";
+import { asObject, textOf } from "../http/json.ts";
 import { pathModel } from "../http/path_model.ts";
 import { validate } from "../http/validate.ts";
 import { estimateInput } from "../billing/estimate.ts";
 import { emptyUsage, type Usage } from "../billing/price.ts";
-import { count, obj } from "../billing/usage.ts";
+import { count } from "../billing/usage.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { passThrough } from "../pipeline/passthrough.ts";
 import { forwardedBody } from "../http/forwarded_body.ts";
@@ -61,7 +61,7 @@ type Action = "embedContent" | "batchEmbedContents";
  * null when it has none.
  */
 export function embeddingUsage(answer: unknown): Usage | null {
-  const usage = obj(obj(answer).usageMetadata);
+  const usage = asObject(asObject(answer).usageMetadata);
   if (!("promptTokenCount" in usage)) return null;
   return { ...emptyUsage(), inputTokens: count(usage.promptTokenCount) };
 }

@@ -13,6 +13,7 @@ import type {
 import { zeroUsage } from "./ir.ts";
 import { parseArguments } from "./tool_ids.ts";
 
+/** Gathers a stream's canonical events. */
 export interface Collector {
   push(event: CanonicalEvent): void;
   /** The answer, once a `finish` event arrived; null before. */

@@ -26,6 +26,7 @@ export interface Opaque {
   itemId?: string;
 }
 
+/** Text, with the Gemini signature that may close it. */
 export interface TextPart {
   type: "text";
   text: string;
@@ -44,6 +45,7 @@ export interface FilePart {
   detail?: string;
 }
 
+/** Reasoning the model showed, with the opaque state that replays it. */
 export interface ReasoningPart {
   type: "reasoning";
   /** The visible reasoning (a summary or the thinking text); may be empty. */
@@ -51,6 +53,7 @@ export interface ReasoningPart {
   opaque?: Opaque;
 }
 
+/** A call of one of the request's functions. */
 export interface ToolCallPart {
   type: "tool-call";
   id: string;
@@ -63,6 +66,7 @@ export interface ToolCallPart {
   opaque?: Opaque;
 }
 
+/** The result of a call, answering it by id. */
 export interface ToolResultPart {
   type: "tool-result";
   /** The id of the call it answers. */
@@ -82,9 +86,12 @@ export interface HostedCallPart {
   query?: string;
 }
 
+/** What a user message holds. */
 export type UserPart = TextPart | FilePart;
+/** What an assistant message (or an answer) holds. */
 export type AssistantPart = TextPart | ReasoningPart | ToolCallPart | HostedCallPart;
 
+/** One message of the conversation. */
 export type Message =
   | { role: "user"; content: UserPart[] }
   | { role: "assistant"; content: AssistantPart[] }
@@ -113,14 +120,17 @@ export type HostedTool =
   | { type: "web_search"; field: string; maxUses?: number }
   | { type: "other"; field: string; name: string };
 
+/** Which tools the model may or must call. */
 export type ToolChoice =
   | { type: "auto" }
   | { type: "none" }
   | { type: "required" }
   | { type: "tool"; name: string };
 
+/** A reasoning effort. */
 export type Effort = "minimal" | "low" | "medium" | "high";
 
+/** A request in the canonical form, decoded from any protocol and encoded into any. */
 export interface CanonicalRequest {
   /** The system prompt: system/developer text hoisted from wherever the protocol put it. */
   system: TextPart[];
@@ -171,6 +181,7 @@ export interface TokenUsage {
   reasoning: number;
 }
 
+/** A whole answer in the canonical form. */
 export interface CanonicalResponse {
   id: string;
   model: string;

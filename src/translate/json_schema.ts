@@ -3,8 +3,12 @@
  * `$defs` are inlined, `const` becomes a one-value `enum`, type unions with `null` become
  * `nullable`, `oneOf`/`allOf` are reduced, and every keyword outside the subset is removed
  * (`additionalProperties`, `$schema`, `strict`, `exclusiveMinimum`, `propertyNames`, `default`,
- * `title`, `examples`, `format` other than `enum`/`date-time`…), after `translation.md` §3.
+ * `title`, `examples`, `format` other than `enum`/`date-time`…), after `translation.md` §3. The
+ * other way, a client's schema in Gemini's OpenAPI dialect (`"OBJECT"`, `nullable`) is read as
+ * JSON Schema.
  */
+import { isObject } from "../http/json.ts";
+
 type Json = Record<string, unknown>;
 
 /** Keywords Gemini's Schema keeps as they are. */
@@ -24,9 +28,6 @@ const KEPT = new Set([
 const TYPES = new Set(["string", "number", "integer", "boolean", "array", "object"]);
 /** How deep references are followed before a recursive schema is cut off. */
 const MAX_DEPTH = 32;
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The definitions a schema's `$ref`s point into. */
 function definitions(root: Json): Json {
@@ -131,4 +132,50 @@ function clean(schema: Json, defs: Json, depth: number): Json {
 export function isEmptyObjectSchema(schema: Json): boolean {
   return (schema.type === undefined || schema.type === "object") &&
     !isObject(schema.properties) && schema.anyOf === undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gemini's OpenAPI-style schemas (function `parameters`, `responseSchema`) as JSON Schema
+
+/** Keys whose value is a map of schemas. */
+const SCHEMA_MAPS = new Set(["properties", "$defs", "definitions", "patternProperties"]);
+/** Keys whose value is one schema or a list of schemas. */
+const SCHEMA_KEYS = new Set([
+  "items",
+  "anyOf",
+  "oneOf",
+  "allOf",
+  "not",
+  "prefixItems",
+  "additionalProperties",
+]);
+
+function typeName(value: unknown): unknown {
+  if (typeof value === "string") return value.toLowerCase();
+  return Array.isArray(value) ? value.map(typeName) : value;
+}
+
+/**
+ * A schema in Gemini's OpenAPI dialect as JSON Schema: upper-case type names lower-cased,
+ * `nullable` folded into the type, `propertyOrdering` left out.
+ */
+export function jsonSchemaOf(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(jsonSchemaOf);
+  if (!isObject(schema)) return schema;
+  const out: Json = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "type") out.type = typeName(value);
+    else if (key === "propertyOrdering") continue;
+    else if (SCHEMA_MAPS.has(key) && isObject(value)) {
+      out[key] = Object.fromEntries(
+        Object.entries(value).map(([name, sub]) => [name, jsonSchemaOf(sub)]),
+      );
+    } else if (SCHEMA_KEYS.has(key)) out[key] = jsonSchemaOf(value);
+    else out[key] = value;
+  }
+  if (out.nullable === true && typeof out.type === "string") {
+    out.type = [out.type, "null"];
+    delete out.nullable;
+  }
+  return out;
 }

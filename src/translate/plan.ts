@@ -6,6 +6,7 @@
  */
 import type { ProtocolId } from "./ir.ts";
 
+/** How a call is made: passed through, translated, or refused (no protocol in common). */
 export type Plan =
   | { kind: "passthrough"; protocol: ProtocolId }
   | { kind: "translate"; from: ProtocolId; to: ProtocolId }

@@ -1,9 +1,12 @@
 /**
  * One block open at a time (pure): for client protocols whose blocks or items may not interleave
- * (Messages blocks, Responses items), canonical blocks that arrive while another is open — parallel tool calls
- * whose arguments interleave — are held and written in their turn, in the order they started.
- * A text block with no text is never opened.
+ * (Messages blocks, Responses items), canonical blocks that arrive while another is open —
+ * parallel tool calls whose arguments interleave — are held and written in their turn, in the
+ * order they started. A text block with no text is never opened. `sequencedContent` routes an
+ * encoder's content events through one.
  */
+import type { ContentEvent } from "./stream_encoder.ts";
+import type { HostedCallPart, Opaque } from "./ir.ts";
 
 /** A block as the sequencer holds it. */
 export interface Block<T> {
@@ -22,6 +25,7 @@ export interface BlockWriter<T> {
   end(block: Block<T>): void;
 }
 
+/** Blocks written one at a time, in the order they started. */
 export interface Sequencer<T> {
   add(id: string, kind: Block<T>["kind"], data: T): void;
   push(id: string, text: string): void;
@@ -93,5 +97,57 @@ export function sequencer<T>(writer: BlockWriter<T>): Sequencer<T> {
     closeAll() {
       for (const block of [...byId.values()]) end(block.id);
     },
+  };
+}
+
+/** What an encoder of sequenced blocks keeps and writes besides the blocks themselves. */
+export interface SequencedBlocks<T> {
+  /** What it keeps of a block that starts (a call's name, its opaque state…). */
+  data(event: Extract<ContentEvent, { type: `${string}-start` }>): T;
+  /** A reasoning block's data once its opaque state is known, at its end. */
+  ended(data: T, opaque: Opaque): T;
+  /** Writes a hosted call, between blocks (every block before it is closed first). */
+  hosted(part: HostedCallPart): void;
+}
+
+/**
+ * An encoder's content events routed through a sequencer writing with `writer`: a block opens
+ * the stream when it starts; `closeAll` ends every block (before the answer's end).
+ */
+export function sequencedContent<T>(
+  writer: BlockWriter<T>,
+  blocks: SequencedBlocks<T>,
+): { content(event: ContentEvent, open: () => void): void; closeAll(): void } {
+  const sequence = sequencer(writer);
+  return {
+    content(event, open) {
+      switch (event.type) {
+        case "text-start":
+          open();
+          return sequence.add(event.id, "text", blocks.data(event));
+        case "reasoning-start":
+          open();
+          return sequence.add(event.id, "reasoning", blocks.data(event));
+        case "tool-input-start":
+          open();
+          return sequence.add(event.id, "tool", blocks.data(event));
+        case "text-delta":
+        case "reasoning-delta":
+        case "tool-input-delta":
+          return sequence.push(event.id, event.delta);
+        case "text-end":
+        case "tool-input-end":
+          return sequence.end(event.id);
+        case "reasoning-end": {
+          const opaque = event.opaque;
+          return sequence.end(event.id, (data) => opaque ? blocks.ended(data, opaque) : data);
+        }
+        case "hosted-call":
+          open();
+          sequence.closeAll();
+          return blocks.hosted(event.part);
+      }
+    },
+    closeAll: () => sequence.closeAll(),
   };
 }

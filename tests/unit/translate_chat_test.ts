@@ -1,12 +1,10 @@
 /** Chat completions ⇄ canonical converters, pure: requests, answers and streams both ways. */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
-import {
-  decodeRequest,
-  decodeResponse,
-  encodeRequest,
-  encodeResponse,
-} from "../../src/protocols/chat/codec.ts";
+import { decodeRequest } from "../../src/protocols/chat/decode_request.ts";
+import { encodeRequest } from "../../src/protocols/chat/encode_request.ts";
+import { decodeResponse } from "../../src/protocols/chat/decode_response.ts";
+import { encodeResponse } from "../../src/protocols/chat/encode_response.ts";
 import { chatDecoder, chatEncoder } from "../../src/protocols/chat/stream.ts";
 import { GatewayError } from "../../src/http/errors.ts";
 import type { CanonicalEvent, CanonicalRequest, Json } from "../../src/translate/ir.ts";

@@ -1,19 +1,12 @@
 /** generateContent ⇄ canonical converters, pure: requests, answers, and streams both ways. */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
-import {
-  decodeRequest,
-  decodeResponse,
-  encodeRequest,
-  encodeResponse,
-  SKIP_SIGNATURE,
-} from "../../src/protocols/generate/codec.ts";
-import {
-  generateDecoder,
-  generateEncoder,
-  streamErrorElement,
-  streamErrorEvent,
-} from "../../src/protocols/generate/stream.ts";
+import { decodeRequest } from "../../src/protocols/generate/decode_request.ts";
+import { encodeRequest, SKIP_SIGNATURE } from "../../src/protocols/generate/encode_request.ts";
+import { decodeResponse } from "../../src/protocols/generate/decode_response.ts";
+import { encodeResponse } from "../../src/protocols/generate/encode_response.ts";
+import { generateDecoder, generateEncoder } from "../../src/protocols/generate/stream.ts";
+import { streamErrorElement, streamErrorEvent } from "../../src/protocols/generate/errors.ts";
 import { GatewayError } from "../../src/http/errors.ts";
 import type {
   CanonicalEvent,

@@ -1,11 +1,9 @@
 /** Messages ⇄ canonical converters, pure: requests, answers and streams (fed at every byte split). */
 import assert from "node:assert/strict";
-import {
-  decodeRequest,
-  decodeResponse,
-  encodeRequest,
-  encodeResponse,
-} from "../../src/protocols/messages/codec.ts";
+import { decodeRequest } from "../../src/protocols/messages/decode_request.ts";
+import { encodeRequest } from "../../src/protocols/messages/encode_request.ts";
+import { decodeResponse } from "../../src/protocols/messages/decode_response.ts";
+import { encodeResponse } from "../../src/protocols/messages/encode_response.ts";
 import { messagesDecoder, messagesEncoder } from "../../src/protocols/messages/stream.ts";
 import { SseScanner } from "../../src/http/sse.ts";
 import { GatewayError } from "../../src/http/errors.ts";

@@ -4,14 +4,12 @@
  */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
-import {
-  decodeRequest,
-  decodeResponse,
-  encodeRequest,
-  encodeResponse,
-} from "../../src/protocols/responses/codec.ts";
+import { decodeRequest } from "../../src/protocols/responses/decode_request.ts";
+import { encodeRequest } from "../../src/protocols/responses/encode_request.ts";
+import { decodeResponse } from "../../src/protocols/responses/decode_response.ts";
+import { encodeResponse } from "../../src/protocols/responses/encode_response.ts";
 import { responsesDecoder, responsesEncoder } from "../../src/protocols/responses/stream.ts";
-import * as messages from "../../src/protocols/messages/codec.ts";
+import { messages } from "../../src/protocols/messages/index.ts";
 import { messagesDecoder } from "../../src/protocols/messages/stream.ts";
 import type { GatewayError } from "../../src/http/errors.ts";
 import type { AnswerInfo } from "../../src/translate/codec.ts";

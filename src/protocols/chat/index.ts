@@ -10,10 +10,14 @@ import { estimateInput } from "../../billing/estimate.ts";
 import { withUpstreamModel } from "../../http/forwarded_body.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
-import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
+import { decodeRequest } from "./decode_request.ts";
+import { encodeRequest } from "./encode_request.ts";
+import { decodeResponse } from "./decode_response.ts";
+import { encodeResponse } from "./encode_response.ts";
 import { capField, chatToolUses, DEFAULT_SEARCH_RESULTS } from "./metering.ts";
 import { ChatRequest } from "./schema.ts";
-import { chatDecoder, chatEncoder, streamErrorChunk, withoutUsage } from "./stream.ts";
+import { chatDecoder, chatEncoder, withoutUsage } from "./stream.ts";
+import { streamErrorChunk } from "./errors.ts";
 import { chatMeter, chatUsage, chatUsageView } from "./usage.ts";
 
 type Json = Record<string, unknown>;

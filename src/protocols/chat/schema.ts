@@ -7,6 +7,7 @@ import { tokenCount } from "../../http/validate.ts";
 
 const positiveInt = tokenCount(1);
 
+/** A chat-completions request, as far as the gateway reads it. */
 export const ChatRequest = v.looseObject({
   model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
   messages: v.pipe(
@@ -25,4 +26,5 @@ export const ChatRequest = v.looseObject({
   n: v.optional(v.nullable(v.pipe(positiveInt, v.maxValue(128, "must be at most 128")))),
   service_tier: v.optional(v.nullable(v.string("must be a string"))),
 });
+/** A validated chat-completions request. */
 export type ChatRequest = v.InferOutput<typeof ChatRequest>;

@@ -1,7 +1,7 @@
 /**
  * Chat-completions streams (`openai-other.md` §1.4): dropping the usage chunk the gateway asked
- * the upstream for when the client did not, the error payload for streams the upstream cuts, and
- * the translation of chunks to and from canonical events. Chat streams are flat deltas of one
+ * the upstream for when the client did not, and the translation of chunks to and from canonical
+ * events (errors are in `errors.ts`). Chat streams are flat deltas of one
  * choice with no `event:` lines: blocks are implicit (text after reasoning starts a new block),
  * tool calls are told apart by `index`, the finish reason comes in a chunk of its own, the usage
  * chunk (`choices: []`) follows it only when asked for, and `data: [DONE]` ends the stream.
@@ -10,14 +10,17 @@
  * call streams as the JSON text of `{input}`; reasoning is written as `reasoning_content`, the
  * vendors' field; opaque state has no slot in a chat stream and is not written.
  */
+import { isObject } from "../../http/json.ts";
 import { encodeSse, type SseEvent } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
+import { isCustomCall } from "../../translate/custom_tools.ts";
 import type { CanonicalEvent, Json, TokenUsage } from "../../translate/ir.ts";
-import { zeroUsage } from "../../translate/ir.ts";
-import { toChat } from "../../translate/finish.ts";
-import { isObject } from "../../translate/read.ts";
+import { streamEncoder } from "../../translate/stream_encoder.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
-import { chatFinish, encodeUsage, firstChoice, isCustomCall, usageFromChat } from "./codec.ts";
+import { firstChoice } from "./decode_response.ts";
+import { errorChunk, readError } from "./errors.ts";
+import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 /** `"usage":null` as a member of a compact JSON object (quotes inside strings are escaped). */
 const NULL_USAGE = /,\s*"usage"\s*:\s*null(?=\s*[,}])|"usage"\s*:\s*null\s*,/g;
@@ -41,19 +44,6 @@ export function withoutUsage(event: SseEvent): string | null {
   return encodeSse(data, event.event || undefined);
 }
 
-/** The mid-stream error payload (top-level `error`, which openai-node throws on). */
-export function streamErrorChunk(): Uint8Array {
-  return new TextEncoder().encode(
-    errorChunk("The upstream provider ended the stream unexpectedly."),
-  );
-}
-
-/** A mid-stream error chunk: top-level `error`, which openai-node throws on. */
-function errorChunk(message: string): string {
-  const error = { message, type: "server_error", param: null, code: "upstream_error" };
-  return encodeSse(JSON.stringify({ error }));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Translation: upstream chunks → canonical events
 
@@ -68,22 +58,6 @@ function parseChunk(event: SseEvent): Json | null | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** A mid-stream `error` member as a canonical error event. */
-function errorOf(error: unknown): CanonicalEvent {
-  const body = isObject(error) ? error : {};
-  const message = typeof error === "string"
-    ? error
-    : typeof body.message === "string"
-    ? body.message
-    : "The upstream provider failed.";
-  const code = typeof body.code === "string"
-    ? body.code
-    : typeof body.type === "string"
-    ? body.type
-    : undefined;
-  return { type: "error", message, ...(code ? { code } : {}) };
 }
 
 /** A JSON string's inside: a fragment of a custom call's raw input as a fragment of its JSON. */
@@ -149,7 +123,7 @@ export function chatDecoder(
     closeAll();
     emit({
       type: "finish",
-      reason: chatFinish(finish, refused, hasCalls),
+      reason: decodeFinishReason(finish, refused, hasCalls),
       ...(typeof finish === "string" ? { raw: finish } : {}),
       ...(usage ? { usage } : {}),
     });
@@ -224,7 +198,7 @@ export function chatDecoder(
       if (chunk === null) return finishNow();
       if (chunk.error !== undefined && chunk.error !== null) {
         done = true;
-        emit(errorOf(chunk.error));
+        emit(readError(chunk.error));
         return;
       }
       if (!started) {
@@ -238,7 +212,7 @@ export function chatDecoder(
       const choice = firstChoice(chunk.choices);
       const rawUsage = chunk.usage ?? choice?.usage;
       if (isObject(rawUsage)) {
-        usage = usageFromChat(rawUsage);
+        usage = decodeTokenUsage(rawUsage);
         emit({ type: "usage", usage });
       }
       if (!choice) return;
@@ -283,11 +257,8 @@ interface PendingCustom {
  * payload and ends the stream; nothing is written after a finish or a failure.
  */
 export function chatEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
-  let started = false;
-  let done = false;
   const indexes = new Map<string, number>();
   const custom = new Map<string, PendingCustom>();
-  let usage: TokenUsage = zeroUsage();
 
   const envelope = (choices: Json[], extra: Json = {}): string =>
     encodeSse(JSON.stringify({
@@ -302,11 +273,6 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
     }));
   const chunk = (delta: Json, finish: string | null = null) =>
     write(envelope([{ index: 0, delta, logprobs: null, finish_reason: finish }]));
-  const start = () => {
-    if (started) return;
-    started = true;
-    chunk({ role: "assistant", content: "" });
-  };
 
   /** A free-form call, whole, once its input is known. */
   const writeCustom = (id: string) => {
@@ -324,9 +290,12 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
     });
   };
 
-  const startCall = (event: Extract<CanonicalEvent, { type: "tool-input-start" }>) => {
+  const startCall = (
+    event: Extract<CanonicalEvent, { type: "tool-input-start" }>,
+    open: () => void,
+  ) => {
     if (indexes.has(event.id)) return;
-    start();
+    open();
     const index = indexes.size;
     indexes.set(event.id, index);
     if (isCustomCall(event, info)) {
@@ -351,56 +320,35 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
     else chunk({ tool_calls: [{ index, function: { arguments: delta } }] });
   };
 
-  const finish = (event: Extract<CanonicalEvent, { type: "finish" }>) => {
-    start();
-    for (const id of [...custom.keys()]) writeCustom(id);
-    chunk({}, toChat(event.reason));
-    if (info.usageChunk) write(envelope([], { usage: encodeUsage(event.usage ?? usage) }));
-    write(encodeSse("[DONE]"));
-    done = true;
-  };
-
-  const fail = (message: string) => {
-    if (done) return;
-    done = true;
-    write(errorChunk(message));
-  };
-
-  return {
-    push(event) {
-      if (done) return;
+  return streamEncoder({
+    open: () => chunk({ role: "assistant", content: "" }),
+    content(event, open) {
       switch (event.type) {
-        case "start":
-          if (event.usage) usage = { ...usage, ...event.usage };
-          return start();
         case "text-start":
         case "reasoning-start":
-          return start();
+          return open();
         case "text-delta":
-          start();
+          open();
           if (event.delta) chunk({ content: event.delta });
           return;
         case "reasoning-delta":
-          start();
+          open();
           if (event.delta) chunk({ reasoning_content: event.delta });
           return;
         case "tool-input-start":
-          return startCall(event);
+          return startCall(event, open);
         case "tool-input-delta":
           return callDelta(event.id, event.delta);
         case "tool-input-end":
           return writeCustom(event.id);
-        case "usage":
-          usage = { ...usage, ...event.usage };
-          return;
-        case "finish":
-          return finish(event);
-        case "error":
-          return fail(event.message);
-        default:
-          return;
       }
     },
-    fail,
-  };
+    finish(event, usage) {
+      for (const id of [...custom.keys()]) writeCustom(id);
+      chunk({}, encodeFinishReason(event.reason));
+      if (info.usageChunk) write(envelope([], { usage: encodeTokenUsage(usage) }));
+      write(encodeSse("[DONE]"));
+    },
+    error: (message) => write(errorChunk(message)),
+  });
 }

@@ -2,18 +2,19 @@
  * Reading usage from chat completions and their chunks (`openai-other.md` §1).
  */
 import type { Usage } from "../../billing/price.ts";
-import { addCalls, list, Meter, obj, openaiUsage, type StreamMeter } from "../../billing/usage.ts";
+import { asArray, asObject } from "../../http/json.ts";
+import { addCalls, Meter, openaiUsage, type StreamMeter } from "../../billing/usage.ts";
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { encodeUsage } from "./codec.ts";
+import { encodeTokenUsage } from "./token_usage.ts";
 
 type Json = Record<string, unknown>;
 
 /** A chat completion (or the chunk carrying usage); `webSearch` when the request asked for it. */
 export function chatUsage(body: unknown, webSearch = false): Usage | null {
-  const c = obj(body);
+  const c = asObject(body);
   let usage = c.usage ? openaiUsage(c.usage) : null;
-  for (const choice of list(c.choices)) usage ??= openaiUsage(obj(choice).usage);
+  for (const choice of asArray(c.choices)) usage ??= openaiUsage(asObject(choice).usage);
   if (!usage) return null;
   if (typeof c.service_tier === "string") usage.serviceTier = c.service_tier;
   if (webSearch) addCalls(usage, "web_search", 1);
@@ -35,16 +36,18 @@ export function chatMeter(webSearch = false): StreamMeter {
     }
     let chunk: Json;
     try {
-      chunk = obj(JSON.parse(data));
+      chunk = asObject(JSON.parse(data));
     } catch {
       return;
     }
-    for (const choice of list(chunk.choices)) {
-      const delta = obj(obj(choice).delta);
+    for (const choice of asArray(chunk.choices)) {
+      const delta = asObject(asObject(choice).delta);
       m.text(delta.content);
       m.text(delta.reasoning_content);
       m.text(delta.reasoning);
-      for (const call of list(delta.tool_calls)) m.text(obj(obj(call).function).arguments);
+      for (const call of asArray(delta.tool_calls)) {
+        m.text(asObject(asObject(call).function).arguments);
+      }
     }
     const usage = chatUsage(chunk, webSearch);
     if (usage) {
@@ -67,7 +70,7 @@ function isDone(raw: Uint8Array): boolean {
  */
 export const chatUsageView: UsageView = {
   answer: (a) => Array.isArray(a.choices),
-  json: (answer, usage) => ({ ...answer, usage: encodeUsage(usage) }),
+  json: (answer, usage) => ({ ...answer, usage: encodeTokenUsage(usage) }),
   event() {
     let first: Json | undefined;
     return {
@@ -76,7 +79,7 @@ export const chatUsageView: UsageView = {
         if (isDone(raw)) return true;
         if (!first) {
           try {
-            first = obj(JSON.parse(e.data()));
+            first = asObject(JSON.parse(e.data()));
           } catch { /* not a chunk: read the next one */ }
         }
         return false;
@@ -88,7 +91,7 @@ export const chatUsageView: UsageView = {
           created: first?.created ?? Math.floor(Date.now() / 1000),
           model: first?.model ?? "",
           choices: [],
-          usage: encodeUsage(usage),
+          usage: encodeTokenUsage(usage),
         };
         return encodeSse(JSON.stringify(chunk)) + encodeSse(e.data());
       },

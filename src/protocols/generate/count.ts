@@ -4,14 +4,12 @@
  */
 import { validate } from "../../http/validate.ts";
 import { forwardedBody } from "../../http/forwarded_body.ts";
+import { isObject } from "../../http/json.ts";
 import type { CountClient, CountUpstream } from "../wire.ts";
-import type { Json } from "../../translate/ir.ts";
 import { pathModel } from "../../http/path_model.ts";
 import { CountTokensRequest } from "./schema.ts";
 
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
-
+/** `:countTokens` on the client's side: the model from the path, `{totalTokens}` back. */
 export const generateCountClient: CountClient = {
   accept(input, body) {
     validate(CountTokensRequest, body);
@@ -26,6 +24,7 @@ export const generateCountClient: CountClient = {
   passBody: (_input, body) => forwardedBody(body),
 };
 
+/** Gemini's `:countTokens` upstream: a whole `generateContentRequest` counted. */
 export const generateCountUpstream: CountUpstream = {
   target: (model) => ({
     path: `/v1beta/models/${encodeURIComponent(model.upstreamId)}:countTokens`,

@@ -7,6 +7,7 @@ import { textOf } from "../../http/json.ts";
 
 type Json = Record<string, unknown>;
 
+/** A rule of an image model a request breaks: the field at fault and why. */
 export interface Violation {
   field: string;
   message: string;

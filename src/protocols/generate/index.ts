@@ -13,16 +13,15 @@ import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { generateCountClient, generateCountUpstream } from "./count.ts";
 import { pathModel } from "../../http/path_model.ts";
-import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
+import { decodeRequest } from "./decode_request.ts";
+import { encodeRequest } from "./encode_request.ts";
+import { decodeResponse } from "./decode_response.ts";
+import { encodeResponse } from "./encode_response.ts";
 import { checkImageRules } from "./image_rules.ts";
 import { generateShape, generateToolUses, withMaxOutputTokens } from "./metering.ts";
 import { GenerateRequest } from "./schema.ts";
-import {
-  generateDecoder,
-  generateEncoder,
-  streamErrorElement,
-  streamErrorEvent,
-} from "./stream.ts";
+import { generateDecoder, generateEncoder } from "./stream.ts";
+import { streamErrorElement, streamErrorEvent } from "./errors.ts";
 import { geminiMeter, generateUsage, generateUsageView } from "./usage.ts";
 
 export const generate: WireProtocol = {

@@ -27,6 +27,7 @@ const GenerationConfig = v.looseObject({
   candidate_count: v.optional(tokenCount(1, 8)),
 }, "must be an object");
 
+/** A generateContent request, as far as the gateway reads it. */
 export const GenerateRequest = v.looseObject({
   contents: v.pipe(v.array(Content, "must be an array"), v.minLength(1, "must not be empty")),
   systemInstruction: v.optional(v.looseObject({
@@ -36,6 +37,7 @@ export const GenerateRequest = v.looseObject({
   generation_config: v.optional(GenerationConfig),
 });
 
+/** A `:countTokens` request: bare `contents` (or a whole `generateContentRequest`). */
 export const CountTokensRequest = v.looseObject({
   contents: v.optional(v.array(Content, "must be an array")),
 });

@@ -1,35 +1,20 @@
 /**
- * generateContent streams (`gemini.md` §4): the error forms the gateway writes for a cut stream,
- * and the translation of fragments to and from canonical events. Each fragment is a partial
- * answer with only its new parts; a call comes whole in one part; usage and the finish reason
- * come on the last, and the stream ends when the connection closes (SSE) or the array does.
+ * generateContent streams (`gemini.md` §4): the translation of fragments to and from canonical
+ * events. Each fragment is a partial answer with only its new parts; a call comes whole in one
+ * part; usage and the finish reason come on the last, and the stream ends when the connection
+ * closes (SSE) or the array does. Errors are in `errors.ts`.
  */
-import { errorBody } from "../../http/errors.ts";
+import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { parse } from "../../billing/usage.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
-import { zeroUsage } from "../../translate/ir.ts";
-import { fromGemini, toGemini } from "../../translate/finish.ts";
-import { isObject } from "../../translate/read.ts";
+import { streamEncoder } from "../../translate/stream_encoder.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
-import { callPart, encodeUsage, isForeign, readAnswerPart, usageFromGemini } from "./codec.ts";
-
-const encoder = new TextEncoder();
-const CUT = errorBody("google", 502, "The upstream provider ended the stream unexpectedly.");
-
-/** A fragment carrying `error` (js-genai throws on it) for an SSE stream the upstream cut. */
-export function streamErrorEvent(): Uint8Array {
-  return encoder.encode(encodeSse(JSON.stringify(CUT), undefined, "\r\n"));
-}
-
-/**
- * The end of a cut JSON-array stream: a last element carrying `error`, and the array closed (or a
- * whole array of it when nothing was sent), so the client reads valid JSON that ends in an error.
- */
-export function streamErrorElement(started: boolean): Uint8Array {
-  return encoder.encode(`${started ? ",\r\n" : "["}${JSON.stringify(CUT)}\n]`);
-}
+import { readAnswerPart } from "./decode_response.ts";
+import { callPart, isForeign } from "./encode_response.ts";
+import { gatewayErrorFragment, readError } from "./errors.ts";
+import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
+import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Translation: generateContent fragments ⇄ canonical events
@@ -72,14 +57,7 @@ export function generateDecoder(
   };
   const fail = (error: Json) => {
     done = true;
-    emit({
-      type: "error",
-      message: typeof error.message === "string" && error.message
-        ? error.message
-        : "The upstream provider failed.",
-      ...(typeof error.status === "string" ? { code: error.status } : {}),
-      ...(typeof error.code === "number" ? { status: error.code } : {}),
-    });
+    emit(readError(error));
   };
   const part = (raw: unknown) => {
     const index = parts++;
@@ -116,7 +94,7 @@ export function generateDecoder(
   return {
     push(event) {
       if (done) return;
-      const chunk = parse(event);
+      const chunk = eventJson(event);
       if (isObject(chunk.error)) return fail(chunk.error);
       if (!started) {
         started = true;
@@ -128,7 +106,7 @@ export function generateDecoder(
         });
       }
       if (isObject(chunk.usageMetadata)) {
-        usage = usageFromGemini(chunk.usageMetadata);
+        usage = decodeTokenUsage(chunk.usageMetadata);
         emit({ type: "usage", usage });
       }
       if (isObject(chunk.promptFeedback) && chunk.promptFeedback.blockReason) {
@@ -156,7 +134,7 @@ export function generateDecoder(
         : undefined;
       emit({
         type: "finish",
-        reason: blocked && finish === undefined ? "content-filter" : fromGemini(finish, calls > 0),
+        reason: decodeFinishReason(finish, calls > 0, !!blocked),
         ...(raw ? { raw } : {}),
         ...(usage ? { usage } : {}),
       });
@@ -174,8 +152,6 @@ export function generateDecoder(
  */
 export function generateEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
   let elements = 0;
-  let done = false;
-  let usage: TokenUsage = zeroUsage();
   const calls = new Map<string, { name: string; json: string; opaque?: Opaque }>();
   const reasoning = new Map<string, string>();
   /** Another provider's reasoning token, held for a call that follows its reasoning. */
@@ -187,14 +163,15 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
     else write(encodeSse(text, undefined, "\r\n"));
     elements++;
   };
-  const chunk = (parts: Json[], finishReason?: string) =>
+  /** A fragment of `parts`; the last one with the finish reason and the usage. */
+  const chunk = (parts: Json[], last?: { finishReason: string; usage: TokenUsage }) =>
     element({
       candidates: [{
         content: { role: "model", parts },
-        ...(finishReason ? { finishReason } : {}),
+        ...(last ? { finishReason: last.finishReason } : {}),
         index: 0,
       }],
-      ...(finishReason ? { usageMetadata: encodeUsage(usage) } : {}),
+      ...(last ? { usageMetadata: encodeTokenUsage(last.usage) } : {}),
       modelVersion: info.model,
       responseId: info.id,
     });
@@ -210,23 +187,11 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
     carry = undefined;
     chunk([callPart({ id, name: call.name, input: parseArguments(call.json) }, signature)]);
   };
-  const fail = (message: string, status?: number) => {
-    if (done) return;
-    done = true;
-    // An upstream's own error status is kept; anything else is the gateway's 502.
-    const code = status && status >= 400 && status < 600 ? status : 502;
-    const error = JSON.stringify(errorBody("google", code, message));
-    if (info.jsonArray) write(`${elements ? ",\r\n" : "["}${error}\n]`);
-    else write(encodeSse(error, undefined, "\r\n"));
-  };
 
-  return {
-    push(event) {
-      if (done) return;
+  // No opening: the first fragment is the first content.
+  return streamEncoder({
+    content(event) {
       switch (event.type) {
-        case "start":
-          if (event.usage) usage = { ...usage, ...event.usage };
-          return;
         case "text-delta":
           if (!event.delta) return;
           flush();
@@ -269,24 +234,16 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
           calls.delete(event.id);
           return writeCall(event.id, call);
         }
-        case "usage":
-          usage = { ...usage, ...event.usage };
-          return;
-        case "finish":
-          for (const [id, call] of calls) writeCall(id, call);
-          calls.clear();
-          flush();
-          if (event.usage) usage = event.usage;
-          chunk([{ text: "" }], toGemini(event.reason));
-          if (info.jsonArray) write("]");
-          done = true;
-          return;
-        case "error":
-          return fail(event.message, event.status);
-        default:
-          return;
       }
     },
-    fail: (message) => fail(message),
-  };
+    finish(event, usage) {
+      for (const [id, call] of calls) writeCall(id, call);
+      calls.clear();
+      flush();
+      chunk([{ text: "" }], { finishReason: encodeFinishReason(event.reason), usage });
+      if (info.jsonArray) write("]");
+    },
+    error: (message, event) =>
+      write(gatewayErrorFragment(message, event?.status, !!info.jsonArray, elements > 0)),
+  });
 }

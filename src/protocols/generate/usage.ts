@@ -5,10 +5,11 @@
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
 import { hasMember, memberName } from "../../http/json_bytes.ts";
-import { encodeUsage } from "./codec.ts";
+import { encodeTokenUsage } from "./token_usage.ts";
 import type { Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
-import { addCalls, count, list, Meter, obj, parse, type StreamMeter } from "../../billing/usage.ts";
+import { asArray, asObject, eventJson } from "../../http/json.ts";
+import { addCalls, count, Meter, type StreamMeter } from "../../billing/usage.ts";
 
 type Json = Record<string, unknown>;
 
@@ -18,13 +19,13 @@ type Json = Record<string, unknown>;
  * rate; thought tokens are output.
  */
 export function geminiUsage(raw: unknown): Usage | null {
-  const u = obj(raw);
+  const u = asObject(raw);
   if (!("promptTokenCount" in u || "candidatesTokenCount" in u)) return null;
   const prompt = count(u.promptTokenCount) + count(u.toolUsePromptTokenCount);
   const cached = Math.min(count(u.cachedContentTokenCount), prompt);
-  const image = list(u.candidatesTokensDetails)
-    .filter((d) => obj(d).modality === "IMAGE")
-    .reduce((sum: number, d) => sum + count(obj(d).tokenCount), 0);
+  const image = asArray(u.candidatesTokensDetails)
+    .filter((d) => asObject(d).modality === "IMAGE")
+    .reduce((sum: number, d) => sum + count(asObject(d).tokenCount), 0);
   const candidates = count(u.candidatesTokenCount);
   return {
     ...emptyUsage(),
@@ -39,7 +40,7 @@ export function geminiUsage(raw: unknown): Usage | null {
 function geminiSearches(candidates: unknown[]): number {
   let queries = 0;
   for (const c of candidates) {
-    queries += list(obj(obj(c).groundingMetadata).webSearchQueries).length;
+    queries += asArray(asObject(asObject(c).groundingMetadata).webSearchQueries).length;
   }
   return queries;
 }
@@ -51,9 +52,9 @@ function addGrounding(u: Usage, queries: number): void {
 
 /** A whole generateContent answer. */
 export function generateUsage(body: unknown): Usage | null {
-  const b = obj(body);
+  const b = asObject(body);
   const usage = geminiUsage(b.usageMetadata);
-  if (usage) addGrounding(usage, geminiSearches(list(b.candidates)));
+  if (usage) addGrounding(usage, geminiSearches(asArray(b.candidates)));
   return usage;
 }
 
@@ -68,19 +69,19 @@ export function geminiMeter(): StreamMeter {
   m.running = true;
   let queries = 0;
   return m.view((e) => {
-    const fragment = parse(e);
-    const candidates = list(fragment.candidates);
+    const fragment = eventJson(e);
+    const candidates = asArray(fragment.candidates);
     for (const c of candidates) {
-      const candidate = obj(c);
-      for (const p of list(obj(candidate.content).parts)) {
-        const part = obj(p);
+      const candidate = asObject(c);
+      for (const p of asArray(asObject(candidate.content).parts)) {
+        const part = asObject(p);
         m.text(part.text);
-        if (part.functionCall) m.text(JSON.stringify(obj(part.functionCall).args ?? {}));
+        if (part.functionCall) m.text(JSON.stringify(asObject(part.functionCall).args ?? {}));
       }
       if (typeof candidate.finishReason === "string") m.ended = m.done = true;
     }
     queries = Math.max(queries, geminiSearches(candidates));
-    if (obj(fragment.promptFeedback).blockReason) m.ended = m.done = true;
+    if (asObject(fragment.promptFeedback).blockReason) m.ended = m.done = true;
     const usage = geminiUsage(fragment.usageMetadata);
     if (usage) {
       addGrounding(usage, queries);
@@ -97,12 +98,12 @@ const FINISH_REASON = memberName("finishReason");
  */
 export const generateUsageView: UsageView = {
   answer: (a) => Array.isArray(a.candidates) || !!a.promptFeedback,
-  json: (answer, usage) => ({ ...answer, usageMetadata: encodeUsage(usage) }),
+  json: (answer, usage) => ({ ...answer, usageMetadata: encodeTokenUsage(usage) }),
   event: () => ({
     carries: (e) => hasMember(e.raw(), FINISH_REASON),
     write(e, usage) {
-      const data = parse(e);
-      data.usageMetadata = encodeUsage(usage);
+      const data = eventJson(e);
+      data.usageMetadata = encodeTokenUsage(usage);
       return encodeSse(JSON.stringify(data), undefined, "\r\n");
     },
   }),

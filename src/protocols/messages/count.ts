@@ -12,6 +12,7 @@ import { CountTokensRequest } from "./schema.ts";
 /** The fields `count_tokens` takes of a Messages request. */
 const COUNTED = ["model", "messages", "system", "tools", "tool_choice", "thinking"];
 
+/** `/v1/messages/count_tokens` on the client's side: `{input_tokens}` back. */
 export const messagesCountClient: CountClient = {
   accept(_input, body) {
     return { model: validate(CountTokensRequest, body).model };
@@ -23,6 +24,7 @@ export const messagesCountClient: CountClient = {
   passBody: (_input, body, model) => withUpstreamModel(body, model),
 };
 
+/** Anthropic's counting endpoint upstream (none on the compatible vendors). */
 export const messagesCountUpstream: CountUpstream = {
   target(model, input) {
     if (!anthropicCountsTokens(model.provider)) return undefined;

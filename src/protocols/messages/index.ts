@@ -11,10 +11,14 @@ import { messagesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { messagesCountClient, messagesCountUpstream } from "./count.ts";
-import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
+import { decodeRequest } from "./decode_request.ts";
+import { encodeRequest } from "./encode_request.ts";
+import { decodeResponse } from "./decode_response.ts";
+import { encodeResponse } from "./encode_response.ts";
 import { messagesMinCap, messagesToolUses, wantsLongContext, withToolLimits } from "./metering.ts";
 import { MessagesRequest } from "./schema.ts";
-import { messagesDecoder, messagesEncoder, streamErrorEvent } from "./stream.ts";
+import { messagesDecoder, messagesEncoder } from "./stream.ts";
+import { streamErrorEvent } from "./errors.ts";
 import { messagesMeter, messagesObjects, messagesUsage, messagesUsageView } from "./usage.ts";
 
 /** The client headers a Messages upstream gets on pass-through. */

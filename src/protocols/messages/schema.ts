@@ -14,6 +14,7 @@ const messages = v.array(
   "must be an array of messages",
 );
 
+/** A Messages request, as far as the gateway reads it. */
 export const MessagesRequest = v.looseObject({
   model,
   max_tokens: tokenCount(0),
@@ -22,4 +23,5 @@ export const MessagesRequest = v.looseObject({
   service_tier: v.optional(v.string("must be a string")),
 });
 
+/** A `count_tokens` request: the model and the messages. */
 export const CountTokensRequest = v.looseObject({ model, messages });

@@ -4,37 +4,19 @@
  * open at a time (start, deltas, stop), `message_delta` with the cumulative usage, `message_stop`.
  * Blocks never interleave: events of a block that arrive while another is open (parallel tool
  * calls whose arguments interleave) are held and written when that block's turn comes
- * (`translate/sequence.ts`). No empty text block is ever written. The cut-stream `error` event is here too.
+ * (`translate/sequence.ts`). No empty text block is ever written. Errors are in `errors.ts`.
  */
+import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { parse } from "../../billing/usage.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
-import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
-import { fromAnthropic, toAnthropic } from "../../translate/finish.ts";
-import { isObject } from "../../translate/read.ts";
-import { sequencer } from "../../translate/sequence.ts";
+import type { CanonicalEvent, Json, Opaque } from "../../translate/ir.ts";
+import { sequencedContent } from "../../translate/sequence.ts";
+import { streamEncoder } from "../../translate/stream_encoder.ts";
 import { newId } from "../../translate/tool_ids.ts";
-import { encodeUsage, usageFromMessages } from "./codec.ts";
-
-/** The `error` event for a stream the upstream cut (the SDK raises it as an APIError). */
-export function streamErrorEvent(): Uint8Array {
-  return new TextEncoder().encode(
-    errorEvent("The upstream provider ended the stream unexpectedly."),
-  );
-}
-
-function errorEvent(message: string, type = "api_error"): string {
-  return encodeSse(JSON.stringify({ type: "error", error: { type, message } }), "error");
-}
-
-/** Merges a usage update into the usage so far (null and absent fields mean "no update"). */
-function mergeUsage(into: Json, update: unknown): Json {
-  const merged = { ...into };
-  if (isObject(update)) {
-    for (const key in update) if (update[key] !== null) merged[key] = update[key];
-  }
-  return merged;
-}
+import { webSearchCall } from "./decode_response.ts";
+import { errorEvent, readError } from "./errors.ts";
+import { decodeStopReason, encodeStopReason } from "./stop_reason.ts";
+import { decodeTokenUsage, encodeTokenUsage, mergeUsage } from "./token_usage.ts";
 
 /** Upstream Messages events → canonical events; `provider` tags signatures. */
 export function messagesDecoder(
@@ -51,19 +33,19 @@ export function messagesDecoder(
     push(event) {
       switch (event.event) {
         case "message_start": {
-          const data = parse(event);
+          const data = eventJson(event);
           const message = isObject(data.message) ? data.message : {};
           usage = mergeUsage({}, message.usage);
           emit({
             type: "start",
             ...(typeof message.id === "string" ? { id: message.id } : {}),
             ...(typeof message.model === "string" ? { model: message.model } : {}),
-            usage: usageFromMessages(usage),
+            usage: decodeTokenUsage(usage),
           });
           return;
         }
         case "content_block_start": {
-          const data = parse(event);
+          const data = eventJson(event);
           const index = typeof data.index === "number" ? data.index : blocks.size;
           const block = isObject(data.content_block) ? data.content_block : {};
           const id = `b${index}`;
@@ -91,22 +73,12 @@ export function messagesDecoder(
             blocks.set(index, { id: callId, kind: "tool" });
             emit({ type: "tool-input-start", id: callId, name: String(block.name ?? "") });
           } else if (block.type === "server_tool_use" && block.name === "web_search") {
-            emit({
-              type: "hosted-call",
-              part: {
-                type: "hosted-call",
-                tool: "web_search",
-                id: String(block.id ?? id),
-                ...(isObject(block.input) && typeof block.input.query === "string"
-                  ? { query: block.input.query }
-                  : {}),
-              },
-            });
+            emit({ type: "hosted-call", part: webSearchCall(block, String(block.id ?? id)) });
           }
           return;
         }
         case "content_block_delta": {
-          const data = parse(event);
+          const data = eventJson(event);
           const block = blocks.get(data.index as number);
           const delta = isObject(data.delta) ? data.delta : {};
           if (!block) return;
@@ -124,7 +96,7 @@ export function messagesDecoder(
           return;
         }
         case "content_block_stop": {
-          const index = parse(event).index as number;
+          const index = eventJson(event).index as number;
           const block = blocks.get(index);
           if (!block) return;
           blocks.delete(index);
@@ -140,10 +112,10 @@ export function messagesDecoder(
           return;
         }
         case "message_delta": {
-          const data = parse(event);
+          const data = eventJson(event);
           usage = mergeUsage(usage, data.usage);
           if (isObject(data.delta) && data.delta.stop_reason) stopReason = data.delta.stop_reason;
-          emit({ type: "usage", usage: usageFromMessages(usage) });
+          emit({ type: "usage", usage: decodeTokenUsage(usage) });
           return;
         }
         case "message_stop":
@@ -151,22 +123,14 @@ export function messagesDecoder(
           stopped = true;
           emit({
             type: "finish",
-            reason: fromAnthropic(stopReason),
+            reason: decodeStopReason(stopReason),
             ...(typeof stopReason === "string" ? { raw: stopReason } : {}),
-            usage: usageFromMessages(usage),
+            usage: decodeTokenUsage(usage),
           });
           return;
-        case "error": {
-          const error = parse(event).error;
-          emit({
-            type: "error",
-            message: isObject(error) && typeof error.message === "string"
-              ? error.message
-              : "The upstream provider failed.",
-            ...(isObject(error) && typeof error.type === "string" ? { code: error.type } : {}),
-          });
+        case "error":
+          emit(readError(eventJson(event)));
           return;
-        }
       }
     },
     end() {},
@@ -187,32 +151,12 @@ interface BlockData {
 /** Canonical events → a Messages SSE stream for the client. */
 export function messagesEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
   let index = -1;
-  let started = false;
-  let usage: TokenUsage = { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, reasoning: 0 };
-  let done = false;
 
   const ev = (type: string, payload: Json) =>
     write(encodeSse(JSON.stringify({ type, ...payload }), type));
 
-  const start = () => {
-    if (started) return;
-    started = true;
-    ev("message_start", {
-      message: {
-        id: info.id,
-        type: "message",
-        role: "assistant",
-        content: [],
-        model: info.model,
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { ...encodeUsage(usage), output_tokens: Math.min(usage.output, 1) },
-      },
-    });
-  };
-
   // Blocks never interleave: one is written at a time, the others wait their turn.
-  const blocks = sequencer<BlockData>({
+  const blocks = sequencedContent<BlockData>({
     /** A block's start (and a thinking block carrying a call's opaque state first). */
     begin(block) {
       if (block.kind === "tool" && block.data.opaque) {
@@ -255,88 +199,58 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
       }
       ev("content_block_stop", { index });
     },
+  }, {
+    data: (event) =>
+      event.type === "tool-input-start"
+        ? { name: event.name, ...(event.opaque ? { opaque: event.opaque } : {}), text: "" }
+        : { text: "" },
+    ended: (data, opaque) => ({ ...data, endOpaque: opaque }),
+    hosted(part) {
+      const id = part.id || newId("srvtoolu_");
+      index++;
+      ev("content_block_start", {
+        index,
+        content_block: {
+          type: "server_tool_use",
+          id,
+          name: "web_search",
+          input: { query: part.query ?? "" },
+        },
+      });
+      ev("content_block_stop", { index });
+      index++;
+      ev("content_block_start", {
+        index,
+        content_block: { type: "web_search_tool_result", tool_use_id: id, content: [] },
+      });
+      ev("content_block_stop", { index });
+    },
   });
 
-  return {
-    push(event) {
-      if (done) return;
-      switch (event.type) {
-        case "start":
-          if (event.usage) usage = { ...usage, ...event.usage };
-          start();
-          return;
-        case "text-start":
-          start();
-          return blocks.add(event.id, "text", { text: "" });
-        case "reasoning-start":
-          start();
-          return blocks.add(event.id, "reasoning", { text: "" });
-        case "tool-input-start":
-          start();
-          return blocks.add(event.id, "tool", {
-            name: event.name,
-            ...(event.opaque ? { opaque: event.opaque } : {}),
-            text: "",
-          });
-        case "text-delta":
-        case "reasoning-delta":
-        case "tool-input-delta":
-          return blocks.push(event.id, event.delta);
-        case "text-end":
-        case "tool-input-end":
-          return blocks.end(event.id);
-        case "reasoning-end":
-          return blocks.end(
-            event.id,
-            (data) => event.opaque ? { ...data, endOpaque: event.opaque } : data,
-          );
-        case "hosted-call": {
-          start();
-          blocks.closeAll();
-          const id = event.part.id || newId("srvtoolu_");
-          index++;
-          ev("content_block_start", {
-            index,
-            content_block: {
-              type: "server_tool_use",
-              id,
-              name: "web_search",
-              input: { query: event.part.query ?? "" },
-            },
-          });
-          ev("content_block_stop", { index });
-          index++;
-          ev("content_block_start", {
-            index,
-            content_block: { type: "web_search_tool_result", tool_use_id: id, content: [] },
-          });
-          ev("content_block_stop", { index });
-          return;
-        }
-        case "usage":
-          usage = { ...usage, ...event.usage };
-          return;
-        case "finish":
-          start();
-          blocks.closeAll();
-          if (event.usage) usage = event.usage;
-          ev("message_delta", {
-            delta: { stop_reason: toAnthropic(event.reason), stop_sequence: null },
-            usage: encodeUsage(usage),
-          });
-          ev("message_stop", {});
-          done = true;
-          return;
-        case "error":
-          done = true;
-          write(errorEvent(event.message, event.status === 529 ? "overloaded_error" : "api_error"));
-          return;
-      }
+  return streamEncoder({
+    open(usage) {
+      ev("message_start", {
+        message: {
+          id: info.id,
+          type: "message",
+          role: "assistant",
+          content: [],
+          model: info.model,
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { ...encodeTokenUsage(usage), output_tokens: Math.min(usage.output, 1) },
+        },
+      });
     },
-    fail(message) {
-      if (done) return;
-      done = true;
-      write(errorEvent(message));
+    content: blocks.content,
+    finish(event, usage) {
+      blocks.closeAll();
+      ev("message_delta", {
+        delta: { stop_reason: encodeStopReason(event.reason), stop_sequence: null },
+        usage: encodeTokenUsage(usage),
+      });
+      ev("message_stop", {});
     },
-  };
+    error: (message, event) => write(errorEvent(message, event?.status)),
+  });
 }

@@ -4,16 +4,14 @@
  */
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { encodeUsage } from "./codec.ts";
+import { encodeTokenUsage, mergeUsage } from "./token_usage.ts";
 import type { HostedTool, Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
+import { asArray, asObject, eventJson } from "../../http/json.ts";
 import {
   addCalls,
   count,
-  list,
   Meter,
-  obj,
-  parse,
   PARTIAL_JSON,
   type StreamMeter,
   TEXT,
@@ -24,7 +22,7 @@ type Json = Record<string, unknown>;
 
 /** The container a whole Messages answer created or used. */
 export function messagesObjects(message: unknown): { id: string; kind: "container" }[] {
-  const id = obj(obj(message).container).id;
+  const id = asObject(asObject(message).container).id;
   return typeof id === "string" ? [{ id, kind: "container" }] : [];
 }
 
@@ -42,9 +40,9 @@ const ANTHROPIC_SERVER_TOOLS = new Map<string, HostedTool>([
  * `server_tool_use.web_search_requests` are web search calls.
  */
 export function anthropicUsage(raw: unknown): Usage | null {
-  const u = obj(raw);
+  const u = asObject(raw);
   if (!("input_tokens" in u || "output_tokens" in u)) return null;
-  const creation = obj(u.cache_creation);
+  const creation = asObject(u.cache_creation);
   const written = count(u.cache_creation_input_tokens);
   const oneHour = Math.min(count(creation.ephemeral_1h_input_tokens), written);
   const usage: Usage = {
@@ -56,14 +54,14 @@ export function anthropicUsage(raw: unknown): Usage | null {
     outputTokens: count(u.output_tokens),
   };
   if (typeof u.service_tier === "string") usage.serviceTier = u.service_tier;
-  addCalls(usage, "web_search", count(obj(u.server_tool_use).web_search_requests));
+  addCalls(usage, "web_search", count(asObject(u.server_tool_use).web_search_requests));
   return usage;
 }
 
 /** Server tool calls in Messages content blocks other than web search (reported in usage). */
 function countAnthropicBlocks(u: Usage, blocks: unknown[]): void {
   for (const raw of blocks) {
-    const block = obj(raw);
+    const block = asObject(raw);
     if (block.type !== "server_tool_use" || typeof block.name !== "string") continue;
     const tool = ANTHROPIC_SERVER_TOOLS.get(block.name);
     if (tool && tool !== "web_search") addCalls(u, tool, 1);
@@ -72,17 +70,10 @@ function countAnthropicBlocks(u: Usage, blocks: unknown[]): void {
 
 /** A whole Messages answer. */
 export function messagesUsage(message: unknown): Usage | null {
-  const m = obj(message);
+  const m = asObject(message);
   const usage = anthropicUsage(m.usage);
-  if (usage) countAnthropicBlocks(usage, list(m.content));
+  if (usage) countAnthropicBlocks(usage, asArray(m.content));
   return usage;
-}
-
-/** Merges the non-null fields of a Messages usage update (null means "no update"). */
-function mergeUsage(into: Json, update: Json): Json {
-  const merged = { ...into };
-  for (const key in update) if (update[key] !== null) merged[key] = update[key];
-  return merged;
 }
 
 /**
@@ -106,7 +97,7 @@ export function messagesMeter(): StreamMeter {
       case "content_block_delta":
         return m.member(e, TEXT, THINKING, PARTIAL_JSON);
       case "content_block_start": {
-        const block = obj(parse(e).content_block);
+        const block = asObject(eventJson(e).content_block);
         if (block.type === "server_tool_use") {
           blocks.push(block);
           update({}, false);
@@ -114,15 +105,15 @@ export function messagesMeter(): StreamMeter {
         return;
       }
       case "message_start": {
-        const message = obj(parse(e).message);
-        m.remember(obj(message.container).id, "container");
-        return update(obj(message.usage), false);
+        const message = asObject(eventJson(e).message);
+        m.remember(asObject(message.container).id, "container");
+        return update(asObject(message.usage), false);
       }
       case "message_delta": {
-        const data = parse(e);
-        m.remember(obj(obj(data.delta).container).id, "container");
+        const data = eventJson(e);
+        m.remember(asObject(asObject(data.delta).container).id, "container");
         // Final only when it states the output (else the counts are message_start's).
-        const usage = obj(data.usage);
+        const usage = asObject(data.usage);
         return update(usage, usage.output_tokens !== undefined && usage.output_tokens !== null);
       }
       case "message_stop":
@@ -134,12 +125,15 @@ export function messagesMeter(): StreamMeter {
 /** How Messages answers show a usage the gateway decided: `usage`, and `message_delta`'s. */
 export const messagesUsageView: UsageView = {
   answer: (a) => a.type === "message" && Array.isArray(a.content),
-  json: (answer, usage) => ({ ...answer, usage: { ...obj(answer.usage), ...encodeUsage(usage) } }),
+  json: (answer, usage) => ({
+    ...answer,
+    usage: { ...asObject(answer.usage), ...encodeTokenUsage(usage) },
+  }),
   event: () => ({
     carries: (e) => e.event === "message_delta",
     write(e, usage) {
-      const data = parse(e);
-      data.usage = { ...obj(data.usage), ...encodeUsage(usage) };
+      const data = eventJson(e);
+      data.usage = { ...asObject(data.usage), ...encodeTokenUsage(usage) };
       return encodeSse(JSON.stringify(data), e.event);
     },
   }),

@@ -9,6 +9,7 @@ import { withUpstreamModel } from "../../http/forwarded_body.ts";
 import type { CountClient, CountUpstream } from "../wire.ts";
 import { responsesState } from "./state.ts";
 
+/** An `input_tokens` request (`model` optional: without one, an estimate). */
 export const InputTokensRequest = v.looseObject({
   model: v.optional(v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"))),
   input: v.optional(v.union(
@@ -30,6 +31,7 @@ const COUNTED = [
   "text",
 ];
 
+/** `/v1/responses/input_tokens` on the client's side. */
 export const responsesCountClient: CountClient = {
   accept(_input, body) {
     return { model: validate(InputTokensRequest, body).model };
@@ -44,6 +46,7 @@ export const responsesCountClient: CountClient = {
   },
 };
 
+/** OpenAI's `input_tokens` endpoint upstream (xAI has none). */
 export const responsesCountUpstream: CountUpstream = {
   target: (model) =>
     model.provider.type === "openai" ? { path: "/responses/input_tokens" } : undefined,

@@ -14,10 +14,14 @@ import { responsesState, stateProvider } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { responsesCountClient, responsesCountUpstream } from "./count.ts";
-import { decodeRequest, decodeResponse, encodeRequest, encodeResponse } from "./codec.ts";
+import { decodeRequest } from "./decode_request.ts";
+import { encodeRequest } from "./encode_request.ts";
+import { decodeResponse } from "./decode_response.ts";
+import { encodeResponse } from "./encode_response.ts";
 import { responsesToolUses } from "./metering.ts";
 import { ResponsesRequest } from "./schema.ts";
-import { responsesDecoder, responsesEncoder, streamErrorEvent } from "./stream.ts";
+import { responsesDecoder, responsesEncoder } from "./stream.ts";
+import { streamErrorEvent } from "./errors.ts";
 import { responsesMeter, responsesObjects, responsesUsage, responsesUsageView } from "./usage.ts";
 
 export const responses: WireProtocol = {

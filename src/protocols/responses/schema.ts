@@ -5,6 +5,7 @@
 import * as v from "valibot";
 import { tokenCount } from "../../http/validate.ts";
 
+/** A Responses request, as far as the gateway reads it. */
 export const ResponsesRequest = v.looseObject({
   model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
   input: v.union(

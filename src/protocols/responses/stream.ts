@@ -3,44 +3,29 @@
  * canonical events; the encoder writes the exact grammar — `response.created`,
  * `response.in_progress`, each output item added, its parts and deltas, done, one item at a time
  * (see `translate/sequence.ts`), then `response.completed` (or `response.incomplete`) carrying
- * every item and the usage; every event has its `sequence_number`. The cut-stream `error` event
- * is here too.
+ * every item and the usage; every event has its `sequence_number`. Errors are in `errors.ts`.
  */
+import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { parse } from "../../billing/usage.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
-import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
-import { zeroUsage } from "../../translate/ir.ts";
-import { fromResponses } from "../../translate/finish.ts";
-import { isObject } from "../../translate/read.ts";
-import { type Block, sequencer } from "../../translate/sequence.ts";
+import { isCustomCall } from "../../translate/custom_tools.ts";
+import type { CanonicalEvent, Json, Opaque } from "../../translate/ir.ts";
+import { type Block, sequencedContent } from "../../translate/sequence.ts";
+import { streamEncoder } from "../../translate/stream_encoder.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
+import { encryptedReasoning, hostedCall, isRefusal, outputSummary } from "./decode_response.ts";
 import {
   callItem,
-  encryptedReasoning,
-  flatName,
-  hostedCall,
-  isCustomCall,
-  isRefusal,
   itemId,
   messageItem,
-  outputSummary,
   reasoningItem,
   responseObject,
-  usageFromResponses,
   webSearchItem,
-} from "./codec.ts";
-
-/** The `error` event sent when the upstream cuts a stream mid-way (openai-node throws on it). */
-export function streamErrorEvent(): Uint8Array {
-  const data = {
-    type: "error",
-    code: "upstream_error",
-    message: "The upstream provider ended the stream unexpectedly.",
-    param: null,
-  };
-  return new TextEncoder().encode(encodeSse(JSON.stringify(data), "error"));
-}
+} from "./encode_response.ts";
+import { errorData, readError } from "./errors.ts";
+import { flatName } from "./namespaces.ts";
+import { decodeStatus } from "./status.ts";
+import { decodeTokenUsage } from "./token_usage.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Upstream events → canonical
@@ -196,19 +181,19 @@ export function responsesDecoder(
     const incomplete = isObject(response.incomplete_details)
       ? response.incomplete_details.reason
       : undefined;
-    const reason = fromResponses(response.status ?? status, incomplete, calls > 0);
+    const reason = decodeStatus(response.status ?? status, incomplete, calls > 0, refused);
     emit({
       type: "finish",
-      reason: reason === "stop" && refused ? "content-filter" : reason,
+      reason,
       ...(typeof incomplete === "string" ? { raw: incomplete } : {}),
-      usage: usageFromResponses(response.usage),
+      usage: decodeTokenUsage(response.usage),
     });
   };
 
   return {
     push(event) {
       if (done) return;
-      const data = parse(event);
+      const data = eventJson(event);
       const type = typeof data.type === "string" ? data.type : event.event;
       const response = isObject(data.response) ? data.response : {};
       switch (type) {
@@ -289,26 +274,15 @@ export function responsesDecoder(
         case "response.failed": {
           done = true;
           if (isObject(response.usage)) {
-            emit({ type: "usage", usage: usageFromResponses(response.usage) });
+            emit({ type: "usage", usage: decodeTokenUsage(response.usage) });
           }
-          const error = isObject(response.error) ? response.error : {};
-          emit({
-            type: "error",
-            message: typeof error.message === "string" ? error.message : "The upstream failed.",
-            ...(typeof error.code === "string" ? { code: error.code } : {}),
-          });
+          emit(readError(response.error));
           return;
         }
-        case "error": {
+        case "error":
           done = true;
-          const error = isObject(data.error) ? data.error : data;
-          emit({
-            type: "error",
-            message: typeof error.message === "string" ? error.message : "The upstream failed.",
-            ...(typeof error.code === "string" ? { code: error.code } : {}),
-          });
+          emit(readError(isObject(data.error) ? data.error : data));
           return;
-        }
       }
     },
     end() {},
@@ -335,21 +309,11 @@ interface ItemData {
 /** Canonical events → a Responses SSE stream for the client. */
 export function responsesEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
   let sequence = 0;
-  let started = false;
-  let done = false;
   /** Every output item so far, in place (finished ones in full). */
   const output: Json[] = [];
-  let usage: TokenUsage = zeroUsage();
 
   const ev = (type: string, payload: Json) =>
     write(encodeSse(JSON.stringify({ type, ...payload, sequence_number: sequence++ }), type));
-
-  const start = () => {
-    if (started) return;
-    started = true;
-    ev("response.created", { response: responseObject(info, [], null, null) });
-    ev("response.in_progress", { response: responseObject(info, [], null, null) });
-  };
 
   /** Writes `output_item.added` for the next output place; returns the place. */
   const add = (prefix: string, item: (id: string) => Json): { itemId: string; index: number } => {
@@ -393,7 +357,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
       ...(block.data.custom ? { kind: "custom" } : {}),
     }, info);
 
-  const blocks = sequencer<ItemData>({
+  const blocks = sequencedContent<ItemData>({
     begin(block) {
       const d = block.data;
       if (block.kind === "text") {
@@ -497,72 +461,38 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
         finishItem(d.index, item);
       }
     },
+  }, {
+    data: (event) => ({
+      itemId: "",
+      index: -1,
+      added: false,
+      text: "",
+      ...(event.type === "tool-input-start"
+        ? {
+          name: event.name,
+          custom: isCustomCall(event, info),
+          ...(event.opaque ? { opaque: event.opaque } : {}),
+        }
+        : {}),
+    }),
+    ended: (d, opaque) => ({ ...d, opaque }),
+    hosted(part) {
+      const place = add("ws", (id) => ({ ...webSearchItem(id, part), status: "in_progress" }));
+      finishItem(place.index, webSearchItem(place.itemId, part));
+    },
   });
 
-  const fresh = (): ItemData => ({ itemId: "", index: -1, added: false, text: "" });
-
-  const fail = (message: string, code = "upstream_error") => {
-    if (done) return;
-    done = true;
-    ev("error", { code, message, param: null });
-  };
-
-  return {
-    push(event) {
-      if (done) return;
-      switch (event.type) {
-        case "start":
-          if (event.usage) usage = { ...usage, ...event.usage };
-          return start();
-        case "text-start":
-          start();
-          return blocks.add(event.id, "text", fresh());
-        case "reasoning-start":
-          start();
-          return blocks.add(event.id, "reasoning", fresh());
-        case "tool-input-start":
-          start();
-          return blocks.add(event.id, "tool", {
-            ...fresh(),
-            name: event.name,
-            custom: isCustomCall(event, info),
-            ...(event.opaque ? { opaque: event.opaque } : {}),
-          });
-        case "text-delta":
-        case "reasoning-delta":
-        case "tool-input-delta":
-          return blocks.push(event.id, event.delta);
-        case "text-end":
-        case "tool-input-end":
-          return blocks.end(event.id);
-        case "reasoning-end":
-          return blocks.end(event.id, (d) => event.opaque ? { ...d, opaque: event.opaque } : d);
-        case "hosted-call": {
-          start();
-          blocks.closeAll();
-          const place = add("ws", (id) => ({
-            ...webSearchItem(id, event.part),
-            status: "in_progress",
-          }));
-          finishItem(place.index, webSearchItem(place.itemId, event.part));
-          return;
-        }
-        case "usage":
-          usage = { ...usage, ...event.usage };
-          return;
-        case "finish": {
-          start();
-          blocks.closeAll();
-          if (event.usage) usage = event.usage;
-          const response = responseObject(info, [...output], { reason: event.reason }, usage);
-          done = true;
-          ev(`response.${response.status}`, { response });
-          return;
-        }
-        case "error":
-          return fail(event.message, event.code ?? "upstream_error");
-      }
+  return streamEncoder({
+    open() {
+      ev("response.created", { response: responseObject(info, [], null, null) });
+      ev("response.in_progress", { response: responseObject(info, [], null, null) });
     },
-    fail: (message) => fail(message),
-  };
+    content: blocks.content,
+    finish(event, usage) {
+      blocks.closeAll();
+      const response = responseObject(info, [...output], { reason: event.reason }, usage);
+      ev(`response.${response.status}`, { response });
+    },
+    error: (message, event) => ev("error", errorData(message, event?.code ?? "upstream_error")),
+  });
 }

@@ -4,19 +4,11 @@
  */
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
-import { encodeUsage } from "./codec.ts";
+import { encodeTokenUsage } from "./token_usage.ts";
 import type { HostedTool, Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
-import {
-  addCalls,
-  DELTA,
-  list,
-  Meter,
-  obj,
-  openaiUsage,
-  parse,
-  type StreamMeter,
-} from "../../billing/usage.ts";
+import { asArray, asObject, eventJson } from "../../http/json.ts";
+import { addCalls, DELTA, Meter, openaiUsage, type StreamMeter } from "../../billing/usage.ts";
 
 type Json = Record<string, unknown>;
 
@@ -36,7 +28,7 @@ const RESPONSES_TOOL_ITEMS = new Map<string, HostedTool>([
 function countResponsesTools(u: Usage, items: unknown[]): void {
   const containers = new Set<string>();
   for (const raw of items) {
-    const item = obj(raw);
+    const item = asObject(raw);
     const tool = typeof item.type === "string" ? RESPONSES_TOOL_ITEMS.get(item.type) : undefined;
     if (!tool) continue;
     if (tool === "code_interpreter") {
@@ -52,11 +44,11 @@ function countResponsesTools(u: Usage, items: unknown[]): void {
 export function responsesObjects(
   response: unknown,
 ): { id: string; kind: "response" | "container" }[] {
-  const r = obj(response);
+  const r = asObject(response);
   const out: { id: string; kind: "response" | "container" }[] = [];
   if (typeof r.id === "string") out.push({ id: r.id, kind: "response" });
-  for (const item of list(r.output)) {
-    const container = obj(item).container_id;
+  for (const item of asArray(r.output)) {
+    const container = asObject(item).container_id;
     if (typeof container === "string") out.push({ id: container, kind: "container" });
   }
   return out;
@@ -64,11 +56,11 @@ export function responsesObjects(
 
 /** A whole Responses object (JSON answer or a terminal event's `response`). */
 export function responsesUsage(response: unknown): Usage | null {
-  const r = obj(response);
+  const r = asObject(response);
   const usage = openaiUsage(r.usage);
   if (!usage) return null;
   if (typeof r.service_tier === "string") usage.serviceTier = r.service_tier;
-  countResponsesTools(usage, list(r.output));
+  countResponsesTools(usage, asArray(r.output));
   return usage;
 }
 
@@ -87,7 +79,7 @@ export function responsesMeter(): StreamMeter {
     if (name.endsWith(".delta")) {
       if (!name.startsWith("response.audio")) m.member(e, DELTA);
     } else if (name === "response.output_item.added") {
-      const item = obj(parse(e).item);
+      const item = asObject(eventJson(e).item);
       if (item.type === "code_interpreter_call") m.remember(item.container_id, "container");
       if (typeof item.type === "string" && RESPONSES_TOOL_ITEMS.has(item.type)) {
         tools.set(typeof item.id === "string" ? item.id : `#${tools.size}`, item);
@@ -96,9 +88,9 @@ export function responsesMeter(): StreamMeter {
         countResponsesTools(m.reported, [...tools.values()]);
       }
     } else if (name === "response.created") {
-      m.remember(obj(parse(e).response).id, "response");
+      m.remember(asObject(eventJson(e).response).id, "response");
     } else if (RESPONSES_TERMINAL.has(name)) {
-      const final = responsesUsage(obj(parse(e).response));
+      const final = responsesUsage(asObject(eventJson(e).response));
       if (final) {
         m.reported = final;
         m.done = true;
@@ -111,12 +103,12 @@ export function responsesMeter(): StreamMeter {
 /** How Responses answers show a usage the gateway decided: `usage`, and the terminal event's. */
 export const responsesUsageView: UsageView = {
   answer: (a) => typeof a.id === "string" && Array.isArray(a.output),
-  json: (answer, usage) => ({ ...answer, usage: encodeUsage(usage) }),
+  json: (answer, usage) => ({ ...answer, usage: encodeTokenUsage(usage) }),
   event: () => ({
     carries: (e) => RESPONSES_TERMINAL.has(e.event),
     write(e, usage) {
-      const data = parse(e);
-      data.response = { ...obj(data.response), usage: encodeUsage(usage) };
+      const data = eventJson(e);
+      data.response = { ...asObject(data.response), usage: encodeTokenUsage(usage) };
       return encodeSse(JSON.stringify(data), e.event);
     },
   }),

@@ -1,0 +1,183 @@
+/**
+ * The canonical form → a Responses answer for the client (pure; `openai-responses.md` §4): output
+ * items with ids derived from the answer's, another provider's opaque state as the
+ * `encrypted_content` token of a reasoning item (a Gemini signature on a call on an empty
+ * reasoning item just before it; one on a text part has no slot and is not carried), calls as the
+ * client declared their tools (free-form calls as `custom_tool_call`s, namespaced ones with their
+ * `namespace`), and the response object around them. The stream encoder writes items with the
+ * same functions.
+ */
+import type { AnswerInfo } from "../../translate/codec.ts";
+import { customInput, isCustomCall } from "../../translate/custom_tools.ts";
+import type {
+  CanonicalResponse,
+  HostedCallPart,
+  Json,
+  Opaque,
+  TokenUsage,
+} from "../../translate/ir.ts";
+import { shortHash, stringifyArguments } from "../../translate/tool_ids.ts";
+import { encodeStatus } from "./status.ts";
+import { encodeTokenUsage } from "./token_usage.ts";
+
+/** An output item id derived from the answer's id and the item's place (pure, stable). */
+export function itemId(prefix: string, info: AnswerInfo, index: number): string {
+  return `${prefix}_${shortHash(`${info.id}#${index}`)}${shortHash(`${index}#${info.id}`)}`;
+}
+
+/** A reasoning item for the client, its opaque state as a token. */
+export function reasoningItem(
+  id: string,
+  text: string,
+  opaque: Opaque | undefined,
+  info: AnswerInfo,
+): Json {
+  return {
+    id,
+    type: "reasoning",
+    summary: text ? [{ type: "summary_text", text }] : [],
+    ...(opaque ? { encrypted_content: info.token(opaque, text) } : {}),
+  };
+}
+
+/** A finished message item holding `text`. */
+export function messageItem(id: string, text: string): Json {
+  return {
+    id,
+    type: "message",
+    status: "completed",
+    role: "assistant",
+    content: [{ type: "output_text", text, annotations: [], logprobs: [] }],
+  };
+}
+
+/** A call as the client declared its tool: custom or function, with its namespace. */
+export function callItem(
+  id: string,
+  part: { id: string; name: string; input: unknown; kind?: string },
+  info: AnswerInfo,
+): Json {
+  const named = info.namespaced?.get(part.name);
+  const name = named ? { name: named.name, namespace: named.namespace } : { name: part.name };
+  if (isCustomCall(part, info)) {
+    return {
+      id,
+      type: "custom_tool_call",
+      status: "completed",
+      call_id: part.id,
+      ...name,
+      input: customInput(part.input),
+    };
+  }
+  return {
+    id,
+    type: "function_call",
+    status: "completed",
+    call_id: part.id,
+    ...name,
+    arguments: stringifyArguments(part.input),
+  };
+}
+
+/** A finished web search record. */
+export function webSearchItem(id: string, part: HostedCallPart): Json {
+  return {
+    id: part.id || id,
+    type: "web_search_call",
+    status: "completed",
+    action: { type: "search", query: part.query ?? "" },
+  };
+}
+
+/**
+ * The response object around `output`: status and usage given by the finish (in progress
+ * without one), and the echoed request fields the SDKs read, as OpenAI writes them. There is no
+ * `output_text` (the SDKs compute it).
+ */
+export function responseObject(
+  info: AnswerInfo,
+  output: Json[],
+  finish: CanonicalResponse["finish"] | null,
+  usage: TokenUsage | null,
+): Json {
+  const state = finish ? encodeStatus(finish.reason) : null;
+  const status = state ? state.status : "in_progress";
+  return {
+    id: info.id,
+    object: "response",
+    created_at: info.created,
+    status,
+    background: false,
+    completed_at: status === "completed" ? info.created : null,
+    error: null,
+    incomplete_details: state?.incomplete ? { reason: state.incomplete } : null,
+    instructions: null,
+    max_output_tokens: null,
+    max_tool_calls: null,
+    model: info.model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: null,
+    prompt_cache_key: null,
+    reasoning: { effort: null, summary: null },
+    safety_identifier: null,
+    service_tier: "default",
+    store: true,
+    temperature: null,
+    text: { format: { type: "text" } },
+    tool_choice: "auto",
+    tools: [],
+    top_logprobs: 0,
+    top_p: null,
+    truncation: "disabled",
+    usage: usage ? encodeTokenUsage(usage) : null,
+    user: null,
+    metadata: {},
+  };
+}
+
+/** A canonical answer as a Responses `response` object. */
+export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): Json {
+  const output: Json[] = [];
+  /** The message item consecutive text parts go into. */
+  let message: Json | null = null;
+  for (const part of response.content) {
+    if (part.type === "text") {
+      if (!part.text) continue;
+      if (message) {
+        const content = (message.content as Json[])[0];
+        content.text = String(content.text) + part.text;
+      } else {
+        message = messageItem(itemId("msg", info, output.length), part.text);
+        output.push(message);
+      }
+      continue;
+    }
+    message = null;
+    switch (part.type) {
+      case "reasoning":
+        if (part.text || part.opaque) {
+          output.push(
+            reasoningItem(itemId("rs", info, output.length), part.text, part.opaque, info),
+          );
+        }
+        break;
+      case "tool-call":
+        if (part.opaque) {
+          output.push(reasoningItem(itemId("rs", info, output.length), "", part.opaque, info));
+        }
+        output.push(
+          callItem(
+            itemId(isCustomCall(part, info) ? "ctc" : "fc", info, output.length),
+            part,
+            info,
+          ),
+        );
+        break;
+      case "hosted-call":
+        output.push(webSearchItem(itemId("ws", info, output.length), part));
+        break;
+    }
+  }
+  return responseObject(info, output, response.finish, response.usage);
+}

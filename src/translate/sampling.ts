@@ -1,0 +1,136 @@
+/**
+ * Sampling parameters and limits (pure): the canonical request's plain values — the output cap,
+ * temperature, top-p, top-k, seed, the penalties, stop sequences and the answers asked for — and
+ * the field that carries each in every protocol, in one table that every codec reads and writes
+ * through. A protocol without a field for a parameter (Responses' `top_k`, Messages' `seed`)
+ * neither reads nor writes it: a hint with no field on the other side is not sent.
+ */
+import { optionalNumber, stringList } from "../http/json.ts";
+import { inexpressible } from "./inexpressible.ts";
+import type { CanonicalRequest, Json, ProtocolId } from "./ir.ts";
+
+/** The canonical sampling parameters. */
+export type SamplingKey =
+  | "maxOutputTokens"
+  | "temperature"
+  | "topP"
+  | "topK"
+  | "seed"
+  | "presencePenalty"
+  | "frequencyPenalty"
+  | "stop"
+  | "choices";
+
+/** A request's sampling parameters. */
+export type Sampling = Pick<CanonicalRequest, SamplingKey>;
+
+/**
+ * Each protocol's fields for the sampling parameters, in the order its codec reads them. Where a
+ * protocol takes several names for one (chat's output cap), the first present one is read and the
+ * first is written; Gemini's are members of `generationConfig`, read in either spelling.
+ */
+export const SAMPLING_FIELDS: Record<ProtocolId, Partial<Record<SamplingKey, string | string[]>>> =
+  {
+    responses: {
+      maxOutputTokens: "max_output_tokens",
+      temperature: "temperature",
+      topP: "top_p",
+    },
+    messages: {
+      maxOutputTokens: "max_tokens",
+      temperature: "temperature",
+      topP: "top_p",
+      topK: "top_k",
+      stop: "stop_sequences",
+    },
+    chat: {
+      maxOutputTokens: ["max_completion_tokens", "max_tokens"],
+      temperature: "temperature",
+      topP: "top_p",
+      seed: "seed",
+      presencePenalty: "presence_penalty",
+      frequencyPenalty: "frequency_penalty",
+      stop: "stop",
+      choices: "n",
+    },
+    generate: {
+      maxOutputTokens: "maxOutputTokens",
+      temperature: "temperature",
+      topP: "topP",
+      topK: "topK",
+      seed: "seed",
+      presencePenalty: "presencePenalty",
+      frequencyPenalty: "frequencyPenalty",
+      choices: "candidateCount",
+      stop: "stopSequences",
+    },
+  };
+
+/** A protocol's sampling fields as (parameter, names) pairs, in its order. */
+function fieldsOf(protocol: ProtocolId): [SamplingKey, string[]][] {
+  return Object.entries(SAMPLING_FIELDS[protocol]).map(([key, names]) => [
+    key as SamplingKey,
+    typeof names === "string" ? [names] : names,
+  ]);
+}
+
+/** How a decoder reaches a protocol's fields: where they are, and their names in errors. */
+export interface SamplingSource {
+  /** The member `name` of `from` (Gemini: in either spelling). */
+  get?(from: Json, name: string): unknown;
+  /** What an error's field name starts with (`generationConfig.`). */
+  prefix?: string;
+}
+
+/**
+ * Reads the protocol's sampling fields of `from` into `request`: numbers (a value of another type
+ * is a 400 naming its field), and stop sequences (a string alone is one; none is no field).
+ */
+export function decodeSampling(
+  protocol: ProtocolId,
+  from: Json,
+  request: CanonicalRequest,
+  source: SamplingSource = {},
+): void {
+  const get = source.get ?? ((value: Json, name: string) => value[name]);
+  const prefix = source.prefix ?? "";
+  for (const [key, names] of fieldsOf(protocol)) {
+    if (key === "stop") {
+      const stop = stringList(get(from, names[0]), prefix + names[0]);
+      if (stop?.length) request.stop = stop;
+      continue;
+    }
+    for (const name of names) {
+      const value = optionalNumber(get(from, name), prefix + name);
+      if (value === undefined) continue;
+      request[key] = value;
+      break;
+    }
+  }
+}
+
+/**
+ * Writes `sampling`'s values into `to` under the protocol's names (`names` overrides some, e.g.
+ * chat's output cap by the upstream's dialect). Answers asked for are never written: every
+ * encoder asks for one (see `oneAnswer`).
+ */
+export function encodeSampling(
+  protocol: ProtocolId,
+  sampling: Sampling,
+  to: Json,
+  names: Partial<Record<SamplingKey, string>> = {},
+): void {
+  for (const [key, fields] of fieldsOf(protocol)) {
+    const value = sampling[key];
+    if (key === "choices" || value === undefined) continue;
+    if (Array.isArray(value) && !value.length) continue;
+    to[names[key] ?? fields[0]] = value;
+  }
+}
+
+/** An encoder's first check: more than one answer per call is refused (`target` names it). */
+export function oneAnswer(request: CanonicalRequest, target: string): void {
+  if ((request.choices ?? 1) > 1) {
+    throw inexpressible(request.fields.choices ?? "n", "more than one answer per call", target);
+  }
+}
