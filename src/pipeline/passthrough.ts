@@ -204,8 +204,9 @@ export async function routeCall(
   const catalog = ctx.services.config.catalog;
   const abort = new AbortController();
   // The client's signal is looked at only once the call has to wait, try again or has taken a
-  // while: Deno makes (and at the end aborts, with an exception's stack) a request's signal the
-  // first time it is read, which costs every quick call.
+  // while: Deno makes a request's signal the first time it is read, which costs every quick call.
+  // It aborts only when the client goes away (deno.json opts in to `no-legacy-abort`: without it
+  // Deno also aborts it once a response is sent, and warns about that on the first request).
   let client: AbortSignal | undefined;
   const gone = () => abort.abort();
   const watchClient = () => {
