@@ -456,7 +456,7 @@ export async function openBill(store: Store, call: OpenBill): Promise<Bill> {
 
 /**
  * A limited hold refused: the client's error, and the refusal it came from (a caller may retry
- * under a smaller output cap, see `pipeline/reserve.ts`).
+ * under a smaller output cap, see `pipeline/admit.ts`).
  */
 export class LimitRefused extends GatewayError {
   constructor(readonly refusal: LimitRefusal, error: GatewayError) {

@@ -10,7 +10,8 @@ import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { openaiUsage } from "../billing/usage.ts";
 import { estimateInput } from "../billing/estimate.ts";
-import { type PassThrough, routeCall } from "../pipeline/passthrough.ts";
+import type { Call } from "../pipeline/call.ts";
+import { routeCall } from "../pipeline/route.ts";
 import { withUpstreamModel } from "../http/forwarded_body.ts";
 import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
@@ -35,7 +36,7 @@ export const compactResponse: Handler = async (ctx) => {
   await loadNamedState(ctx, body.value);
   const input = callInput(ctx);
   const state = responsesState(input, body.value);
-  const build = (m: ResolvedModel): PassThrough => ({
+  const build = (m: ResolvedModel): Call => ({
     ctx,
     format: "openai",
     endpoint: "compact",

@@ -13,7 +13,7 @@ import { validate } from "../http/validate.ts";
 import { openBill } from "../billing/ledger.ts";
 import { emptyUsage, price, videoSecondRate } from "../billing/price.ts";
 import { withUpstreamModel } from "../http/forwarded_body.ts";
-import { sendHeld } from "../pipeline/attempt.ts";
+import { sendHeld } from "../pipeline/send.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
 import { scopeOf } from "../pipeline/scope.ts";
 import { refreshJob, renderVideo } from "../pipeline/video_jobs.ts";

@@ -1,6 +1,7 @@
 /**
- * What one call is, as the pipeline runs it (`passthrough.ts` routes it, `attempt.ts` holds and
- * sends it): the upstream request and how its answer is read, metered, shown and kept.
+ * What one call is, as the pipeline runs it (`route.ts` routes it, `admit.ts` holds it, `send.ts`
+ * sends it, `relay.ts` relays its answer): the upstream request and how its answer is read,
+ * metered, shown and kept.
  */
 import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
 import type { Usage } from "../billing/price.ts";
@@ -14,7 +15,8 @@ import type { CanonicalResponse } from "../translate/ir.ts";
 import type { TokenRequest } from "../billing/reserve.ts";
 import type { CreatedObject } from "../billing/usage.ts";
 
-export interface PassThrough {
+/** One call to an upstream, in its upstream's protocol, and how its answer is read and shown. */
+export interface Call {
   ctx: RequestContext;
   format: ErrorFormat;
   /** Ledger endpoint name, e.g. `responses`. */

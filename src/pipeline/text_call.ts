@@ -3,8 +3,8 @@
  * read the client's request in its protocol, resolve the model, plan the call (see
  * `translate/plan.ts`), then run it: the body as it is when the provider speaks the client's
  * protocol, or decoded into the canonical form and encoded in the provider's. Everything after —
- * the hold, the send, the relay and the settlement — is `passThrough`, metered on the upstream's
- * side.
+ * the route, the hold, the send, the relay and the settlement — is `routeCall`'s (see `route.ts`),
+ * metered on the upstream's side.
  */
 import type { Handler, RequestContext } from "../context.ts";
 import { type JsonBody, readJsonObject } from "../http/body.ts";
@@ -17,7 +17,8 @@ import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
 import { planCall } from "../translate/plan.ts";
-import { type PassThrough, routeCall, type Translation } from "./passthrough.ts";
+import type { Call, Translation } from "./call.ts";
+import { routeCall } from "./route.ts";
 import { resolveModel } from "./resolve.ts";
 import { callInput, loadNamedState } from "./named_state.ts";
 import { conversationOf } from "./conversations.ts";
@@ -46,7 +47,7 @@ function buildCall(
   accepted: Accepted,
   body: JsonBody,
   model: ResolvedModel,
-): PassThrough {
+): Call {
   const plan = planCall(client.id, protocolsOf(model.provider));
   if (plan.kind === "refuse") {
     throw new GatewayError(400, `The model \`${model.id}\` cannot be reached from this route.`, {
@@ -82,7 +83,7 @@ function buildCall(
   return translated(ctx, input, client, upstream, accepted, body.value, model);
 }
 
-/** What every text call tells `passThrough`: the call as its upstream's protocol prepared it. */
+/** What every text call is: the call as its upstream's protocol prepared it. */
 function callOptions(
   ctx: RequestContext,
   client: WireProtocol,
@@ -112,7 +113,7 @@ function translated(
   accepted: Accepted,
   clientBody: Record<string, unknown>,
   model: ResolvedModel,
-): PassThrough {
+): Call {
   const own = client.decodeRequest(clientBody, { stream: accepted.stream });
   const conversation = conversationOf(client.id);
   const request = conversation ? conversation.restore(ctx, clientBody, own) : own;

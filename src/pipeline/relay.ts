@@ -1,5 +1,5 @@
 /**
- * One call: reserve, send, relay, settle. The body goes upstream as the caller built it (on
+ * Relaying an answer to the client: the body goes upstream as the caller built it (on
  * pass-through only the model id, credentials and — when the balance requires it — the output cap
  * change); the answer is relayed as it is — JSON whole, streams unit by unit — or, for a
  * translated call, decoded from the upstream's protocol and encoded in the client's, event by
@@ -7,38 +7,25 @@
  * released unbilled.
  */
 import { inputTotal, type Usage } from "../billing/price.ts";
-import type { ProviderEntry, ResolvedModel } from "../catalog/catalog.ts";
-import type { RequestContext } from "../context.ts";
-import { GatewayError, retryAfterSeconds } from "../http/errors.ts";
-import { readWhole, relayStream } from "../http/relay.ts";
-import type { SseEvent } from "../http/sse.ts";
-import { keysResting } from "../providers/index.ts";
-import { requirePriced } from "./reserve.ts";
-import { deadline } from "../http/deadlines.ts";
-import { redact } from "./upstream_errors.ts";
-import { callRoute } from "../context.ts";
-import { candidates, ownTarget, passOver, soonestWake } from "../routing/candidates.ts";
-import { noteCalled } from "../routing/status.ts";
-import { isHealthFailure, recordOutcome } from "../routing/circuit.ts";
-import { acquire, type Lease } from "../routing/limits.ts";
-import { attempt, type Attempted } from "./attempt.ts";
-import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
-import { log } from "../log.ts";
-import type { Codec } from "../translate/codec.ts";
-import type { CanonicalResponse } from "../translate/ir.ts";
-import { collect } from "../translate/collect.ts";
-import type { TokenUsage } from "../translate/ir.ts";
 import type { Charged } from "../billing/ledger.ts";
 import { tokenUsageOf } from "../billing/usage.ts";
 import { utf8Length } from "../billing/estimate.ts";
-import { faultPoint } from "../test_hooks.ts";
-import { scopeOf } from "./scope.ts";
-import { principalMayCall } from "./resolve.ts";
-import { metrics, UPSTREAM_RETRIES, UPSTREAM_SECONDS } from "../metrics/gateway.ts";
+import { GatewayError } from "../http/errors.ts";
+import { readWhole, relayStream } from "../http/relay.ts";
+import type { SseEvent } from "../http/sse.ts";
+import { log } from "../log.ts";
+import { metrics, UPSTREAM_SECONDS } from "../metrics/gateway.ts";
 import { type CallSpan, providerName } from "../metrics/trace.ts";
-
-export type { PassThrough, Translation } from "./call.ts";
-import type { PassThrough, Translation } from "./call.ts";
+import type { Lease } from "../routing/limits.ts";
+import { faultPoint } from "../test_hooks.ts";
+import type { Codec } from "../translate/codec.ts";
+import { collect } from "../translate/collect.ts";
+import type { CanonicalResponse, TokenUsage } from "../translate/ir.ts";
+import type { Call, Translation } from "./call.ts";
+import { scopeOf } from "./scope.ts";
+import type { Answered } from "./send.ts";
+import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
+import { redact } from "./upstream_errors.ts";
 
 /** The response header that tells a client the output cap the gateway imposed. */
 export const OUTPUT_CAP_HEADER = "x-switchyard-max-output-tokens";
@@ -135,7 +122,7 @@ function traceUsage(trace: CallSpan, usage: Usage, finish: string[]): void {
 }
 
 /** Records what the answer created, with the conversation's size for later holds. */
-function remember(p: PassThrough, objects: CreatedObject[], contextTokens: number): void {
+function remember(p: Call, objects: CreatedObject[], contextTokens: number): void {
   if (!p.objectsFromJson || !objects.length) return;
   const kept = p.keepResponses === false
     ? objects.filter((object) => object.kind !== "response")
@@ -160,204 +147,14 @@ function answerDeadline(idleMs: number, maxMs: number): number {
   return limits.length ? Math.min(...limits) : 0;
 }
 
-/** A limit-bound wait that ran out, as the client sees it when nothing else could answer. */
-function atCapacity(retryMs: number): GatewayError {
-  const seconds = retryAfterSeconds(retryMs);
-  return new GatewayError(
-    429,
-    `The upstream deployments of this model are at capacity; retry after ${seconds}s.`,
-    { headers: { "retry-after": String(seconds) }, code: "upstream_capacity" },
-  );
-}
-
-/** How long a call runs before its client's connection is watched (see `routeCall`). */
-const WATCH_CLIENT_MS = 1000;
-
-/** The client went away before an answer: nothing more is tried (the answer reaches no one). */
-const GONE = new GatewayError(499, "The client closed the request.");
-
-/** Runs a call bound to its model's own deployment end to end (see `routeCall`). */
-export function passThrough(p: PassThrough): Promise<Response> {
-  return routeCall(p.ctx, p.model, () => p, false);
-}
-
-/**
- * Runs a call end to end: with `retarget`, its model's deployments in turn, then its fallbacks
- * (see `routing/candidates.ts`), else the model's own deployment only; each attempt with its own
- * hold (see `attempt.ts`), moving on while the failure is one `routing.retryOn` names and
- * attempts and budget remain. The first answer is relayed and never retried. `build` makes the
- * call for one deployment (lazily: a deployment that cannot take the request is passed over).
- * `pin` names the provider holding upstream state the call continues: only its deployments are
- * tried (all of them when the model has none of it); `reaches` passes over the providers the
- * endpoint cannot call (the embeddings route calls OpenAI-type providers only).
- */
-export async function routeCall(
-  ctx: RequestContext,
-  model: ResolvedModel,
-  build: (model: ResolvedModel) => PassThrough,
-  retarget: boolean,
-  pin?: string,
-  reaches?: (provider: ProviderEntry) => boolean,
-): Promise<Response> {
-  const route = callRoute(ctx);
-  const { board, settings } = route;
-  const catalog = ctx.services.config.catalog;
-  const abort = new AbortController();
-  // The client's signal is looked at only once the call has to wait, try again or has taken a
-  // while: Deno makes a request's signal the first time it is read, which costs every quick call.
-  // It aborts only when the client goes away (deno.json opts in to `no-legacy-abort`: without it
-  // Deno also aborts it once a response is sent, and warns about that on the first request).
-  let client: AbortSignal | undefined;
-  const gone = () => abort.abort();
-  const watchClient = () => {
-    if (client) return;
-    client = ctx.req.signal;
-    if (client.aborted) abort.abort();
-    else client.addEventListener("abort", gone, { once: true });
-  };
-  const stopWatch = deadline(WATCH_CLIENT_MS, watchClient);
-  const r = model.route;
-  route.alternatives = retarget &&
-    (r.targets.length > 1 || r.fallbacks.length > 0 || r.contextFallback !== undefined);
-  const allowed = (id: string) => principalMayCall(ctx, id);
-  const queueOf = (root: ResolvedModel) =>
-    retarget
-      ? candidates(board, catalog, root, settings.circuit, pin, reaches, allowed)
-      : ownTarget(board, root, settings.circuit);
-  /** The model the rounds start from (a context-window fallback's, once jumped). */
-  let root = model;
-  let queue = queueOf(root);
-  let failure: Extract<Attempted, { ok: false }> | undefined;
-  /** The error of the first deployment that could not take the request. */
-  let unbuilt: GatewayError | undefined;
-  /** The soonest a deployment at its limits may take a call (ms from then); 0: none was. */
-  let limited = 0;
-  const tried = new Set<string>();
-  /** Upstream requests made when this round over the candidates began. */
-  let roundFrom = 0;
-  try {
-    for (;;) {
-      if (abort.signal.aborted) throw GONE;
-      if (!route.canStart()) break;
-      const next = queue.next();
-      if (next.done) {
-        // Another round over the same upstreams, while the last made a request and the failure
-        // allows (attempts and budget are checked above).
-        if (!failure?.again || route.count === roundFrom) break;
-        roundFrom = route.count;
-        queue = queueOf(root);
-        continue;
-      }
-      const candidate = next.value;
-      let call: PassThrough;
-      try {
-        call = build(candidate.model);
-        // A tier or hosted tool this deployment does not price: another may.
-        if (call.tokens) requirePriced(call.model, call.tokens);
-      } catch (error) {
-        passOver(candidate);
-        if (!(error instanceof GatewayError) || error.status >= 500) throw error;
-        unbuilt ??= error;
-        continue;
-      }
-      if (route.count > 0) watchClient();
-      if (abort.signal.aborted) throw GONE;
-      if (tried.has(candidate.target.name)) await route.backoff(abort.signal);
-      // Waits for limits, too, end with the budget.
-      const queueMs = Math.max(0, Math.min(settings.queueMs, route.remainingMs()));
-      const place = await acquire(
-        candidate.slot,
-        candidate.target,
-        queueMs,
-        abort.signal,
-        watchClient,
-      );
-      if ("lease" in place) {
-        passOver(candidate);
-        if (abort.signal.aborted) throw GONE;
-        limited = limited ? Math.min(limited, place.retryMs) : place.retryMs;
-        continue;
-      }
-      const lease = place;
-      noteCalled(candidate.target);
-      tried.add(candidate.target.name);
-      const sentBefore = route.count;
-      let outcome: Attempted;
-      try {
-        outcome = await attempt(call, abort);
-      } catch (error) {
-        lease.release();
-        passOver(candidate);
-        if (abort.signal.aborted) throw GONE;
-        // Another deployment's call that cannot be held (its price, the balance): the failure
-        // before stands.
-        if (failure && error instanceof GatewayError && error.status < 500) continue;
-        throw error;
-      }
-      // Only an upstream's answer (or its silence) says anything about its health.
-      if (route.count > sentBefore) {
-        const ok = outcome.ok || !isHealthFailure(outcome.kind);
-        recordOutcome(candidate.slot, ok, candidate.probe, settings.circuit);
-      } else passOver(candidate);
-      if (outcome.ok) {
-        route.served = { provider: candidate.target.provider.name, model: candidate.model.id };
-        ctx.log.provider = candidate.target.provider.name;
-        if (candidate.model.id !== model.id) ctx.log.served_model = candidate.model.id;
-        // A JSON answer is read whole before it is relayed: the client may still leave meanwhile.
-        return await relayGuarded(call, outcome, abort, lease);
-      }
-      lease.release();
-      watchClient();
-      if (abort.signal.aborted) throw GONE;
-      const contextFallback = candidate.model.route.contextFallback;
-      // Once: the jump's own model is the root from then on.
-      if (
-        outcome.kind === "context" && contextFallback && retarget && root === model &&
-        allowed(contextFallback)
-      ) {
-        const resolved = catalog.resolve(contextFallback);
-        if (resolved.ok) {
-          metrics.add(UPSTREAM_RETRIES, [candidate.target.provider.name, "context"]);
-          failure = outcome;
-          root = resolved.model;
-          queue = queueOf(root);
-          tried.clear();
-          roundFrom = route.count;
-          continue;
-        }
-      }
-      const kind = outcome.kind;
-      if (!kind || kind === "context" || !outcome.again || !route.retries(kind)) {
-        return await outcome.respond();
-      }
-      metrics.add(UPSTREAM_RETRIES, [candidate.target.provider.name, kind]);
-      failure = outcome;
-    }
-  } finally {
-    stopWatch();
-    client?.removeEventListener("abort", gone);
-  }
-  if (failure) return await failure.respond();
-  if (limited) throw atCapacity(limited);
-  if (unbuilt) throw unbuilt;
-  // Nothing was offered: every deployment's keys rest after rate limits (or none could be called).
-  const wakes = soonestWake(board, root);
-  if (!wakes) {
-    throw new GatewayError(503, "No upstream of this gateway can serve this call now.", {
-      code: "upstream_unavailable",
-    });
-  }
-  throw keysResting(wakes);
-}
-
 /**
  * Relays an answer; should anything fail before the relay owns it, the call's place, hold and
  * upstream body are given back (a settled hold stays settled: releasing it is a no-op). The
  * request's scope does the same for whatever fails after (see `scope.ts`).
  */
-async function relayGuarded(
-  p: PassThrough,
-  answer: Extract<Attempted, { ok: true }>,
+export async function relayGuarded(
+  p: Call,
+  answer: Answered,
   abort: AbortController,
   lease: Lease,
 ): Promise<Response> {
@@ -384,8 +181,8 @@ function unreadable(what: string): GatewayError {
 
 /** The relay of an attempt's answer: the client's response, settled when it ends. */
 async function relayAnswer(
-  p: PassThrough,
-  answer: Extract<Attempted, { ok: true }>,
+  p: Call,
+  answer: Answered,
   abort: AbortController,
   lease: Lease,
 ): Promise<Response> {
