@@ -11,7 +11,15 @@ import type { Charged } from "../billing/ledger.ts";
 import { tokenUsageOf } from "../billing/usage.ts";
 import { utf8Length } from "../billing/estimate.ts";
 import { GatewayError } from "../http/errors.ts";
-import { readWhole, relayStream } from "../http/relay.ts";
+import {
+  PassUnits,
+  ReadUnits,
+  readWhole,
+  relayStream,
+  RewriteUnits,
+  UnitFramer,
+  type UnitOutput,
+} from "../http/relay.ts";
 import type { SseEvent } from "../http/sse.ts";
 import { log } from "../log.ts";
 import { metrics, UPSTREAM_SECONDS } from "../metrics/gateway.ts";
@@ -19,9 +27,9 @@ import { type CallSpan, providerName } from "../metrics/trace.ts";
 import type { Lease } from "../routing/limits.ts";
 import { faultPoint } from "../test_hooks.ts";
 import type { Codec } from "../translate/codec.ts";
-import { collect } from "../translate/collect.ts";
-import type { CanonicalResponse, TokenUsage } from "../translate/ir.ts";
-import type { Call, Translation } from "./call.ts";
+import { Transcoder } from "../translate/transcode.ts";
+import type { CanonicalResponse } from "../translate/ir.ts";
+import type { Call } from "./call.ts";
 import { scopeOf } from "./scope.ts";
 import type { Answered } from "./send.ts";
 import { type CreatedObject, rememberObjects } from "./upstream_objects.ts";
@@ -29,68 +37,6 @@ import { redact } from "./upstream_errors.ts";
 
 /** The response header that tells a client the output cap the gateway imposed. */
 export const OUTPUT_CAP_HEADER = "x-switchyard-max-output-tokens";
-
-/**
- * What a translated stream's relay runs: one unit in, the client's bytes out. `shown` gives, when
- * the stream finishes, the usage its client is to be shown instead of the upstream's (when the
- * gateway charges an estimate or the hold), or null.
- */
-function transcoder(t: Translation, shown: () => TokenUsage | null, readable: () => boolean) {
-  let out = "";
-  const collector = t.onAnswer ? collect() : undefined;
-  const encoder = t.client.streamEncoder((text) => {
-    out += text;
-  }, t.info);
-  /** The upstream's stream made an answer: its finish was decoded, after output or usage. */
-  let answered = false;
-  /** The client was sent the protocol's error: nothing more is encoded. */
-  let failed = false;
-  const fail = () => {
-    failed = true;
-    encoder.fail("The upstream provider's stream could not be read.");
-  };
-  const decoder = t.upstream.streamDecoder((event) => {
-    if (failed) return;
-    if (event.type === "finish") {
-      // A finish with neither output nor usage before it: nothing was read (a stream of `null`s).
-      if (!readable()) return fail();
-      answered = true;
-      const usage = shown();
-      if (usage) event = { ...event, usage };
-    }
-    collector?.push(event);
-    encoder.push(event);
-  }, t.provider);
-  const take = () => {
-    const text = out;
-    out = "";
-    return text;
-  };
-  return {
-    rewrite(event: SseEvent): string | null {
-      decoder.push(event);
-      return take() || null;
-    },
-    flush(): string {
-      decoder.end();
-      if (!answered) {
-        // Nothing of the upstream's stream could be read as an answer: the client is told so.
-        if (!failed) fail();
-        return take();
-      }
-      const answer = collector?.result();
-      if (answer) t.onAnswer!(answer);
-      return take();
-    },
-    /** Whether the upstream's stream made an answer (else the client was sent an error). */
-    answered: () => answered,
-    errorTail(): Uint8Array | undefined {
-      encoder.fail("The upstream provider ended the stream unexpectedly.");
-      const text = take();
-      return text ? new TextEncoder().encode(text) : undefined;
-    },
-  };
-}
 
 /** A trace's view of a stream: the finish reasons its upstream events state. */
 function finishReasons(codec: Codec, provider: string) {
@@ -219,14 +165,14 @@ async function relayAnswer(
       return charged;
     };
     const translated = p.translate
-      ? transcoder(
-        p.translate,
-        () => {
+      ? new Transcoder(p.translate, {
+        shown: () => {
           const charged = showable();
           return charged && tokenUsageOf(charged.usage);
         },
-        () => meter.outputBytes() > 0 || meter.complete(),
-      )
+        readable: () => meter.outputBytes() > 0 || meter.complete(),
+        answer: p.translate.onAnswer,
+      })
       : undefined;
     if (translated) {
       headers.set(
@@ -235,30 +181,38 @@ async function relayAnswer(
       );
       headers.set("cache-control", "no-cache");
     }
-    const view = translated ? undefined : p.showUsage?.event?.();
     const finishes = reader ? finishReasons(reader, model.provider.name) : undefined;
     trace?.defer();
     bill.toStream();
-    const body = relayStream(upstream.body, {
-      framing: p.framing ?? "sse",
-      onEvent: finishes
+    const redacted = (text: string) => redact(text, model);
+    const read = new ReadUnits(
+      finishes
         ? (event) => {
           meter.onEvent(event);
           finishes.push(event);
         }
         : meter.onEvent,
-      finished: meter.finished,
-      errorTail: translated ? translated.errorTail : p.errorTail,
-      rewrite: translated ? translated.rewrite : p.rewrite,
-      replace: view
-        ? (event) => {
-          if (shown || !view.carries(event)) return null;
-          const charged = showable();
-          return charged && view.write(event, tokenUsageOf(charged.usage));
-        }
-        : undefined,
-      flush: translated?.flush,
-      redact: (text) => redact(text, model),
+      meter.finished,
+    );
+    const tail = p.errorTail ?? (() => undefined);
+    let out: UnitOutput;
+    if (translated) out = new RewriteUnits(translated, redacted);
+    else if (p.rewrite) out = new RewriteUnits({ unit: p.rewrite, cut: tail }, redacted);
+    else {
+      const view = p.showUsage?.event?.();
+      out = new PassUnits({
+        show: view
+          ? (event) => {
+            if (shown || !view.carries(event)) return null;
+            const charged = showable();
+            return charged && view.write(event, tokenUsageOf(charged.usage));
+          }
+          : undefined,
+        redact: redacted,
+        tail,
+      });
+    }
+    const body = relayStream(upstream.body, [new UnitFramer(p.framing ?? "sse"), read, out], {
       abort: () => abort.abort(),
       idleMs: config.streamIdleTimeoutMs,
       maxMs: config.streamMaxMs,
