@@ -43,7 +43,7 @@ export function callRoute(ctx: RequestContext): CallRoute {
   return ctx.route ??= new CallRoute(ctx.services.config.routing, boardOf(ctx.services));
 }
 
-/** What a request opened that must end with it (see `pipeline/scope.ts`). */
+/** What a request opened that must end with it (see `pipeline/settle.ts`). */
 export interface RequestScope {
   /** Ends it; `failed`: the client is told the request failed. Never throws. */
   close(failed: boolean): Promise<void>;
@@ -67,7 +67,7 @@ export interface RequestContext {
   now(): number;
   /** Headers its response carries besides the server's own (the key's token limits). */
   headers?: Record<string, string>;
-  /** Its holds and upstream requests, made on first use (see `pipeline/scope.ts`). */
+  /** Its holds and upstream requests, made on first use (see `pipeline/settle.ts`). */
   scope?: RequestScope;
   /** The stored state the request names (see `pipeline/named_state.ts`). */
   named?: NamedState;

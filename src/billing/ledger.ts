@@ -24,7 +24,7 @@ import { noteSpent } from "./spend_notes.ts";
 
 /**
  * Where a request keeps its bills, so that whatever way the request ends, none stays open (see
- * `pipeline/scope.ts`): every bill is added to its request's scope as it is opened.
+ * `pipeline/settle.ts`): every bill is added to its request's scope as it is opened.
  */
 export interface BillScope {
   hold(bill: Bill): void;

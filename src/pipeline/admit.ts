@@ -4,7 +4,7 @@
  * field for what the catalog does not price (a service tier, a hosted tool), with a 402 when the
  * available balance cannot cover the smallest call, with a 429 when a budget, the key's tokens per
  * minute or its calls in flight refuse it — and a unit-billed call (images, search) holds what it
- * asks for. The hold is taken in the request's scope (see `scope.ts`), so nothing outlives the
+ * asks for. The hold is taken in the request's scope (see `settle.ts`), so nothing outlives the
  * request that took it.
  */
 import type { RequestContext } from "../context.ts";
@@ -23,7 +23,7 @@ import { type Plan, planTokenCall } from "../billing/reserve.ts";
 import type { TokenRequest } from "../billing/reserve.ts";
 import { faultPoint } from "../test_hooks.ts";
 import type { Call } from "./call.ts";
-import { scopeOf } from "./scope.ts";
+import { scopeOf } from "./settle.ts";
 
 /** A call admitted at one deployment: its hold, and the output cap to send when one was imposed. */
 export interface Admitted {

@@ -18,7 +18,7 @@ import { acquire } from "../routing/limits.ts";
 import { noteCalled } from "../routing/status.ts";
 import { admit, requirePriced } from "./admit.ts";
 import type { Call } from "./call.ts";
-import { relayGuarded } from "./relay.ts";
+import { relay } from "./relay.ts";
 import { principalMayCall } from "./resolve.ts";
 import { type Failed, send, type Sent } from "./send.ts";
 
@@ -166,7 +166,7 @@ export async function routeCall(
         ctx.log.provider = candidate.target.provider.name;
         if (candidate.model.id !== model.id) ctx.log.served_model = candidate.model.id;
         // A JSON answer is read whole before it is relayed: the client may still leave meanwhile.
-        return await relayGuarded(call, outcome, abort, lease);
+        return await relay(call, outcome, abort, lease);
       }
       lease.release();
       watchClient();

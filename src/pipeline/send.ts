@@ -22,7 +22,7 @@ import {
 import type { FailureKind } from "../routing/attempts.ts";
 import type { Admitted } from "./admit.ts";
 import type { Call } from "./call.ts";
-import { scopeOf } from "./scope.ts";
+import { scopeOf } from "./settle.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
 
 /** How providers say the input does not fit the model's context window. */
