@@ -9,7 +9,7 @@ import { Board } from "./routing/board.ts";
 import { CallRoute } from "./routing/attempts.ts";
 import type { StoredResponse, UpstreamObject } from "./store/store.ts";
 
-/** The stored state a request names, as the store holds it (see `pipeline/named_state.ts`). */
+/** The stored state a request names, as the store holds it (see `pipeline/resolve.ts`). */
 export interface NamedState {
   /** The upstream objects found, by id. */
   objects: Map<string, UpstreamObject>;
@@ -69,7 +69,7 @@ export interface RequestContext {
   headers?: Record<string, string>;
   /** Its holds and upstream requests, made on first use (see `pipeline/settle.ts`). */
   scope?: RequestScope;
-  /** The stored state the request names (see `pipeline/named_state.ts`). */
+  /** The stored state the request names (see `pipeline/resolve.ts`). */
   named?: NamedState;
 }
 

@@ -20,7 +20,8 @@ import type { AnswerInfo, Codec, UsageView } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import type { TokenRequest } from "../billing/reserve.ts";
 import type { CreatedObject } from "../billing/usage.ts";
-import { rememberObjects } from "./upstream_objects.ts";
+import { log } from "../log.ts";
+import { MAX_ID } from "./resolve.ts";
 
 /** One call to an upstream, in its upstream's protocol, and how its answer is read and shown. */
 export interface Call {
@@ -56,7 +57,7 @@ export interface Call {
   rewrite?: (event: SseEvent) => string | null;
   /**
    * The upstream objects a JSON answer created (streams: the meter's), recorded as the caller's
-   * (see `upstream_objects.ts`); absent when the call creates none that can be named later.
+   * (see `recordStep`); absent when the call creates none that can be named later.
    */
   objectsFromJson?: (body: unknown) => CreatedObject[];
   /** False when the answer's own response object is not stored upstream (not recorded then). */
@@ -233,9 +234,12 @@ function finishReasons(codec: Codec, provider: string) {
 }
 
 /**
- * The records step: the upstream objects a charged answer created are recorded as the caller's,
- * with the conversation's size for later holds — in the same commit as the charge (it runs just
- * before the settle step's `after`).
+ * The records step. Upstream state — stored responses, containers — lives under the operator's
+ * one upstream key, so one account must never reach another's: the objects a charged answer
+ * created are recorded as the caller's, with the conversation's size for later holds and the
+ * provider holding them, in the same commit as the charge (it runs just before the settle step's
+ * `after`). A request naming an object that is not its account's is refused as not found (the
+ * rule is `resolve.ts`'s; what each protocol's requests name is its own).
  */
 export const recordStep: StepOf = ({ call, bill }) => {
   if (!call.objectsFromJson) return undefined;
@@ -246,8 +250,20 @@ export const recordStep: StepOf = ({ call, bill }) => {
         ? end.objects.filter((object) => object.kind !== "response")
         : end.objects;
       if (!kept.length) return;
+      const { ctx } = call;
       const contextTokens = bill.contextTokens(end.charged, end.usage);
-      rememberObjects(call.ctx, kept, contextTokens, call.model.provider.name);
+      const provider = call.model.provider.name;
+      const accountId = ctx.principal!.accountId;
+      for (const { id, kind } of kept) {
+        if (id.length > MAX_ID) continue;
+        ctx.services.store.recordObject({ id, accountId, kind, contextTokens, provider })
+          .catch((error) =>
+            log("warn", "upstream object not recorded", {
+              request_id: ctx.requestId,
+              error: String(error),
+            })
+          );
+      }
     },
   };
 };

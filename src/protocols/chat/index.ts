@@ -27,9 +27,11 @@ export const chat: WireProtocol = {
   encodeResponse,
   streamDecoder: chatDecoder,
   streamEncoder: chatEncoder,
-  answerId: () => newId("chatcmpl-", 14),
-  usageView: chatUsageView,
-  errorTail: () => streamErrorChunk(),
+  answers: {
+    id: () => newId("chatcmpl-", 14),
+    usage: chatUsageView,
+    errorTail: () => streamErrorChunk(),
+  },
 
   accept(_input, body) {
     const request = validate(ChatRequest, body.value);

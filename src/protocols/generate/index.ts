@@ -34,11 +34,12 @@ export const generate: WireProtocol = {
   encodeResponse,
   streamDecoder: generateDecoder,
   streamEncoder: generateEncoder,
-  answerId: () => newId("", 11),
-  usageView: generateUsageView,
-  errorTail: (started, jsonArray) => jsonArray ? streamErrorElement(started) : streamErrorEvent(),
-  countClient: generateCountClient,
-  countUpstream: generateCountUpstream,
+  answers: {
+    id: () => newId("", 11),
+    usage: generateUsageView,
+    errorTail: (started, jsonArray) => jsonArray ? streamErrorElement(started) : streamErrorEvent(),
+  },
+  count: { client: generateCountClient, upstream: generateCountUpstream },
 
   accept(input, body) {
     validate(GenerateRequest, body.value);
