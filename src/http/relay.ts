@@ -28,7 +28,6 @@
  */
 import { chunkReader } from "./bytes.ts";
 import { deadline } from "./deadlines.ts";
-import { GatewayError } from "./errors.ts";
 import { JsonArrayScanner } from "./json_array.ts";
 import { type Framer, type SseEvent, SseScanner } from "./sse.ts";
 import { log } from "../log.ts";
@@ -490,28 +489,4 @@ export function relayStream(
       await Promise.all([end("cancel"), reader.cancel(reason).catch(() => {})]);
     },
   }, { highWaterMark: 1 }); // read one chunk ahead of the client
-}
-
-/**
- * Reads a whole upstream answer (JSON) natively, within `ms` of its headers: past that the
- * upstream request is aborted and a 504 thrown. An answer arrives in one go after its headers, so
- * one deadline (the stream idle limit) stands for both the idle and the total limit of streams.
- */
-export async function readWhole(
-  answer: Response,
-  limits: { abort(): void; ms: number },
-): Promise<string> {
-  if (limits.ms <= 0) return await answer.text();
-  const late = Promise.withResolvers<never>();
-  const stop = deadline(limits.ms, () => {
-    limits.abort();
-    late.reject(new GatewayError(504, "The upstream stopped sending its answer."));
-  });
-  const text = answer.text();
-  text.catch(() => {}); // abandoned when the deadline wins
-  try {
-    return await Promise.race([text, late.promise]);
-  } finally {
-    stop();
-  }
 }

@@ -14,10 +14,10 @@ import type { StreamMeter } from "../billing/usage.ts";
 import { tokenUsageOf } from "../billing/usage.ts";
 import { utf8Length } from "../billing/estimate.ts";
 import { GatewayError } from "../http/errors.ts";
+import { deadline } from "../http/deadlines.ts";
 import {
   PassUnits,
   ReadUnits,
-  readWhole,
   relayStream,
   RewriteUnits,
   UnitFramer,
@@ -67,6 +67,30 @@ function responseHeaders(upstream: Response): Headers {
 function answerDeadline(idleMs: number, maxMs: number): number {
   const limits = [idleMs, maxMs].filter((ms) => ms > 0);
   return limits.length ? Math.min(...limits) : 0;
+}
+
+/**
+ * Reads a whole upstream answer (JSON) natively, within `ms` of its headers: past that the
+ * upstream request is aborted and a 504 thrown. An answer arrives in one go after its headers, so
+ * one deadline (the stream idle limit) stands for both the idle and the total limit of streams.
+ */
+export async function readWhole(
+  answer: Response,
+  limits: { abort(): void; ms: number },
+): Promise<string> {
+  if (limits.ms <= 0) return await answer.text();
+  const late = Promise.withResolvers<never>();
+  const stop = deadline(limits.ms, () => {
+    limits.abort();
+    late.reject(new GatewayError(504, "The upstream stopped sending its answer."));
+  });
+  const text = answer.text();
+  text.catch(() => {}); // abandoned when the deadline wins
+  try {
+    return await Promise.race([text, late.promise]);
+  } finally {
+    stop();
+  }
 }
 
 /** The 502 of an answer the gateway cannot read: the client is told the call failed (unbilled). */

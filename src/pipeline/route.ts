@@ -12,10 +12,17 @@ import { GatewayError, retryAfterSeconds } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
 import { metrics, UPSTREAM_RETRIES } from "../metrics/gateway.ts";
 import { keysResting } from "../providers/index.ts";
-import { candidates, ownTarget, passOver, soonestWake } from "../routing/candidates.ts";
+import {
+  type Candidate,
+  candidates,
+  ownTarget,
+  passOver,
+  soonestWake,
+} from "../routing/candidates.ts";
 import { isHealthFailure, recordOutcome } from "../routing/circuit.ts";
 import { acquire } from "../routing/limits.ts";
 import { noteCalled } from "../routing/status.ts";
+import type { CallRoute } from "../routing/attempts.ts";
 import { admit, requirePriced } from "./admit.ts";
 import type { Call } from "./call.ts";
 import { relay } from "./relay.ts";
@@ -32,11 +39,81 @@ function atCapacity(retryMs: number): GatewayError {
   );
 }
 
-/** How long a call runs before its client's connection is watched (see `routeCall`). */
+/** How long a call runs before its client's connection is watched (see `ClientWatch`). */
 const WATCH_CLIENT_MS = 1000;
 
 /** The client went away before an answer: nothing more is tried (the answer reaches no one). */
 const GONE = new GatewayError(499, "The client closed the request.");
+
+/**
+ * The client's connection, watched only once the call has to wait, try again or has taken a
+ * while: Deno makes a request's signal the first time it is read, which costs every quick call.
+ * The signal aborts only when the client goes away (deno.json opts in to `no-legacy-abort`:
+ * without it Deno also aborts it once a response is sent, and warns about that on the first
+ * request); then the call is aborted.
+ */
+class ClientWatch {
+  #signal: AbortSignal | undefined;
+  readonly #gone = () => this.abort.abort();
+  readonly #stop: () => void;
+
+  constructor(private readonly req: Request, private readonly abort: AbortController) {
+    this.#stop = deadline(WATCH_CLIENT_MS, () => this.watch());
+  }
+
+  /** Starts watching (once); a client already gone aborts the call at once. */
+  watch(): void {
+    if (this.#signal) return;
+    this.#signal = this.req.signal;
+    if (this.#signal.aborted) this.abort.abort();
+    else this.#signal.addEventListener("abort", this.#gone, { once: true });
+  }
+
+  stop(): void {
+    this.#stop();
+    this.#signal?.removeEventListener("abort", this.#gone);
+  }
+}
+
+/** The deployments a call is offered to, round after round (see `routeCall`). */
+class Rounds {
+  #queue: Generator<Candidate>;
+  /** Upstream requests made when this round began. */
+  #roundFrom = 0;
+  /** The deployments tried since the rounds started from `root` (a second try backs off). */
+  readonly tried = new Set<string>();
+
+  constructor(
+    private readonly queueOf: (root: ResolvedModel) => Generator<Candidate>,
+    private readonly route: CallRoute,
+    /** The model the rounds start from (a context-window fallback's, once jumped). */
+    public root: ResolvedModel,
+  ) {
+    this.#queue = queueOf(root);
+  }
+
+  /** The next deployment of this round; undefined at its end. */
+  next(): Candidate | undefined {
+    const next = this.#queue.next();
+    return next.done ? undefined : next.value;
+  }
+
+  /** Starts another round over the same upstreams, if the last one made a request. */
+  again(): boolean {
+    if (this.route.count === this.#roundFrom) return false;
+    this.#roundFrom = this.route.count;
+    this.#queue = this.queueOf(this.root);
+    return true;
+  }
+
+  /** Starts over from `model` (a context-window fallback): its deployments, then its fallbacks. */
+  jump(model: ResolvedModel): void {
+    this.root = model;
+    this.#queue = this.queueOf(model);
+    this.tried.clear();
+    this.#roundFrom = this.route.count;
+  }
+}
 
 /** Runs a call bound to its model's own deployment end to end (see `routeCall`). */
 export function passThrough(p: Call): Promise<Response> {
@@ -45,13 +122,14 @@ export function passThrough(p: Call): Promise<Response> {
 
 /**
  * Runs a call end to end: with `retarget`, its model's deployments in turn, then its fallbacks
- * (see `routing/candidates.ts`), else the model's own deployment only; each attempt with its own
- * hold (see `admit.ts`), moving on while the failure is one `routing.retryOn` names and
- * attempts and budget remain. The first answer is relayed and never retried. `build` makes the
- * call for one deployment (lazily: a deployment that cannot take the request is passed over).
- * `pin` names the provider holding upstream state the call continues: only its deployments are
- * tried (all of them when the model has none of it); `reaches` passes over the providers the
- * endpoint cannot call (the embeddings route calls OpenAI-type providers only).
+ * (see `routing/candidates.ts`), else the model's own deployment only; each attempt admitted with
+ * its own hold (see `admit.ts`) and sent (see `send.ts`), moving on while the failure is one
+ * `routing.retryOn` names and attempts and budget remain. The first answer is relayed (see
+ * `relay.ts`) and never retried. `build` makes the call for one deployment (lazily: a deployment
+ * that cannot take the request is passed over). `pin` names the provider holding upstream state
+ * the call continues: only its deployments are tried (all of them when the model has none of it);
+ * `reaches` passes over the providers the endpoint cannot call (the embeddings route calls
+ * OpenAI-type providers only).
  */
 export async function routeCall(
   ctx: RequestContext,
@@ -65,52 +143,36 @@ export async function routeCall(
   const { board, settings } = route;
   const catalog = ctx.services.config.catalog;
   const abort = new AbortController();
-  // The client's signal is looked at only once the call has to wait, try again or has taken a
-  // while: Deno makes a request's signal the first time it is read, which costs every quick call.
-  // It aborts only when the client goes away (deno.json opts in to `no-legacy-abort`: without it
-  // Deno also aborts it once a response is sent, and warns about that on the first request).
-  let client: AbortSignal | undefined;
-  const gone = () => abort.abort();
-  const watchClient = () => {
-    if (client) return;
-    client = ctx.req.signal;
-    if (client.aborted) abort.abort();
-    else client.addEventListener("abort", gone, { once: true });
-  };
-  const stopWatch = deadline(WATCH_CLIENT_MS, watchClient);
+  const client = new ClientWatch(ctx.req, abort);
+  const watchClient = () => client.watch();
   const r = model.route;
   route.alternatives = retarget &&
     (r.targets.length > 1 || r.fallbacks.length > 0 || r.contextFallback !== undefined);
   const allowed = (id: string) => principalMayCall(ctx, id);
-  const queueOf = (root: ResolvedModel) =>
-    retarget
-      ? candidates(board, catalog, root, settings.circuit, pin, reaches, allowed)
-      : ownTarget(board, root, settings.circuit);
-  /** The model the rounds start from (a context-window fallback's, once jumped). */
-  let root = model;
-  let queue = queueOf(root);
+  const rounds = new Rounds(
+    (root) =>
+      retarget
+        ? candidates(board, catalog, root, settings.circuit, pin, reaches, allowed)
+        : ownTarget(board, root, settings.circuit),
+    route,
+    model,
+  );
   let failure: Failed | undefined;
   /** The error of the first deployment that could not take the request. */
   let unbuilt: GatewayError | undefined;
   /** The soonest a deployment at its limits may take a call (ms from then); 0: none was. */
   let limited = 0;
-  const tried = new Set<string>();
-  /** Upstream requests made when this round over the candidates began. */
-  let roundFrom = 0;
   try {
     for (;;) {
       if (abort.signal.aborted) throw GONE;
       if (!route.canStart()) break;
-      const next = queue.next();
-      if (next.done) {
+      const candidate = rounds.next();
+      if (!candidate) {
         // Another round over the same upstreams, while the last made a request and the failure
         // allows (attempts and budget are checked above).
-        if (!failure?.again || route.count === roundFrom) break;
-        roundFrom = route.count;
-        queue = queueOf(root);
+        if (!failure?.again || !rounds.again()) break;
         continue;
       }
-      const candidate = next.value;
       let call: Call;
       try {
         call = build(candidate.model);
@@ -124,7 +186,7 @@ export async function routeCall(
       }
       if (route.count > 0) watchClient();
       if (abort.signal.aborted) throw GONE;
-      if (tried.has(candidate.target.name)) await route.backoff(abort.signal);
+      if (rounds.tried.has(candidate.target.name)) await route.backoff(abort.signal);
       // Waits for limits, too, end with the budget.
       const queueMs = Math.max(0, Math.min(settings.queueMs, route.remainingMs()));
       const place = await acquire(
@@ -142,7 +204,7 @@ export async function routeCall(
       }
       const lease = place;
       noteCalled(candidate.target);
-      tried.add(candidate.target.name);
+      rounds.tried.add(candidate.target.name);
       const sentBefore = route.count;
       let outcome: Sent;
       try {
@@ -174,17 +236,14 @@ export async function routeCall(
       const contextFallback = candidate.model.route.contextFallback;
       // Once: the jump's own model is the root from then on.
       if (
-        outcome.kind === "context" && contextFallback && retarget && root === model &&
+        outcome.kind === "context" && contextFallback && retarget && rounds.root === model &&
         allowed(contextFallback)
       ) {
         const resolved = catalog.resolve(contextFallback);
         if (resolved.ok) {
           metrics.add(UPSTREAM_RETRIES, [candidate.target.provider.name, "context"]);
           failure = outcome;
-          root = resolved.model;
-          queue = queueOf(root);
-          tried.clear();
-          roundFrom = route.count;
+          rounds.jump(resolved.model);
           continue;
         }
       }
@@ -196,14 +255,13 @@ export async function routeCall(
       failure = outcome;
     }
   } finally {
-    stopWatch();
-    client?.removeEventListener("abort", gone);
+    client.stop();
   }
   if (failure) return await failure.respond();
   if (limited) throw atCapacity(limited);
   if (unbuilt) throw unbuilt;
   // Nothing was offered: every deployment's keys rest after rate limits (or none could be called).
-  const wakes = soonestWake(board, root);
+  const wakes = soonestWake(board, rounds.root);
   if (!wakes) {
     throw new GatewayError(503, "No upstream of this gateway can serve this call now.", {
       code: "upstream_unavailable",
