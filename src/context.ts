@@ -49,6 +49,7 @@ export interface RequestScope {
   close(failed: boolean): Promise<void>;
 }
 
+/** One request as its handler sees it: what was asked, by whom, and what it has opened. */
 export interface RequestContext {
   req: Request;
   url: URL;

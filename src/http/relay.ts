@@ -32,6 +32,7 @@ import { JsonArrayScanner } from "./json_array.ts";
 import { type Framer, type SseEvent, SseScanner } from "./sse.ts";
 import { log } from "../log.ts";
 
+/** How a relayed stream ended (see the module's doc). */
 export type StreamEnd = "done" | "cut" | "cancel";
 
 /** Why a stream was cut, for the log. */

@@ -36,6 +36,7 @@ function previousId(body: Record<string, unknown>): string | undefined {
   return typeof id === "string" && id.length <= MAX_ID ? id : undefined;
 }
 
+/** The conversations the gateway keeps, in its store (see the module's doc). */
 export const keptConversations: ConversationState = {
   restore(ctx, body, request) {
     if (body.previous_response_id === undefined || body.previous_response_id === null) {

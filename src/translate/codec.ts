@@ -54,6 +54,7 @@ export interface AnswerInfo {
   token(opaque: Opaque, text?: string): string;
 }
 
+/** A protocol's stream decoder: the upstream's units in, canonical events out (push-style). */
 export interface StreamDecoder {
   /** One upstream unit; canonical events go to the sink given at creation. */
   push(event: SseEvent): void;
@@ -61,6 +62,7 @@ export interface StreamDecoder {
   end(): void;
 }
 
+/** A protocol's stream encoder: canonical events in, the client's text out (push-style). */
 export interface StreamEncoder {
   /** One canonical event; bytes go to the writer given at creation. */
   push(event: CanonicalEvent): void;

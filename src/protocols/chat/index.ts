@@ -18,6 +18,7 @@ import { chatMeter, chatUsage, chatUsageView } from "./usage.ts";
 
 type Json = Record<string, unknown>;
 
+/** Chat completions as a wire protocol (see the module's doc). */
 export const chat: WireProtocol = {
   id: "chat",
   errors: "openai",

@@ -25,6 +25,7 @@ import {
 } from "./stream.ts";
 import { geminiMeter, generateUsage, generateUsageView } from "./usage.ts";
 
+/** Content generation (Gemini) as a wire protocol (see the module's doc). */
 export const generate: WireProtocol = {
   id: "generate",
   errors: "google",

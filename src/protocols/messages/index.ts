@@ -27,6 +27,7 @@ function forwardedHeaders(from: Headers): Record<string, string> {
   return headers;
 }
 
+/** Messages as a wire protocol (see the module's doc). */
 export const messages: WireProtocol = {
   id: "messages",
   errors: "anthropic",

@@ -20,6 +20,7 @@ import { ResponsesRequest } from "./schema.ts";
 import { responsesDecoder, responsesEncoder, streamErrorEvent } from "./stream.ts";
 import { responsesMeter, responsesObjects, responsesUsage, responsesUsageView } from "./usage.ts";
 
+/** Responses as a wire protocol (see the module's doc). */
 export const responses: WireProtocol = {
   id: "responses",
   errors: "openai",
