@@ -13,7 +13,13 @@
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { hashKey, timingSafeEqual } from "../src/auth/keys.ts";
 import { presentedKey } from "../src/auth/authenticate.ts";
-import { relayStream } from "../src/http/relay.ts";
+import {
+  PassUnits,
+  ReadUnits,
+  type RelayStages,
+  relayStream,
+  UnitFramer,
+} from "../src/http/relay.ts";
 import { log } from "../src/log.ts";
 import type { StreamMeter } from "../src/billing/usage.ts";
 import type { Usage } from "../src/billing/price.ts";
@@ -121,10 +127,12 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
     return new Response(text, { status: upstream.status, headers });
   }
   const meter = family.meter();
-  const relayed = relayStream(upstream.body, {
-    framing: "sse",
-    onEvent: meter.onEvent,
-    finished: meter.finished,
+  const stages: RelayStages = [
+    new UnitFramer("sse"),
+    new ReadUnits(meter.onEvent, meter.finished),
+    new PassUnits(),
+  ];
+  const relayed = relayStream(upstream.body, stages, {
     onEnd: () => finish(meter.usage(), meter.objects().find((o) => o.kind === "response")?.id),
     abort: () => {},
     idleMs: 0,

@@ -9,7 +9,7 @@ import { Board } from "./routing/board.ts";
 import { CallRoute } from "./routing/attempts.ts";
 import type { StoredResponse, UpstreamObject } from "./store/store.ts";
 
-/** The stored state a request names, as the store holds it (see `pipeline/named_state.ts`). */
+/** The stored state a request names, as the store holds it (see `pipeline/resolve.ts`). */
 export interface NamedState {
   /** The upstream objects found, by id. */
   objects: Map<string, UpstreamObject>;
@@ -43,12 +43,13 @@ export function callRoute(ctx: RequestContext): CallRoute {
   return ctx.route ??= new CallRoute(ctx.services.config.routing, boardOf(ctx.services));
 }
 
-/** What a request opened that must end with it (see `pipeline/scope.ts`). */
+/** What a request opened that must end with it (see `pipeline/settle.ts`). */
 export interface RequestScope {
   /** Ends it; `failed`: the client is told the request failed. Never throws. */
   close(failed: boolean): Promise<void>;
 }
 
+/** One request as its handler sees it: what was asked, by whom, and what it has opened. */
 export interface RequestContext {
   req: Request;
   url: URL;
@@ -67,9 +68,9 @@ export interface RequestContext {
   now(): number;
   /** Headers its response carries besides the server's own (the key's token limits). */
   headers?: Record<string, string>;
-  /** Its holds and upstream requests, made on first use (see `pipeline/scope.ts`). */
+  /** Its holds and upstream requests, made on first use (see `pipeline/settle.ts`). */
   scope?: RequestScope;
-  /** The stored state the request names (see `pipeline/named_state.ts`). */
+  /** The stored state the request names (see `pipeline/resolve.ts`). */
   named?: NamedState;
 }
 

@@ -24,7 +24,7 @@ import { noteSpent } from "./spend_notes.ts";
 
 /**
  * Where a request keeps its bills, so that whatever way the request ends, none stays open (see
- * `pipeline/scope.ts`): every bill is added to its request's scope as it is opened.
+ * `pipeline/settle.ts`): every bill is added to its request's scope as it is opened.
  */
 export interface BillScope {
   hold(bill: Bill): void;
@@ -456,7 +456,7 @@ export async function openBill(store: Store, call: OpenBill): Promise<Bill> {
 
 /**
  * A limited hold refused: the client's error, and the refusal it came from (a caller may retry
- * under a smaller output cap, see `pipeline/reserve.ts`).
+ * under a smaller output cap, see `pipeline/admit.ts`).
  */
 export class LimitRefused extends GatewayError {
   constructor(readonly refusal: LimitRefusal, error: GatewayError) {

@@ -10,13 +10,13 @@ import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { openaiUsage } from "../billing/usage.ts";
 import { estimateInput } from "../billing/estimate.ts";
-import { type PassThrough, routeCall } from "../pipeline/passthrough.ts";
+import type { Call } from "../pipeline/call.ts";
+import { routeCall } from "../pipeline/route.ts";
 import { withUpstreamModel } from "../http/forwarded_body.ts";
 import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
-import { responsesState, stateProvider } from "../protocols/responses/state.ts";
-import { callInput } from "../pipeline/named_state.ts";
-import { loadNamedState } from "../pipeline/named_state.ts";
+import { responsesNames, responsesState } from "../protocols/responses/state.ts";
+import { callInput, continuedProvider, loadNamedState } from "../pipeline/resolve.ts";
 
 export const CompactRequest = v.looseObject({
   model: v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty")),
@@ -32,10 +32,11 @@ export const compactResponse: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(CompactRequest, body.value);
   const model = resolveModel(ctx, request.model, "compact");
-  await loadNamedState(ctx, body.value);
+  const names = responsesNames(body.value);
+  await loadNamedState(ctx, names);
   const input = callInput(ctx);
   const state = responsesState(input, body.value);
-  const build = (m: ResolvedModel): PassThrough => ({
+  const build = (m: ResolvedModel): Call => ({
     ctx,
     format: "openai",
     endpoint: "compact",
@@ -56,6 +57,6 @@ export const compactResponse: Handler = async (ctx) => {
     showUsage: responsesUsageView,
   });
   // A compaction of a stored response goes to the provider holding it.
-  const pin = stateProvider(input, body.value);
+  const pin = continuedProvider(ctx, names);
   return await routeCall(ctx, model, build, true, pin, reaches("compact"));
 };

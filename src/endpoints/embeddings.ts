@@ -9,7 +9,8 @@ import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { openaiUsage } from "../billing/usage.ts";
 import { estimateInput } from "../billing/estimate.ts";
-import { type PassThrough, routeCall } from "../pipeline/passthrough.ts";
+import type { Call } from "../pipeline/call.ts";
+import { routeCall } from "../pipeline/route.ts";
 import { withUpstreamModel } from "../http/forwarded_body.ts";
 import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
@@ -41,7 +42,7 @@ export const createEmbeddings: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(EmbeddingsRequest, body.value);
   const model = resolveModel(ctx, request.model, "embeddings");
-  const build = (m: ResolvedModel): PassThrough => ({
+  const build = (m: ResolvedModel): Call => ({
     ctx,
     format: "openai",
     endpoint: "embeddings",

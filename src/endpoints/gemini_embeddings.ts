@@ -18,7 +18,7 @@ import { estimateInput } from "../billing/estimate.ts";
 import { emptyUsage, type Usage } from "../billing/price.ts";
 import { count } from "../billing/usage.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
-import { passThrough } from "../pipeline/passthrough.ts";
+import { passThrough } from "../pipeline/route.ts";
 import { forwardedBody } from "../http/forwarded_body.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
 

@@ -23,7 +23,8 @@ import { emptyUsage, imageRate, type Usage } from "../billing/price.ts";
 import { estimateInput } from "../billing/estimate.ts";
 import { insufficientBalance } from "../billing/ledger.ts";
 import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
-import { type PassThrough, passThrough, routeCall } from "../pipeline/passthrough.ts";
+import type { Call } from "../pipeline/call.ts";
+import { passThrough, routeCall } from "../pipeline/route.ts";
 import { withUpstreamModel } from "../http/forwarded_body.ts";
 import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { UpstreamCall } from "../providers/index.ts";
@@ -180,7 +181,7 @@ function imageStreamError(): Uint8Array {
 }
 
 /** The call of an image request as `c.model`'s deployment takes it (400 for an unpriced size). */
-function imageCall(ctx: RequestContext, c: ImageCall): PassThrough {
+function imageCall(ctx: RequestContext, c: ImageCall): Call {
   const prices = c.model.prices;
   const held = prices ? holdRate(prices, c.size, c.quality) : 0;
   if (held === null) {

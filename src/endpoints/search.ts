@@ -8,7 +8,8 @@ import type { Handler } from "../context.ts";
 import { readJsonObject } from "../http/body.ts";
 import { validate } from "../http/validate.ts";
 import { emptyUsage } from "../billing/price.ts";
-import { type PassThrough, routeCall } from "../pipeline/passthrough.ts";
+import type { Call } from "../pipeline/call.ts";
+import { routeCall } from "../pipeline/route.ts";
 import { withUpstreamModel } from "../http/forwarded_body.ts";
 import { reaches, resolveModel } from "../pipeline/resolve.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
@@ -30,7 +31,7 @@ export const search: Handler = async (ctx) => {
   const body = await readJsonObject(ctx.req, ctx.services.config);
   const request = validate(SearchRequest, body.value);
   const model = resolveModel(ctx, request.model, "search");
-  const build = (m: ResolvedModel): PassThrough => ({
+  const build = (m: ResolvedModel): Call => ({
     ctx,
     format: "openai",
     endpoint: "search",

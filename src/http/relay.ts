@@ -1,23 +1,38 @@
 /**
- * Streams relayed as they arrive. The upstream's bytes are split into units (SSE events, or the
- * elements of a JSON array) by a framer that also feeds the meter; only whole units are passed on,
- * byte for byte (or re-encoded by `rewrite`), so a stream that is cut mid-unit never hands the
- * client half an event before its error.
+ * Streams relayed as they arrive, through named stages. Each stage is a standard `Transformer` —
+ * what `new TransformStream(stage)` takes, as Deno std's `TextLineStream` is one — named for its
+ * one job:
+ *
+ * - `UnitFramer`: the upstream's bytes into whole units (SSE events, or the elements of a JSON
+ *   array), each handed on as it completes, then the chunk it came in;
+ * - `ReadUnits`: reads every unit as it passes (a meter, a trace) and refuses to end a stream its
+ *   reader did not see finish;
+ * - `PassUnits`: the units' bytes as they are, whole units only (one may be shown differently:
+ *   a usage the gateway decided), or
+ * - `RewriteUnits`: each unit re-encoded (a translation: decode ∘ encode, see
+ *   `translate/transcode.ts`).
+ *
+ * `relayStream` runs them in step, one chunk through every stage before the next is read — a
+ * stream hop per stage would cost each chunk a few microseconds more, and, above all, every unit
+ * read must have been through the meter when a cut stream is settled. Only whole units are sent,
+ * so a stream that is cut mid-unit never hands the client half an event before its error; units
+ * around an upstream error are redacted before they are sent.
  *
  * A stream ends one of three ways, and `onEnd` runs exactly once, before the client sees the end:
- * - `done`: the upstream ended after its end-of-stream marker (`finished()`);
- * - `cut`: the upstream failed, ended before that marker, went quiet for `idleMs`, ran past
- *   `maxMs`, or the server is draining — the client gets `errorTail` (the protocol's error event).
- *   A cut is settled at once, even while the client is not reading;
+ * - `done`: the upstream ended and every stage saw it finish;
+ * - `cut`: the upstream failed, ended unfinished, sent a unit that could not be read, went quiet
+ *   for `idleMs`, ran past `maxMs`, or the server is draining — the client gets the last stage's
+ *   error tail (the protocol's error event). A cut is settled at once, even while the client is
+ *   not reading;
  * - `cancel`: the client went away; the upstream request is aborted.
  */
 import { chunkReader } from "./bytes.ts";
 import { deadline } from "./deadlines.ts";
-import { GatewayError } from "./errors.ts";
 import { JsonArrayScanner } from "./json_array.ts";
 import { type Framer, type SseEvent, SseScanner } from "./sse.ts";
 import { log } from "../log.ts";
 
+/** How a relayed stream ended (see the module's doc). */
 export type StreamEnd = "done" | "cut" | "cancel";
 
 /** Why a stream was cut, for the log. */
@@ -28,34 +43,309 @@ export type CutReason =
   | "max_duration"
   | "drain";
 
-export interface RelayOptions {
-  /** How the upstream's bytes are framed. */
-  framing: "sse" | "json-array";
-  /** Receives every unit (event, or array element as an unnamed event). */
-  onEvent(event: SseEvent): void;
-  /** True once the stream's end-of-stream marker has passed. */
-  finished(): boolean;
-  /** Awaited before the client sees the end of the stream (so settlement is committed first). */
-  onEnd(how: StreamEnd, why?: CutReason): void | Promise<void>;
-  /** Bytes that end a cut stream in the client's protocol; `started` when units were sent. */
-  errorTail?: (started: boolean) => Uint8Array | undefined;
-  /** Re-frames an SSE stream event by event: the encoded event to send, or null to drop it. */
-  rewrite?: (event: SseEvent) => string | null;
-  /** With `rewrite`: what ends a stream that finished (what its framing leaves implicit). */
-  flush?: () => string;
+/** A stream in flight that the server can cut (on drain). */
+export interface LiveStream {
+  cut(why: CutReason): void;
+}
+
+/**
+ * What `UnitFramer` hands on: each unit as it completes — with `end`, the offset in the chunk
+ * being framed just past it (-1: it ends with the stream; undefined: the framing cannot tell) —
+ * then the chunk itself, with `boundary`, the offset just past its last whole unit (-1: none).
+ */
+export type UnitPart =
+  | { kind: "unit"; event: SseEvent; end: number | undefined }
+  | { kind: "chunk"; bytes: Uint8Array; boundary: number };
+
+/** A stream that ended before it finished (see `UnitFramer` and `ReadUnits`). */
+export class Unfinished extends Error {
+  constructor() {
+    super("the stream ended before its end");
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** The upstream's bytes into whole units: SSE events, or a JSON array's elements. */
+export class UnitFramer implements Transformer<Uint8Array, UnitPart> {
+  readonly #framer: Framer;
+  #controller!: TransformStreamDefaultController<UnitPart>;
+
+  constructor(framing: "sse" | "json-array") {
+    const onUnit = (event: SseEvent) =>
+      this.#controller.enqueue({ kind: "unit", event, end: this.#framer.unitEnd?.() });
+    this.#framer = framing === "sse" ? new SseScanner(onUnit) : new JsonArrayScanner(onUnit);
+  }
+
+  transform(bytes: Uint8Array, controller: TransformStreamDefaultController<UnitPart>): void {
+    this.#controller = controller;
+    const boundary = this.#framer.push(bytes);
+    controller.enqueue({ kind: "chunk", bytes, boundary });
+  }
+
+  /** Hands on a last unit the stream did not terminate; an array never closed is unfinished. */
+  flush(controller: TransformStreamDefaultController<UnitPart>): void {
+    this.#controller = controller;
+    this.#framer.end();
+    controller.enqueue({ kind: "chunk", bytes: EMPTY, boundary: -1 });
+    if (this.#framer.closed?.() === false) controller.error(new Unfinished());
+  }
+}
+
+/** Reads every unit as it passes; a stream whose reader did not see it finish is unfinished. */
+export class ReadUnits implements Transformer<UnitPart, UnitPart> {
+  constructor(
+    private readonly read: (event: SseEvent) => void,
+    private readonly finished: () => boolean,
+  ) {}
+
+  transform(part: UnitPart, controller: TransformStreamDefaultController<UnitPart>): void {
+    if (part.kind === "unit") this.read(part.event);
+    controller.enqueue(part);
+  }
+
+  flush(controller: TransformStreamDefaultController<UnitPart>): void {
+    if (!this.finished()) controller.error(new Unfinished());
+  }
+}
+
+/** The last stage of a relay: the client's bytes, and what ends a stream that was cut. */
+export interface UnitOutput extends Transformer<UnitPart, Uint8Array> {
+  /** The stream was cut: what was not sent yet is dropped, the error tail sent (`started`: bytes were). */
+  cut(started: boolean, controller: TransformStreamDefaultController<Uint8Array>): void;
+}
+
+/** How `PassUnits` passes the units on. */
+export interface PassOptions {
   /**
-   * Without `rewrite`: the text to send instead of one unit (an SSE event), or null to pass it on
-   * as it is — for the rare unit that must change (a usage the gateway decided); the others keep
-   * their bytes. Framings that cannot place a unit in their chunk (see `Framer.unitEnd`) ignore it.
+   * The text to send instead of one unit, or null to pass it on as it is — for the rare unit that
+   * must change (a usage the gateway decided); the others keep their bytes. Asked only where the
+   * framing can place a unit in its chunk (SSE).
    */
-  replace?: (event: SseEvent) => string | null;
-  /**
-   * Rewrites the text of units around an upstream error event (an `error` or `response.failed`
-   * event, an `{"error":…}` chunk or fragment) before they are sent: the rest passes unchanged.
-   */
+  show?: (event: SseEvent) => string | null;
+  /** Rewrites the text of units around an upstream error unit before they are sent. */
   redact?: (text: string) => string;
+  /** Bytes that end a cut stream in the client's protocol; `started` when units were sent. */
+  tail?: (started: boolean) => Uint8Array | undefined;
+}
+
+/** A unit `show` changed: its text, and where it was in the chunk (-1: it began before). */
+interface Replacement {
+  text: string;
+  start: number;
+  end: number;
+}
+
+/** The units' bytes as they are: whole units only, an unfinished one held until it completes. */
+export class PassUnits implements UnitOutput {
+  /** Bytes of an unfinished unit, held until it completes. */
+  #held: Uint8Array[] = [];
+  /** Units of the chunk being framed that `show` changed. */
+  #replaced: Replacement[] = [];
+  /** Where the next unit of the chunk being framed begins (-1: in the held bytes). */
+  #unitStart = 0;
+  /** An upstream error unit is among those about to be sent. */
+  #errorSeen = false;
+
+  constructor(private readonly options: PassOptions = {}) {}
+
+  transform(part: UnitPart, controller: TransformStreamDefaultController<Uint8Array>): void {
+    if (part.kind === "unit") {
+      if (this.options.redact && isErrorUnit(part.event)) this.#errorSeen = true;
+      const show = this.options.show;
+      if (show && part.end !== undefined) {
+        const text = show(part.event);
+        if (text !== null && part.end >= 0) {
+          this.#replaced.push({ text, start: this.#unitStart, end: part.end });
+        }
+        this.#unitStart = part.end;
+      }
+      return;
+    }
+    const { bytes, boundary } = part;
+    if (boundary < 0) {
+      if (bytes.length) this.#held.push(bytes);
+    } else {
+      const units = this.#replaced.length
+        ? spliceUnits(this.#held, bytes, boundary, this.#replaced)
+        : [...this.#held, boundary === bytes.length ? bytes : bytes.subarray(0, boundary)];
+      this.#replaced = [];
+      this.#held = boundary < bytes.length ? [bytes.subarray(boundary)] : [];
+      this.#send(units, controller);
+    }
+    this.#unitStart = this.#held.length ? -1 : 0;
+  }
+
+  /** The stream finished: what is held (a last unit it did not terminate) is sent. */
+  flush(controller: TransformStreamDefaultController<Uint8Array>): void {
+    const held = this.#held;
+    this.#held = [];
+    this.#send(held, controller);
+  }
+
+  cut(started: boolean, controller: TransformStreamDefaultController<Uint8Array>): void {
+    this.#held = [];
+    const tail = this.options.tail?.(started);
+    if (tail) controller.enqueue(tail);
+  }
+
+  /** Sends units; those around an upstream error pass through `redact` first. */
+  #send(parts: Uint8Array[], controller: TransformStreamDefaultController<Uint8Array>): void {
+    const redact = this.options.redact;
+    if (!this.#errorSeen || !redact) {
+      for (const part of parts) if (part.length) controller.enqueue(part);
+      return;
+    }
+    this.#errorSeen = false;
+    const decoder = new TextDecoder();
+    const text = parts.map((part) => decoder.decode(part, { stream: true })).join("") +
+      decoder.decode();
+    if (text) controller.enqueue(encoder.encode(redact(text)));
+  }
+}
+
+/** How `RewriteUnits` re-encodes a stream (a translation: see `translate/transcode.ts`). */
+export interface UnitRewriter {
+  /** One unit: the text to send for it, or null to drop it. */
+  unit(event: SseEvent): string | null;
+  /** The stream finished: what its framing leaves implicit (the translation's end). */
+  end?(): string;
+  /** The stream was cut: its error tail (`started`: units were sent). */
+  cut(started: boolean): Uint8Array | undefined;
+}
+
+/** Each unit re-encoded; the text of a chunk's units sent at once. */
+export class RewriteUnits implements UnitOutput {
+  #text = "";
+  /** An upstream error unit is among those about to be sent. */
+  #errorSeen = false;
+
+  constructor(
+    private readonly rewriter: UnitRewriter,
+    /** Rewrites the text around an upstream error unit before it is sent. */
+    private readonly redact?: (text: string) => string,
+  ) {}
+
+  transform(part: UnitPart, controller: TransformStreamDefaultController<Uint8Array>): void {
+    if (part.kind === "unit") {
+      if (this.redact && isErrorUnit(part.event)) this.#errorSeen = true;
+      this.#text += this.rewriter.unit(part.event) ?? "";
+      return;
+    }
+    if (!this.#text) return; // dropped, or an unfinished unit
+    const text = this.#errorSeen && this.redact ? this.redact(this.#text) : this.#text;
+    this.#errorSeen = false;
+    this.#text = "";
+    controller.enqueue(encoder.encode(text));
+  }
+
+  flush(controller: TransformStreamDefaultController<Uint8Array>): void {
+    const tail = this.rewriter.end?.();
+    if (tail) controller.enqueue(encoder.encode(tail));
+  }
+
+  cut(started: boolean, controller: TransformStreamDefaultController<Uint8Array>): void {
+    this.#text = "";
+    const tail = this.rewriter.cut(started);
+    if (tail) controller.enqueue(tail);
+  }
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * The bytes to send for `held` and `chunk` up to `boundary`, with the replaced units' text in
+ * place of their bytes (a unit that began in `held` takes the held bytes with it).
+ */
+function spliceUnits(
+  held: Uint8Array[],
+  chunk: Uint8Array,
+  boundary: number,
+  replaced: Replacement[],
+): Uint8Array[] {
+  const parts: Uint8Array[] = [];
+  let heldPending = true;
+  let cursor = 0;
+  for (const unit of replaced) {
+    if (unit.start < 0) heldPending = false;
+    else {
+      if (heldPending) parts.push(...held);
+      heldPending = false;
+      parts.push(chunk.subarray(cursor, unit.start));
+    }
+    parts.push(encoder.encode(unit.text));
+    cursor = unit.end;
+  }
+  if (heldPending) parts.push(...held);
+  parts.push(chunk.subarray(cursor, boundary));
+  return parts;
+}
+
+const ERROR_MEMBER = encoder.encode('"error"');
+
+/** Whether a unit is an upstream error: by its event name, or a JSON object whose first member is `error`. */
+function isErrorUnit(event: SseEvent): boolean {
+  if (event.event === "error" || event.event === "response.failed") return true;
+  if (event.event !== "") return false;
+  const raw = event.raw();
+  let i = 0;
+  while (raw[i] === 32 || raw[i] === 10 || raw[i] === 13 || raw[i] === 9) i++;
+  if (raw[i++] !== 123) return false; // {
+  while (raw[i] === 32 || raw[i] === 10 || raw[i] === 13 || raw[i] === 9) i++;
+  for (let j = 0; j < ERROR_MEMBER.length; j++) if (raw[i + j] !== ERROR_MEMBER[j]) return false;
+  return true;
+}
+
+/** Synchronous stages, each `enqueue` the next one's `transform` (see the module's doc). */
+class InStep {
+  readonly #stages: Transformer<unknown, unknown>[];
+  readonly #controllers: TransformStreamDefaultController<unknown>[];
+
+  constructor(stages: Transformer<unknown, unknown>[], sink: (bytes: Uint8Array) => void) {
+    this.#stages = stages;
+    this.#controllers = stages.map((_, i) => ({
+      desiredSize: 1,
+      enqueue: i + 1 < stages.length
+        ? (chunk: unknown) => void stages[i + 1].transform!(chunk, this.#controllers[i + 1])
+        : (chunk: unknown) => sink(chunk as Uint8Array),
+      error(reason: unknown) {
+        throw reason;
+      },
+      terminate() {
+        throw new Error("a relay stage cannot terminate its stream");
+      },
+    }));
+  }
+
+  /** One upstream chunk through every stage. Throws what a stage could not take. */
+  transform(bytes: Uint8Array): void {
+    this.#stages[0].transform!(bytes, this.#controllers[0]);
+  }
+
+  /** The upstream ended: each stage's end, in order. Throws `Unfinished` for an unfinished stream. */
+  flush(): void {
+    this.#stages.forEach((stage, i) => void stage.flush?.(this.#controllers[i]));
+  }
+
+  /** The stream was cut: the last stage's error tail. */
+  cut(started: boolean): void {
+    const last = this.#stages.length - 1;
+    (this.#stages[last] as UnitOutput).cut(
+      started,
+      this.#controllers[last] as TransformStreamDefaultController<Uint8Array>,
+    );
+  }
+}
+
+/** The stages of a relay: the framer, any stages that read the units, and the client's bytes. */
+export type RelayStages = [UnitFramer, ...Transformer<UnitPart, UnitPart>[], UnitOutput];
+
+/** How a relayed stream is bounded, and what it tells its owner. */
+export interface RelayOptions {
   /** Aborts the upstream request (the client went away, or the stream was cut). */
   abort(): void;
+  /** Awaited before the client sees the end of the stream (so settlement is committed first). */
+  onEnd(how: StreamEnd, why?: CutReason): void | Promise<void>;
   /** Longest silence between upstream chunks, ms (0: none). */
   idleMs: number;
   /** Longest a stream may run, ms (0: none). */
@@ -64,51 +354,28 @@ export interface RelayOptions {
   live?: Set<LiveStream>;
 }
 
-/** A stream in flight that the server can cut (on drain). */
-export interface LiveStream {
-  cut(why: CutReason): void;
-}
-
-/** Wraps an upstream streamed body into the body we send to the client. */
+/** Relays an upstream streamed body through `stages` into the body we send to the client. */
 export function relayStream(
   upstream: ReadableStream<Uint8Array>,
+  stages: RelayStages,
   options: RelayOptions,
 ): ReadableStream<Uint8Array> {
   const reader = chunkReader(upstream);
-  const { rewrite, live, redact } = options;
-  const encoder = new TextEncoder();
-  const decoder = new TextDecoder();
-  let rewritten = "";
-  /** An upstream error unit is among those about to be sent (see `redact`). */
-  let errorSeen = false;
-  /** Units of the chunk being pushed that `replace` changed (see `spliceUnits`). */
-  let replaced: Replacement[] = [];
-  /** Where the next unit of the chunk being pushed begins (-1: in bytes held from before). */
-  let unitStart = -1;
-  const onEvent = (event: SseEvent) => {
-    options.onEvent(event);
-    if (redact && isErrorUnit(event)) errorSeen = true;
-    if (rewrite) rewritten += rewrite(event) ?? "";
-    else if (replace) {
-      const end = framer.unitEnd!();
-      const text = replace(event);
-      if (text !== null && end >= 0) replaced.push({ text, start: unitStart, end });
-      unitStart = end;
-    }
-  };
-  const framer: Framer = options.framing === "sse"
-    ? new SseScanner(onEvent)
-    : new JsonArrayScanner(onEvent);
-  const replace = framer.unitEnd ? options.replace : undefined;
-  /** Bytes of an unfinished unit, held until it completes. */
-  let held: Uint8Array[] = [];
+  const { live } = options;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
   let started = false;
+  /** Bytes were sent for the chunk being read. */
+  let sent = false;
+  const units = new InStep(stages as Transformer<unknown, unknown>[], (bytes) => {
+    started = true;
+    sent = true;
+    controller.enqueue(bytes);
+  });
   let cutReason: CutReason | null = null;
   /** When the pending upstream read began (null while none is pending: the client is slow). */
   let waitingSince: number | null = null;
   let stopIdle = () => {};
   let stopMax = () => {};
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
   /** The client's stream is closed (or being closed): nothing more is sent. */
   let closed = false;
   /** A pull is in progress: the client is reading. */
@@ -127,34 +394,12 @@ export function relayStream(
       log("error", "ending a stream failed", { error: String(error) });
     }
   };
-  const send = (bytes: Uint8Array) => {
-    started = true;
-    controller.enqueue(bytes);
-  };
-  /** Sends units; those around an upstream error pass through `redact` first. */
-  const sendUnits = (parts: Uint8Array[]) => {
-    if (!errorSeen || !redact) {
-      for (const part of parts) send(part);
-      return;
-    }
-    errorSeen = false;
-    const text = parts.map((part) => decoder.decode(part, { stream: true })).join("") +
-      decoder.decode();
-    send(encoder.encode(redact(text)));
-  };
-  const sendRewritten = () => {
-    const text = errorSeen && redact ? redact(rewritten) : rewritten;
-    errorSeen = false;
-    rewritten = "";
-    send(encoder.encode(text));
-  };
   /** Settles a cut stream and ends it with the error tail (once). */
   const finishCut = async (why: CutReason) => {
     if (closed) return;
     closed = true;
     await end("cut", why);
-    const tail = options.errorTail?.(started);
-    if (tail) controller.enqueue(tail);
+    units.cut(started);
     controller.close();
   };
   const cut = (why: CutReason) => {
@@ -168,6 +413,14 @@ export function relayStream(
         log("error", "settling a cut stream failed", { error: String(error) })
       );
     }
+  };
+  /** A unit a stage could not take: the stream is cut there. */
+  const unreadable = (error: unknown) => {
+    log("warn", "an upstream stream unit could not be read", { error: String(error) });
+    cutReason = "upstream_error";
+    options.abort();
+    reader.cancel().catch(() => {});
+    return finishCut(cutReason);
   };
   const handle: LiveStream = { cut };
   live?.add(handle);
@@ -183,7 +436,7 @@ export function relayStream(
     stopIdle = deadline(options.idleMs, check);
   }
 
-  /** Reads until a whole unit can be passed on, or the stream ends. */
+  /** Reads until something can be sent, or the stream ends. */
   const readOn = async (): Promise<void> => {
     for (;;) {
       let result: ReadableStreamReadResult<Uint8Array>;
@@ -197,49 +450,24 @@ export function relayStream(
       }
       if (cutReason) return await finishCut(cutReason);
       if (result.done) {
-        framer.end();
-        if (rewrite && rewritten) sendRewritten();
-        if (!options.finished() || framer.closed?.() === false) {
-          return await finishCut("upstream_ended");
+        try {
+          units.flush();
+        } catch (error) {
+          if (error instanceof Unfinished) return await finishCut("upstream_ended");
+          return await unreadable(error);
         }
-        if (!rewrite) sendUnits(held);
-        held = [];
-        const tail = options.flush?.();
-        if (tail) send(encoder.encode(tail));
         closed = true;
         await end("done");
         controller.close();
         return;
       }
-      const chunk = result.value;
-      unitStart = held.length ? -1 : 0;
-      let boundary: number;
+      sent = false;
       try {
-        boundary = framer.push(chunk);
+        units.transform(result.value);
       } catch (error) {
-        // A unit the meter or the translation cannot take: the stream is cut there.
-        log("warn", "an upstream stream unit could not be read", { error: String(error) });
-        cutReason = "upstream_error";
-        options.abort();
-        reader.cancel().catch(() => {});
-        return await finishCut(cutReason);
+        return await unreadable(error);
       }
-      if (rewrite) {
-        if (!rewritten) continue; // dropped, or an unfinished event: read on
-        sendRewritten();
-        return;
-      }
-      if (boundary < 0) {
-        held.push(chunk);
-        continue;
-      }
-      const units = replaced.length
-        ? spliceUnits(held, chunk, boundary, replaced, encoder)
-        : [...held, boundary === chunk.length ? chunk : chunk.subarray(0, boundary)];
-      replaced = [];
-      held = boundary < chunk.length ? [chunk.subarray(boundary)] : [];
-      sendUnits(units);
-      return;
+      if (sent) return;
     }
   };
 
@@ -262,79 +490,4 @@ export function relayStream(
       await Promise.all([end("cancel"), reader.cancel(reason).catch(() => {})]);
     },
   }, { highWaterMark: 1 }); // read one chunk ahead of the client
-}
-
-/** A unit `replace` changed: its text, and where it was in the chunk (-1: it began before). */
-interface Replacement {
-  text: string;
-  start: number;
-  end: number;
-}
-
-/**
- * The bytes to send for `held` and `chunk` up to `boundary`, with the replaced units' text in
- * place of their bytes (a unit that began in `held` takes the held bytes with it).
- */
-function spliceUnits(
-  held: Uint8Array[],
-  chunk: Uint8Array,
-  boundary: number,
-  replaced: Replacement[],
-  encoder: TextEncoder,
-): Uint8Array[] {
-  const parts: Uint8Array[] = [];
-  let heldPending = true;
-  let cursor = 0;
-  for (const unit of replaced) {
-    if (unit.start < 0) heldPending = false;
-    else {
-      if (heldPending) parts.push(...held);
-      heldPending = false;
-      parts.push(chunk.subarray(cursor, unit.start));
-    }
-    parts.push(encoder.encode(unit.text));
-    cursor = unit.end;
-  }
-  if (heldPending) parts.push(...held);
-  parts.push(chunk.subarray(cursor, boundary));
-  return parts;
-}
-
-const ERROR_MEMBER = new TextEncoder().encode('"error"');
-
-/** Whether a unit is an upstream error: by its event name, or a JSON object whose first member is `error`. */
-function isErrorUnit(event: SseEvent): boolean {
-  if (event.event === "error" || event.event === "response.failed") return true;
-  if (event.event !== "") return false;
-  const raw = event.raw();
-  let i = 0;
-  while (raw[i] === 32 || raw[i] === 10 || raw[i] === 13 || raw[i] === 9) i++;
-  if (raw[i++] !== 123) return false; // {
-  while (raw[i] === 32 || raw[i] === 10 || raw[i] === 13 || raw[i] === 9) i++;
-  for (let j = 0; j < ERROR_MEMBER.length; j++) if (raw[i + j] !== ERROR_MEMBER[j]) return false;
-  return true;
-}
-
-/**
- * Reads a whole upstream answer (JSON) natively, within `ms` of its headers: past that the
- * upstream request is aborted and a 504 thrown. An answer arrives in one go after its headers, so
- * one deadline (the stream idle limit) stands for both the idle and the total limit of streams.
- */
-export async function readWhole(
-  answer: Response,
-  limits: { abort(): void; ms: number },
-): Promise<string> {
-  if (limits.ms <= 0) return await answer.text();
-  const late = Promise.withResolvers<never>();
-  const stop = deadline(limits.ms, () => {
-    limits.abort();
-    late.reject(new GatewayError(504, "The upstream stopped sending its answer."));
-  });
-  const text = answer.text();
-  text.catch(() => {}); // abandoned when the deadline wins
-  try {
-    return await Promise.race([text, late.promise]);
-  } finally {
-    stop();
-  }
 }

@@ -1,26 +1,21 @@
 /**
- * Responses conversations the gateway keeps itself. A Responses client chains calls with
- * `previous_response_id`; when its model's provider cannot hold that state (any upstream but
- * OpenAI's Responses), the gateway keeps each answer — the call's own input and the answer, as
- * canonical messages — under the answer's id, for the caller's account only, for the configured
- * retention. A call naming such an id gets the whole conversation put in front of its input
- * (`instructions` are not carried over, as on OpenAI). An id that is unknown, expired or
- * another account's is a 404.
+ * Conversations the gateway keeps itself, for the clients of a protocol that chain calls by an
+ * answer's id (`StateNames.chained`: Responses' `previous_response_id`). When a model's provider
+ * cannot hold that state (any upstream but OpenAI's Responses), the gateway keeps each translated
+ * answer — the call's own input and the answer, as canonical messages — under the answer's id,
+ * for the caller's account only, for the configured retention. A call naming such an id gets the
+ * whole conversation put in front of its input (`instructions` are not carried over, as on
+ * OpenAI). An id that is unknown, expired or another account's is a 404. Whether a body continues
+ * one is `resolve.ts`'s `continuesKept`.
  */
 import type { RequestContext } from "../context.ts";
 import { GatewayError, notFound } from "../http/errors.ts";
 import type { CanonicalRequest, CanonicalResponse, Json, Message } from "../translate/ir.ts";
-import type { ProtocolId } from "../translate/ir.ts";
 import { log } from "../log.ts";
-import { MAX_ID, MAX_STEPS, namedState } from "./named_state.ts";
+import { keptStep, MAX_ID, MAX_STEPS, namedState } from "./resolve.ts";
 
-/**
- * Conversation state the gateway keeps for a protocol whose clients chain calls by id
- * (Responses `previous_response_id` on an upstream that cannot hold it).
- */
+/** The conversations the gateway keeps (see the module's doc). */
 export interface ConversationState {
-  /** Whether the body continues a conversation the gateway keeps (it must then be translated). */
-  held(ctx: RequestContext, body: Json): boolean;
   /** The request with the conversation it continues put in front; throws 404 for unknown ids. */
   restore(ctx: RequestContext, body: Json, request: CanonicalRequest): CanonicalRequest;
   /**
@@ -41,21 +36,8 @@ function previousId(body: Record<string, unknown>): string | undefined {
   return typeof id === "string" && id.length <= MAX_ID ? id : undefined;
 }
 
-/** The kept step `id` if it is the caller's and within the retention (pruning runs only every 6 h). */
-function own(ctx: RequestContext, id: string) {
-  const step = namedState(ctx).steps.get(id);
-  const oldest = Date.now() - ctx.services.config.conversationRetentionMs;
-  return step && step.accountId === ctx.principal!.accountId && step.createdAt >= oldest
-    ? step
-    : undefined;
-}
-
-export const responsesConversation: ConversationState = {
-  held(ctx, body) {
-    const id = previousId(body);
-    return id !== undefined && own(ctx, id) !== undefined;
-  },
-
+/** The conversations the gateway keeps, in its store (see the module's doc). */
+export const keptConversations: ConversationState = {
   restore(ctx, body, request) {
     if (body.previous_response_id === undefined || body.previous_response_id === null) {
       return request;
@@ -64,7 +46,7 @@ export const responsesConversation: ConversationState = {
     const steps: Message[][] = [];
     let bytes = 0;
     for (let id: string | null = first; id !== null;) {
-      const step = own(ctx, id);
+      const step = keptStep(ctx, id);
       if (!step) {
         const upstream = id === first ? namedState(ctx).objects.get(id) : undefined;
         if (upstream?.kind === "response" && upstream.accountId === ctx.principal!.accountId) {
@@ -118,8 +100,3 @@ export const responsesConversation: ConversationState = {
     );
   },
 };
-
-/** The conversations the gateway keeps for the clients of a protocol, if it keeps any. */
-export function conversationOf(protocol: ProtocolId): ConversationState | undefined {
-  return protocol === "responses" ? responsesConversation : undefined;
-}

@@ -20,9 +20,8 @@ import { send } from "../routing/send.ts";
 import type { Json } from "../translate/ir.ts";
 import { planCall } from "../translate/plan.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
-import { resolveModel } from "./resolve.ts";
-import { callInput, loadNamedState } from "./named_state.ts";
-import { conversationOf } from "./conversations.ts";
+import { callInput, continuesKept, loadNamedState, resolveModel } from "./resolve.ts";
+import { keptConversations } from "./conversations.ts";
 
 const MAX_COUNT_BYTES = 1 << 16;
 
@@ -30,34 +29,34 @@ const MAX_COUNT_BYTES = 1 << 16;
 export function countCall(client: WireProtocol): Handler {
   return async (ctx) => {
     const body = await readJsonObject(ctx.req, ctx.services.config);
-    const counting = client.countClient!;
+    const counting = client.count!.client;
     const input = callInput(ctx);
     const request = counting.accept(input, body.value);
-    await loadNamedState(ctx, body.value);
-    const conversation = conversationOf(client.id);
+    const names = client.names?.of(body.value);
+    await loadNamedState(ctx, names);
     const model = request.model === undefined
       ? undefined
       : resolveModel(ctx, request.model, "text");
     if (!model) return estimate(counting, body.value);
     const plan = planCall(client.id, protocolsOf(model.provider));
-    const held = conversation?.held(ctx, body.value) ?? false;
+    const held = continuesKept(ctx, names);
     if (plan.kind === "passthrough" && !held) {
-      const own = client.countUpstream?.target(model, input);
+      const own = client.count?.upstream.target(model, input);
       if (!own) return estimate(counting, body.value);
       return await forward(ctx, client, client, model, own, counting.passBody(input, body, model));
     }
     if (plan.kind === "refuse") return estimate(counting, body.value);
     const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
-    const target = upstream.countUpstream?.target(model, input);
+    const target = upstream.count?.upstream.target(model, input);
     if (!target) return estimate(counting, body.value);
     const own = client.decodeRequest(counting.request(body.value), {});
-    const canonical = conversation ? conversation.restore(ctx, body.value, own) : own;
+    const canonical = client.names?.chained ? keptConversations.restore(ctx, body.value, own) : own;
     const encoded = upstream.encodeRequest(canonical, {
       model: model.upstreamId,
       provider: model.provider.name,
       family: model.provider.type,
     });
-    const sent = upstream.countUpstream!.fromRequest(encoded, model);
+    const sent = upstream.count!.upstream.fromRequest(encoded, model);
     return await forward(ctx, client, upstream, model, target, JSON.stringify(sent));
   };
 }
@@ -93,13 +92,13 @@ async function forward(
   try {
     const json = JSON.parse(raw);
     if (json && typeof json === "object" && !Array.isArray(json)) {
-      tokens = upstream.countUpstream!.read(json);
+      tokens = upstream.count!.upstream.read(json);
     }
   } catch { /* not JSON: 502 below */ }
   if (tokens === undefined || !Number.isSafeInteger(tokens) || tokens < 0) {
     throw new GatewayError(502, "The upstream provider answered the count with no token count.");
   }
-  const answer = client === upstream ? JSON.parse(raw) : client.countClient!.answer(tokens);
+  const answer = client === upstream ? JSON.parse(raw) : client.count!.client.answer(tokens);
   return jsonResponse(answer, 200, { "x-switchyard-token-count": "upstream" });
 }
 

@@ -1,7 +1,14 @@
 /**
- * Model resolution as a pipeline step: the catalog's answer for the client's protocol, or an error
- * in the route's format — unknown model 404, provider without a key 503, a model of another kind
- * (or an endpoint its provider does not offer) 400 with a pointer to the endpoint that serves it.
+ * Resolving what a request names. Its model: the catalog's answer for the client's protocol, or an
+ * error in the route's format — unknown model 404, provider without a key 503, a model of another
+ * kind (or an endpoint its provider does not offer) 400 with a pointer to the endpoint that serves
+ * it, a model the key may not call 403. And the stored state its body names, as its protocol
+ * declares it (see `BodyNames`): upstream objects (a `previous_response_id`, a container) and the
+ * conversation the gateway keeps for a `previous_response_id`, read from the store once, before
+ * the protocol code that checks it runs (that code is synchronous; the store is not). What the
+ * request does not name is not read; what it names but the store does not hold is simply absent,
+ * so the checks refuse it (404). Whose state is whose is this module's rule: the caller's
+ * account's, or a 404 exactly as for an id that does not exist.
  */
 import {
   isModelId,
@@ -10,9 +17,11 @@ import {
   type ProviderEntry,
   type ResolvedModel,
 } from "../catalog/catalog.ts";
-import type { RequestContext } from "../context.ts";
-import { GatewayError } from "../http/errors.ts";
+import type { NamedState, RequestContext } from "../context.ts";
+import { GatewayError, notFound } from "../http/errors.ts";
 import { mayCall } from "../auth/model_access.ts";
+import type { BodyNames, CallInput } from "../protocols/wire.ts";
+import type { StoredResponse } from "../store/store.ts";
 
 const byType = (...types: ProviderEntry["type"][]) => (p: ProviderEntry) => types.includes(p.type);
 
@@ -124,4 +133,117 @@ export function principalMayCall(ctx: RequestContext, id: string): boolean {
   const principal = ctx.principal;
   if (!principal) return true;
   return mayCall(principal.limits.models, principal.accountLimits.models, id);
+}
+
+/** The longest upstream object id a client may name. */
+export const MAX_ID = 256;
+/** The most answers a kept conversation walks back through. */
+export const MAX_STEPS = 2_000;
+/** The most object ids one request may name (more are not read, so refused). */
+const MAX_NAMED = 64;
+
+/** An id as a request may name it: a string, or an object's `id`. */
+function idOf(value: unknown): string | undefined {
+  const id = value !== null && typeof value === "object" ? (value as { id?: unknown }).id : value;
+  return typeof id === "string" && id && id.length <= MAX_ID ? id : undefined;
+}
+
+/** What a request that names nothing has (never written to). */
+const NOTHING: NamedState = { objects: new Map(), steps: new Map() };
+
+/** Reads the stored state `names` names into `ctx.named` (see the module's doc). */
+export async function loadNamedState(
+  ctx: RequestContext,
+  names: BodyNames | undefined,
+): Promise<void> {
+  const { store, config } = ctx.services;
+  const ids = new Set<string>();
+  const previous = typeof names?.previous === "string" ? idOf(names.previous) : undefined;
+  for (const value of names?.objects ?? []) {
+    const id = idOf(value);
+    if (id !== undefined && ids.size < MAX_NAMED) ids.add(id);
+  }
+  if (!ids.size) {
+    ctx.named = NOTHING; // the common case: no query, nothing allocated
+    return;
+  }
+  const named: NamedState = { objects: new Map(), steps: new Map() };
+  const [objects, chain] = await Promise.all([
+    Promise.all([...ids].map((id) => store.upstreamObject(id))),
+    previous === undefined ? [] : store.responseChain(previous, {
+      steps: MAX_STEPS + 1,
+      bytes: config.conversationMaxBytes * 4,
+    }),
+  ]);
+  for (const object of objects) if (object) named.objects.set(object.id, object);
+  for (const step of chain) named.steps.set(step.id, step);
+  ctx.named = named;
+}
+
+/** The state `loadNamedState` read for this request; a route that did not load it is a bug. */
+export function namedState(ctx: RequestContext): NamedState {
+  if (!ctx.named) throw new Error("the request's named state was not loaded");
+  return ctx.named;
+}
+
+/** The caller's own upstream object `id`, when it was read (undefined else). */
+function mine(ctx: RequestContext, id: unknown) {
+  const found = typeof id === "string" && ctx.named ? ctx.named.objects.get(id) : undefined;
+  return found && found.accountId === ctx.principal?.accountId ? found : undefined;
+}
+
+/**
+ * What the request's protocol reads of it besides its body (see `CallInput`): the upstream
+ * objects it names, held to the rule of whose they are.
+ */
+export function callInput(ctx: RequestContext): CallInput {
+  return {
+    url: ctx.url,
+    headers: ctx.req.headers,
+    params: ctx.params,
+    own(id, kind, field) {
+      namedState(ctx); // a route that did not load the state is a bug, not a 404
+      const found = mine(ctx, id);
+      if (!found || found.kind !== kind) {
+        const text = typeof id === "string" ? id : "";
+        throw notFound(kind === "response" ? "Previous response" : "Container", text, field);
+      }
+      return found;
+    },
+  };
+}
+
+/**
+ * The provider holding the upstream state the body continues — the caller's own, recorded with its
+ * provider — so the call goes to a deployment of that provider (another would not know the id);
+ * undefined when it continues none.
+ */
+export function continuedProvider(
+  ctx: RequestContext,
+  names: BodyNames | undefined,
+): string | undefined {
+  for (const id of names?.continues ?? []) {
+    const found = mine(ctx, id);
+    if (found?.provider) return found.provider;
+  }
+  return undefined;
+}
+
+/** The kept conversation step `id`, if it is the caller's and within the retention. */
+export function keptStep(ctx: RequestContext, id: string): StoredResponse | undefined {
+  // Pruning runs only every 6 h: a step past the retention is not the caller's any more.
+  const step = namedState(ctx).steps.get(id);
+  const oldest = Date.now() - ctx.services.config.conversationRetentionMs;
+  return step && step.accountId === ctx.principal!.accountId && step.createdAt >= oldest
+    ? step
+    : undefined;
+}
+
+/**
+ * Whether the body continues a conversation the gateway keeps (the call must then be translated,
+ * see `conversations.ts`): the answer it names is a kept step of the caller's.
+ */
+export function continuesKept(ctx: RequestContext, names: BodyNames | undefined): boolean {
+  const id = names?.previous;
+  return typeof id === "string" && id.length <= MAX_ID && keptStep(ctx, id) !== undefined;
 }

@@ -1,26 +1,56 @@
 /**
  * The text routes — Responses, Messages, generateContent, chat completions — as one pipeline:
- * read the client's request in its protocol, resolve the model, plan the call (see
- * `translate/plan.ts`), then run it: the body as it is when the provider speaks the client's
- * protocol, or decoded into the canonical form and encoded in the provider's. Everything after —
- * the hold, the send, the relay and the settlement — is `passThrough`, metered on the upstream's
- * side.
+ * read the client's request in its protocol (`accept`), resolve what it names (its model and
+ * stored state, see `resolve.ts`), then route it (`route.ts`: admit, send, relay, settle), which
+ * takes from `callFor` the call each deployment it tries gets, planned for its provider (see
+ * `translate/plan.ts`): the body as it is when the provider speaks the client's protocol, or
+ * decoded into the canonical form and encoded in the provider's. Everything after is metered on
+ * the upstream's side.
  */
 import type { Handler, RequestContext } from "../context.ts";
 import { type JsonBody, readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { PROTOCOLS } from "../protocols/index.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
-import type { Accepted, CallInput, PreparedCall, WireProtocol } from "../protocols/wire.ts";
+import type {
+  Accepted,
+  BodyNames,
+  CallInput,
+  PreparedCall,
+  WireProtocol,
+} from "../protocols/wire.ts";
 import { protocolsOf } from "../providers/index.ts";
 import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
 import { planCall } from "../translate/plan.ts";
-import { type PassThrough, routeCall, type Translation } from "./passthrough.ts";
-import { resolveModel } from "./resolve.ts";
-import { callInput, loadNamedState } from "./named_state.ts";
-import { conversationOf } from "./conversations.ts";
+import type { Call, Translation } from "./call.ts";
+import { keptConversations } from "./conversations.ts";
+import {
+  callInput,
+  continuedProvider,
+  continuesKept,
+  loadNamedState,
+  resolveModel,
+} from "./resolve.ts";
+import { routeCall } from "./route.ts";
+
+/** A text request as read and resolved, before any deployment is chosen. */
+interface TextRequest {
+  ctx: RequestContext;
+  client: WireProtocol;
+  input: CallInput;
+  accepted: Accepted;
+  body: JsonBody;
+  names: BodyNames | undefined;
+  /**
+   * It must be translated whatever the upstream: it continues a conversation the gateway keeps
+   * (an upstream of the client's own protocol holds nothing of it), or carries gateway tokens of
+   * opaque state (a conversation that moved between providers: each goes back to the provider
+   * that issued it, or nowhere).
+   */
+  held: boolean;
+}
 
 /** The handler of a text route whose clients speak `client`. */
 export function textCall(client: WireProtocol): Handler {
@@ -28,25 +58,20 @@ export function textCall(client: WireProtocol): Handler {
     const body = await readJsonObject(ctx.req, ctx.services.config);
     const input = callInput(ctx);
     const accepted = client.accept(input, body);
-    await loadNamedState(ctx, body.value);
+    const names = client.names?.of(body.value);
+    await loadNamedState(ctx, names);
     const model = resolveModel(ctx, accepted.model, "text");
-    // Each deployment (or fallback) the router tries gets the call built for its provider.
-    const build = (target: ResolvedModel) => buildCall(ctx, input, client, accepted, body, target);
+    const held = continuesKept(ctx, names) || body.text.includes(TOKEN_PREFIX);
+    const request: TextRequest = { ctx, client, input, accepted, body, names, held };
     // A body continuing upstream state (a stored response) goes to the provider holding it.
-    const pin = client.stateProvider?.(input, body.value);
-    return await routeCall(ctx, model, build, true, pin);
+    const pin = continuedProvider(ctx, names);
+    return await routeCall(ctx, model, (target) => callFor(request, target), true, pin);
   };
 }
 
 /** The call of a text request as `model`'s provider takes it: passed through, or translated. */
-function buildCall(
-  ctx: RequestContext,
-  input: CallInput,
-  client: WireProtocol,
-  accepted: Accepted,
-  body: JsonBody,
-  model: ResolvedModel,
-): PassThrough {
+function callFor(request: TextRequest, model: ResolvedModel): Call {
+  const { client, accepted } = request;
   const plan = planCall(client.id, protocolsOf(model.provider));
   if (plan.kind === "refuse") {
     throw new GatewayError(400, `The model \`${model.id}\` cannot be reached from this route.`, {
@@ -54,49 +79,37 @@ function buildCall(
       code: "model_not_supported",
     });
   }
-  // A conversation the gateway keeps itself is continued through the canonical form, even on an
-  // upstream of the client's own protocol (it holds nothing of it).
-  // So is a body carrying gateway tokens of opaque state (a conversation that moved between
-  // providers): each goes back to the provider that issued it, or nowhere.
-  const held = (conversationOf(client.id)?.held(ctx, body.value) ?? false) ||
-    body.text.includes(TOKEN_PREFIX);
-  if (plan.kind === "passthrough" && !held) {
-    const prepared = client.prepare(input, body, model, {
+  if (plan.kind === "passthrough" && !request.held) {
+    const prepared = client.prepare(request.input, request.body, model, {
       stream: accepted.stream,
       jsonArray: accepted.jsonArray,
       passthrough: true,
       usageChunk: accepted.usageChunk,
     });
     return {
-      ...callOptions(ctx, client, accepted, model, prepared),
-      errorTail: (started) => client.errorTail(started, accepted.jsonArray),
+      ...callOf(request, model, prepared),
+      errorTail: (started) => client.answers.errorTail(started, accepted.jsonArray),
       rewrite: prepared.rewrite,
       objectsFromJson: prepared.objectsFromJson,
       keepResponses: prepared.keepResponses,
       codec: client,
-      showUsage: client.usageView,
-      isAnswer: client.usageView.answer,
+      showUsage: client.answers.usage,
+      isAnswer: client.answers.usage.answer,
     };
   }
   const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
-  return translated(ctx, input, client, upstream, accepted, body.value, model);
+  return translated(request, upstream, model);
 }
 
-/** What every text call tells `passThrough`: the call as its upstream's protocol prepared it. */
-function callOptions(
-  ctx: RequestContext,
-  client: WireProtocol,
-  accepted: Accepted,
-  model: ResolvedModel,
-  prepared: PreparedCall,
-) {
+/** What every text call is: the call as its upstream's protocol prepared it. */
+function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCall) {
   return {
-    ctx,
-    format: client.errors,
-    endpoint: accepted.endpoint,
+    ctx: request.ctx,
+    format: request.client.errors,
+    endpoint: request.accepted.endpoint,
     model,
     tokens: prepared.tokens,
-    stream: accepted.stream,
+    stream: request.accepted.stream,
     call: prepared.call,
     usageFromJson: prepared.usageFromJson,
     meter: prepared.meter,
@@ -104,32 +117,31 @@ function callOptions(
   };
 }
 
-function translated(
-  ctx: RequestContext,
-  input: CallInput,
-  client: WireProtocol,
-  upstream: WireProtocol,
-  accepted: Accepted,
-  clientBody: Record<string, unknown>,
-  model: ResolvedModel,
-): PassThrough {
+/**
+ * A translated call: the client's request decoded (with the conversation the gateway keeps put in
+ * front, for a client that chains calls) and encoded for the upstream; its answer decoded and
+ * encoded back, and kept when the client may continue it.
+ */
+function translated(request: TextRequest, upstream: WireProtocol, model: ResolvedModel): Call {
+  const { ctx, client, accepted } = request;
+  const clientBody = request.body.value;
   const own = client.decodeRequest(clientBody, { stream: accepted.stream });
-  const conversation = conversationOf(client.id);
-  const request = conversation ? conversation.restore(ctx, clientBody, own) : own;
-  const encoded = upstream.encodeRequest(request, {
+  const conversation = client.names?.chained ? keptConversations : undefined;
+  const canonical = conversation ? conversation.restore(ctx, clientBody, own) : own;
+  const encoded = upstream.encodeRequest(canonical, {
     model: model.upstreamId,
     provider: model.provider.name,
     family: model.provider.type,
   });
   const prepared = upstream.prepare(
-    input,
+    request.input,
     { text: JSON.stringify(encoded), value: encoded },
     model,
     { stream: accepted.stream, passthrough: false },
   );
   ctx.log.translated = `${client.id}>${upstream.id}`;
   const info: AnswerInfo = {
-    id: client.answerId(),
+    id: client.answers.id(),
     model: accepted.model,
     created: Math.floor(Date.now() / 1000),
     usageChunk: accepted.usageChunk,
@@ -157,9 +169,9 @@ function translated(
       : {}),
   };
   return {
-    ...callOptions(ctx, client, accepted, model, prepared),
+    ...callOf(request, model, prepared),
     upstreamFormat: upstream.errors,
     translate: translation,
-    isAnswer: upstream.usageView.answer,
+    isAnswer: upstream.answers.usage.answer,
   };
 }

@@ -1,10 +1,11 @@
 /**
- * The one record a wire protocol is (see ARCHITECTURE.md): its converters to and from the
- * canonical form (`Codec`), and what the call pipeline needs of it on either side — on the
- * client's side, reading a request and the error forms; on the upstream's side, planning a call
- * (its hold and request), reading usage, metering a stream. The pipeline never asks which protocol
- * it has. It depends on nothing above it: what a protocol reads of a request besides its body
- * comes as a `CallInput`, which the pipeline builds.
+ * The one record a wire protocol is: its converters to and from the canonical form (`Codec`), what
+ * it declares — its error envelope, the forms of its answers, the stored state a body names, its
+ * token counting — and the two things it does for a call: reading the client's request (`accept`)
+ * and planning a call to an upstream of this protocol (`prepare`: its hold and request, how usage
+ * is read and a stream metered). The pipeline never asks which protocol it has. It depends on
+ * nothing above it: what a protocol reads of a request besides its body comes as a `CallInput`,
+ * which the pipeline builds.
  */
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import type { JsonBody } from "../http/body.ts";
@@ -18,15 +19,15 @@ import type { UpstreamCall } from "../providers/index.ts";
 import type { Codec, UsageView } from "../translate/codec.ts";
 import type { Json } from "../translate/ir.ts";
 
-/** An upstream object the caller may continue: its conversation's size, the provider holding it. */
+/** An upstream object the caller may continue: its conversation's size. */
 export interface OwnedObject {
   contextTokens: number;
-  provider?: string | null;
 }
 
 /**
  * What a protocol reads of a request besides its body: its URL, headers and path parameters, and
- * the upstream objects it names — looked up by the pipeline, which owns the rule of whose they are.
+ * the upstream objects it names — read by the pipeline (see `BodyNames`), which owns the rule of
+ * whose they are.
  */
 export interface CallInput {
   url: URL;
@@ -35,8 +36,37 @@ export interface CallInput {
   params: Record<string, string>;
   /** The caller's own upstream object `id` of `kind`, or a thrown 404 naming `field`. */
   own(id: unknown, kind: "response" | "container", field: string): OwnedObject;
-  /** The caller's own upstream object `id`, when the request names one (undefined else). */
-  find(id: unknown): OwnedObject | undefined;
+}
+
+/** The stored state a request body names (pure: the pipeline reads it before the checks run). */
+export interface BodyNames {
+  /** The upstream objects it names: each an id, or an object with an `id`. */
+  objects: unknown[];
+  /** The answer whose conversation it continues (`previous_response_id`), if any. */
+  previous?: unknown;
+  /** The names of upstream state it continues: the call goes to the provider holding it. */
+  continues?: unknown[];
+}
+
+/** The stored state a protocol's requests name. */
+export interface StateNames {
+  /** What a body names. */
+  of(body: Json): BodyNames;
+  /**
+   * Its clients chain calls by an answer's id: a translated answer is kept by the gateway so that
+   * a later call can continue it (see `pipeline/conversations.ts`).
+   */
+  chained?: boolean;
+}
+
+/** How a protocol's answers look where the gateway writes or changes them. */
+export interface AnswerForms {
+  /** A new id for a translated answer (`resp_…`, `msg_…`, `chatcmpl-…`). */
+  id(): string;
+  /** How its answers show a usage the gateway decided (an estimate, or the hold). */
+  usage: UsageView;
+  /** Bytes that end a pass-through stream the upstream cut, in this protocol. */
+  errorTail(started: boolean, jsonArray?: boolean): Uint8Array;
 }
 
 /** Where a counting request goes on a provider of this protocol. */
@@ -67,6 +97,12 @@ export interface CountUpstream {
   fromRequest(encoded: Json, model: ResolvedModel): Json;
   /** The count in an answer. */
   read(answer: Json): number | undefined;
+}
+
+/** A protocol's token counting: its route, and its upstream endpoint. */
+export interface Counting {
+  client: CountClient;
+  upstream: CountUpstream;
 }
 
 /** What the pipeline needs from a client's request once it is read and validated. */
@@ -111,17 +147,18 @@ export interface PreparedCall {
   keepResponses?: boolean;
 }
 
+/** A wire protocol (see the module's doc). */
 export interface WireProtocol extends Codec {
   /** The error envelope its routes answer in. */
   errors: ErrorFormat;
+  /** How its answers look where the gateway writes or changes them. */
+  answers: AnswerForms;
+  /** The stored state its requests name, when they can name any. */
+  names?: StateNames;
+  /** Its token counting, when it has any. */
+  count?: Counting;
   /** Reads the client's request: validation (400 naming the field), the model, streaming. */
   accept(input: CallInput, body: JsonBody): Accepted;
-  /** A new id for a translated answer (`resp_…`, `msg_…`, `chatcmpl-…`). */
-  answerId(): string;
-  /** How its answers show a usage the gateway decided (an estimate, or the hold). */
-  usageView: UsageView;
-  /** Bytes that end a pass-through stream the upstream cut, in this protocol. */
-  errorTail(started: boolean, jsonArray?: boolean): Uint8Array;
   /** Plans a call of `body` — already in this protocol — to `model`. */
   prepare(
     input: CallInput,
@@ -129,10 +166,4 @@ export interface WireProtocol extends Codec {
     model: ResolvedModel,
     options: PrepareOptions,
   ): PreparedCall;
-  /** The provider holding upstream state the body continues (the call must go there), if any. */
-  stateProvider?(input: CallInput, body: Record<string, unknown>): string | undefined;
-  /** Its token-counting route, when it has one. */
-  countClient?: CountClient;
-  /** Its upstream token-counting endpoint, when it has one. */
-  countUpstream?: CountUpstream;
 }

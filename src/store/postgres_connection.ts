@@ -130,7 +130,9 @@ export class PgConnection {
       this.#down = null;
       return result;
     } catch (error) {
-      const cause = error instanceof QueryTimeout ? { mayHaveRun: true } : outage(error);
+      const cause = error instanceof QueryTimeout
+        ? { mayHaveRun: true, late: query.then(() => true, () => false) }
+        : outage(error);
       if (!cause) throw error;
       const reason = error instanceof QueryTimeout
         ? "the database did not answer in time"

@@ -158,8 +158,14 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
 
   /** A hold whose answer was lost with the connection may have been written: released later. */
   const releaseLater = (token: string) => (error: unknown): never => {
-    // The call is refused (503), so whatever it holds is released once the database is back.
-    if (error instanceof StoreUnavailable && error.mayHaveRun) spool.defer({ token });
+    // The call is refused (503), so whatever it holds is released once the database is back —
+    // and once more if the statement lands after that release looked for it.
+    if (error instanceof StoreUnavailable && error.mayHaveRun) {
+      spool.defer({ token });
+      error.late?.then((ran) => {
+        if (ran) spool.defer({ token });
+      });
+    }
     throw error;
   };
 

@@ -402,10 +402,20 @@ export class StoreUnavailable extends Error {
   override name = "StoreUnavailable";
   /** The statement may have run all the same (the connection was lost while it was out). */
   readonly mayHaveRun: boolean;
+  /**
+   * A statement that did not answer in time is still out: this resolves when it answers after
+   * all — true once it has run (committed), false when it failed — so what it wrote can be undone
+   * then. It never rejects.
+   */
+  readonly late: Promise<boolean> | undefined;
 
-  constructor(message: string, options: { mayHaveRun?: boolean } = {}) {
+  constructor(
+    message: string,
+    options: { mayHaveRun?: boolean; late?: Promise<boolean> } = {},
+  ) {
     super(message);
     this.mayHaveRun = options.mayHaveRun ?? false;
+    this.late = options.late;
   }
 }
 

@@ -1,9 +1,8 @@
 /**
- * The converter signatures each protocol module implements (pure), and the web-stream wrappers
- * around its stream converters. A stream decoder turns the upstream's units (SSE events, or JSON
- * array elements as unnamed events) into canonical events; an encoder turns canonical events into
- * the client's bytes. Both are push-style and synchronous, so a relay can run them per unit with
- * no extra promise; `decodeStream`/`encodeStream` give them as `TransformStream`s.
+ * The converter signatures each protocol module implements (pure). A stream decoder turns the
+ * upstream's units (SSE events, or JSON array elements as unnamed events) into canonical events;
+ * an encoder turns canonical events into the client's text. Both are push-style and synchronous,
+ * so a relay runs them per unit with no extra promise (decode ∘ encode: `transcode.ts`).
  */
 import type { SseEvent } from "../http/sse.ts";
 import type { ProviderType } from "../config/schema.ts";
@@ -55,6 +54,7 @@ export interface AnswerInfo {
   token(opaque: Opaque, text?: string): string;
 }
 
+/** A protocol's stream decoder: the upstream's units in, canonical events out (push-style). */
 export interface StreamDecoder {
   /** One upstream unit; canonical events go to the sink given at creation. */
   push(event: SseEvent): void;
@@ -62,6 +62,7 @@ export interface StreamDecoder {
   end(): void;
 }
 
+/** A protocol's stream encoder: canonical events in, the client's text out (push-style). */
 export interface StreamEncoder {
   /** One canonical event; bytes go to the writer given at creation. */
   push(event: CanonicalEvent): void;
@@ -104,40 +105,4 @@ export interface Codec {
   encodeResponse(response: CanonicalResponse, info: AnswerInfo): Json;
   streamDecoder(emit: (event: CanonicalEvent) => void, provider: string): StreamDecoder;
   streamEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder;
-}
-
-/** A codec's stream decoder as a `TransformStream` of units to canonical events. */
-export function decodeStream(
-  codec: Codec,
-  provider: string,
-): TransformStream<SseEvent, CanonicalEvent> {
-  let decoder: StreamDecoder;
-  return new TransformStream({
-    start(controller) {
-      decoder = codec.streamDecoder((event) => controller.enqueue(event), provider);
-    },
-    transform(event) {
-      decoder.push(event);
-    },
-    flush() {
-      decoder.end();
-    },
-  });
-}
-
-/** A codec's stream encoder as a `TransformStream` of canonical events to the client's bytes. */
-export function encodeStream(
-  codec: Codec,
-  info: AnswerInfo,
-): TransformStream<CanonicalEvent, Uint8Array> {
-  const encoder = new TextEncoder();
-  let sink: StreamEncoder;
-  return new TransformStream({
-    start(controller) {
-      sink = codec.streamEncoder((text) => controller.enqueue(encoder.encode(text)), info);
-    },
-    transform(event) {
-      sink.push(event);
-    },
-  });
 }

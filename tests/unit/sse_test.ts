@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { encodeSse, type SseEvent, SseScanner } from "../../src/http/sse.ts";
 import { JsonArrayScanner } from "../../src/http/json_array.ts";
-import { relayStream } from "../../src/http/relay.ts";
+import { PassUnits, ReadUnits, relayStream, UnitFramer } from "../../src/http/relay.ts";
 
 function scan(chunks: Uint8Array[]): { event: string; data: string }[] {
   const events: SseEvent[] = [];
@@ -124,6 +124,15 @@ Deno.test("the JSON-array framer hands over each element whole, strings and esca
   assert.equal(cut.closed(), false);
 });
 
+/** An SSE relay's stages: framed, read by a meter that says when it `finished`, passed as is. */
+function stages(finished: () => boolean): [UnitFramer, ReadUnits, PassUnits] {
+  return [
+    new UnitFramer("sse"),
+    new ReadUnits(() => {}, finished),
+    new PassUnits({ tail: () => new TextEncoder().encode("event: error\ndata: {}\n\n") }),
+  ];
+}
+
 /** Relays `parts` (then an error, or the end) and returns what the client receives. */
 async function relayed(parts: string[], fail: boolean, finished: () => boolean) {
   let ended = "";
@@ -135,12 +144,8 @@ async function relayed(parts: string[], fail: boolean, finished: () => boolean) 
       else controller.close();
     },
   });
-  const body = relayStream(upstream, {
-    framing: "sse",
-    onEvent: () => {},
-    finished,
+  const body = relayStream(upstream, stages(finished), {
     onEnd: (how) => void (ended = how),
-    errorTail: () => new TextEncoder().encode("event: error\ndata: {}\n\n"),
     abort: () => {},
     idleMs: 0,
     maxMs: 0,
@@ -168,12 +173,8 @@ Deno.test("a stream cut while its client is not reading is settled at once", asy
       return new Promise((r) => setTimeout(r, 20));
     },
   });
-  const body = relayStream(upstream, {
-    framing: "sse",
-    onEvent: () => {},
-    finished: () => false,
+  const body = relayStream(upstream, stages(() => false), {
     onEnd: (how) => void (ended = how),
-    errorTail: () => new TextEncoder().encode("event: error\ndata: {}\n\n"),
     abort: () => {},
     idleMs: 0,
     maxMs: 100,
@@ -189,4 +190,15 @@ Deno.test("a stream cut while its client is not reading is settled at once", asy
     rest += new TextDecoder().decode(value);
   }
   assert.match(rest, /event: error/);
+});
+
+Deno.test("the relay's stages are Transformers: piped as TransformStreams, whole events pass as they are", async () => {
+  const parts = ["event: a\ndata: 1\n\nevent: b\nda", "ta: 2\n\n", "event: c\ndata: 3\n\n"];
+  const seen: string[] = [];
+  const body = ReadableStream.from(parts.map((part) => new TextEncoder().encode(part)))
+    .pipeThrough(new TransformStream(new UnitFramer("sse")))
+    .pipeThrough(new TransformStream(new ReadUnits((event) => seen.push(event.event), () => true)))
+    .pipeThrough(new TransformStream(new PassUnits()));
+  assert.equal(await new Response(body).text(), parts.join(""));
+  assert.deepEqual(seen, ["a", "b", "c"]);
 });

@@ -22,6 +22,7 @@ import { chatMeter, chatUsage, chatUsageView } from "./usage.ts";
 
 type Json = Record<string, unknown>;
 
+/** Chat completions as a wire protocol (see the module's doc). */
 export const chat: WireProtocol = {
   id: "chat",
   errors: "openai",
@@ -31,9 +32,11 @@ export const chat: WireProtocol = {
   encodeResponse,
   streamDecoder: chatDecoder,
   streamEncoder: chatEncoder,
-  answerId: () => newId("chatcmpl-", 14),
-  usageView: chatUsageView,
-  errorTail: () => streamErrorChunk(),
+  answers: {
+    id: () => newId("chatcmpl-", 14),
+    usage: chatUsageView,
+    errorTail: () => streamErrorChunk(),
+  },
 
   accept(_input, body) {
     const request = validate(ChatRequest, body.value);

@@ -24,6 +24,7 @@ import { generateDecoder, generateEncoder } from "./stream.ts";
 import { streamErrorElement, streamErrorEvent } from "./errors.ts";
 import { geminiMeter, generateUsage, generateUsageView } from "./usage.ts";
 
+/** Content generation (Gemini) as a wire protocol (see the module's doc). */
 export const generate: WireProtocol = {
   id: "generate",
   errors: "google",
@@ -33,11 +34,12 @@ export const generate: WireProtocol = {
   encodeResponse,
   streamDecoder: generateDecoder,
   streamEncoder: generateEncoder,
-  answerId: () => newId("", 11),
-  usageView: generateUsageView,
-  errorTail: (started, jsonArray) => jsonArray ? streamErrorElement(started) : streamErrorEvent(),
-  countClient: generateCountClient,
-  countUpstream: generateCountUpstream,
+  answers: {
+    id: () => newId("", 11),
+    usage: generateUsageView,
+    errorTail: (started, jsonArray) => jsonArray ? streamErrorElement(started) : streamErrorEvent(),
+  },
+  count: { client: generateCountClient, upstream: generateCountUpstream },
 
   accept(input, body) {
     validate(GenerateRequest, body.value);

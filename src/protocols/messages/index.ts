@@ -7,7 +7,7 @@ import { GatewayError } from "../../http/errors.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
 import { withUpstreamModel } from "../../http/forwarded_body.ts";
-import { messagesState } from "./state.ts";
+import { messagesNames, messagesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { messagesCountClient, messagesCountUpstream } from "./count.ts";
@@ -31,6 +31,7 @@ function forwardedHeaders(from: Headers): Record<string, string> {
   return headers;
 }
 
+/** Messages as a wire protocol (see the module's doc). */
 export const messages: WireProtocol = {
   id: "messages",
   errors: "anthropic",
@@ -40,11 +41,13 @@ export const messages: WireProtocol = {
   encodeResponse,
   streamDecoder: messagesDecoder,
   streamEncoder: messagesEncoder,
-  answerId: () => newId("msg_", 12),
-  countClient: messagesCountClient,
-  countUpstream: messagesCountUpstream,
-  usageView: messagesUsageView,
-  errorTail: () => streamErrorEvent(),
+  answers: {
+    id: () => newId("msg_", 12),
+    usage: messagesUsageView,
+    errorTail: () => streamErrorEvent(),
+  },
+  names: { of: messagesNames },
+  count: { client: messagesCountClient, upstream: messagesCountUpstream },
 
   accept(_input, body) {
     const request = validate(MessagesRequest, body.value);

@@ -10,7 +10,7 @@ import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
 import { DEFAULT_TOOL_CALLS } from "../../billing/reserve.ts";
 import { withUpstreamModel } from "../../http/forwarded_body.ts";
-import { responsesState, stateProvider } from "./state.ts";
+import { responsesNames, responsesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { responsesCountClient, responsesCountUpstream } from "./count.ts";
@@ -24,6 +24,7 @@ import { responsesDecoder, responsesEncoder } from "./stream.ts";
 import { streamErrorEvent } from "./errors.ts";
 import { responsesMeter, responsesObjects, responsesUsage, responsesUsageView } from "./usage.ts";
 
+/** Responses as a wire protocol (see the module's doc). */
 export const responses: WireProtocol = {
   id: "responses",
   errors: "openai",
@@ -33,12 +34,13 @@ export const responses: WireProtocol = {
   encodeResponse,
   streamDecoder: responsesDecoder,
   streamEncoder: responsesEncoder,
-  answerId: () => newId("resp_", 24),
-  countClient: responsesCountClient,
-  countUpstream: responsesCountUpstream,
-  usageView: responsesUsageView,
-  errorTail: () => streamErrorEvent(),
-  stateProvider,
+  answers: {
+    id: () => newId("resp_", 24),
+    usage: responsesUsageView,
+    errorTail: () => streamErrorEvent(),
+  },
+  names: { of: responsesNames, chained: true },
+  count: { client: responsesCountClient, upstream: responsesCountUpstream },
 
   accept(_input, body) {
     const request = validate(ResponsesRequest, body.value);

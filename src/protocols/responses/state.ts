@@ -1,13 +1,14 @@
 /**
- * The upstream state a Responses-family body (responses, compact, input_tokens) names, checked
- * through the request's `CallInput` (whose objects they are is the pipeline's rule):
+ * The upstream state a Responses-family body (responses, compact, input_tokens) names, declared
+ * for the pipeline to read (`responsesNames`), and checked through the request's `CallInput`
+ * (whose objects they are is the pipeline's rule):
  * `previous_response_id` must be the caller's (its conversation's size is returned, for the hold),
  * a `conversation` cannot be the caller's (none is created through the gateway), item references
  * are refused, and a code interpreter container must be the caller's.
  */
 import { GatewayError, notFound } from "../../http/errors.ts";
 import { textOf } from "../../http/json.ts";
-import type { CallInput } from "../wire.ts";
+import type { BodyNames, CallInput } from "../wire.ts";
 
 type Json = Record<string, unknown>;
 
@@ -49,19 +50,15 @@ export function responsesState(input: CallInput, body: Json): { contextTokens?: 
 }
 
 /**
- * The provider holding the upstream state a Responses-family body continues — the caller's own
- * `previous_response_id` or code interpreter container — so the call goes to a deployment of that
- * provider (another would not know the id); undefined when it names none (or an object recorded
- * without its provider).
+ * What a Responses-family body names: the caller's `previous_response_id` and code interpreter
+ * containers (an id, or `{id}`), and — continued upstream, so the call goes to the provider holding
+ * them — the previous response and the containers named by id.
  */
-export function stateProvider(input: CallInput, body: Json): string | undefined {
-  const ids: unknown[] = [body.previous_response_id];
-  if (Array.isArray(body.tools)) {
-    for (const tool of body.tools) ids.push((tool as { container?: unknown } | null)?.container);
-  }
-  for (const id of ids) {
-    const found = input.find(id);
-    if (found?.provider) return found.provider;
-  }
-  return undefined;
+export function responsesNames(body: Json): BodyNames {
+  const containers = Array.isArray(body.tools)
+    ? body.tools.map((tool) => (tool as { container?: unknown } | null)?.container)
+    : [];
+  const previous = body.previous_response_id;
+  const named = typeof previous === "string" ? previous : undefined;
+  return { objects: [named, ...containers], previous, continues: [previous, ...containers] };
 }

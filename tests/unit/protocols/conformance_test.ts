@@ -122,7 +122,6 @@ function inputFor(protocol: ProtocolId, stream: boolean, framing: Framing = "sse
     own: (id) => {
       throw new Error(`no stored object: ${String(id)}`);
     },
-    find: () => undefined,
   };
 }
 
@@ -500,7 +499,7 @@ for (const protocol of Object.values(PROTOCOLS)) {
 
   Deno.test(name("an answer survives encode then decode, for every finish reason"), () => {
     const answer = protocol.encodeResponse(RESPONSE, INFO);
-    assert.ok(protocol.usageView.answer?.(answer) ?? true, "its own answer has its shape");
+    assert.ok(protocol.answers.usage.answer?.(answer) ?? true, "its own answer has its shape");
     const back = protocol.decodeResponse(answer, "upstream");
     assert.deepEqual(answerView(id, back), answerView(id, RESPONSE));
     const reasons: FinishReason[] = ["stop", "length", "content-filter"];
@@ -518,7 +517,7 @@ for (const protocol of Object.values(PROTOCOLS)) {
   Deno.test(name("recorded answers survive decode, encode and decode again"), () => {
     for (const path of RECORDED[id].answers) {
       const body = JSON.parse(recorded(path).response.body_text);
-      assert.ok(protocol.usageView.answer?.(body) ?? true, `${path} has the answer's shape`);
+      assert.ok(protocol.answers.usage.answer?.(body) ?? true, `${path} has the answer's shape`);
       const first = protocol.decodeResponse(body, "upstream");
       assert.ok(first.content.length, `${path} has content`);
       const again = protocol.decodeResponse(protocol.encodeResponse(first, INFO), "upstream");
@@ -538,7 +537,7 @@ for (const protocol of Object.values(PROTOCOLS)) {
     assert.deepEqual(read(answer), carried(RESPONSE.usage));
     // The gateway's own figure (an estimate, a charge at the hold) in place of the upstream's.
     const decided = { input: 7, cacheRead: 2, cacheWrite: 1, output: 5, reasoning: 0 };
-    assert.deepEqual(read(protocol.usageView.json(answer, decided)), carried(decided));
+    assert.deepEqual(read(protocol.answers.usage.json(answer, decided)), carried(decided));
     // A recorded answer: the bill's reader and the codec's agree.
     for (const path of RECORDED[id].answers) {
       const body = JSON.parse(recorded(path).response.body_text);
@@ -573,7 +572,7 @@ for (const protocol of Object.values(PROTOCOLS)) {
       assert.ok(meter.finished(), "the end of the stream passed");
       assert.equal(meter.outputBytes(), outputBytes(RESPONSE));
       // The gateway's own figure, written in the event that carries the final usage.
-      const view = protocol.usageView.event?.();
+      const view = protocol.answers.usage.event?.();
       if (!view) return;
       const decided = { input: 7, cacheRead: 2, cacheWrite: 1, output: 5, reasoning: 0 };
       const units = unitsOf(text, framing);
@@ -636,10 +635,12 @@ for (const protocol of Object.values(PROTOCOLS)) {
       assert.equal(decodeStream(protocol, upstream, framing).at(-1)?.type, "error");
       // The tail for a stream the upstream cut: alone, and after what was relayed.
       const jsonArray = framing === "json-array";
-      const tail = new TextDecoder().decode(protocol.errorTail(false, jsonArray));
+      const tail = new TextDecoder().decode(protocol.answers.errorTail(false, jsonArray));
       assert.equal(decodeStream(protocol, tail, framing).at(-1)?.type, "error");
       let relayed = encodeStream(protocol, partial, framing);
-      relayed += new TextDecoder().decode(protocol.errorTail(relayed.length > 0, jsonArray));
+      relayed += new TextDecoder().decode(
+        protocol.answers.errorTail(relayed.length > 0, jsonArray),
+      );
       const cut = decodeStream(protocol, relayed, framing);
       assert.equal(cut.at(-1)?.type, "error");
       assert.ok(cut.some((e) => e.type === "text-delta"), "what was relayed is kept");
@@ -670,13 +671,13 @@ for (const protocol of Object.values(PROTOCOLS)) {
 
   Deno.test(name("an error envelope is not an answer; ids are fresh"), () => {
     const envelope = errorBody(protocol.errors, 500, "The upstream failed.") as Json;
-    if (protocol.usageView.answer) assert.equal(protocol.usageView.answer(envelope), false);
-    assert.notEqual(protocol.answerId(), protocol.answerId());
+    if (protocol.answers.usage.answer) assert.equal(protocol.answers.usage.answer(envelope), false);
+    assert.notEqual(protocol.answers.id(), protocol.answers.id());
   });
 
   Deno.test(name("a token count it answers reads back as the count"), () => {
-    const client = protocol.countClient;
-    const upstream = protocol.countUpstream;
+    const client = protocol.count?.client;
+    const upstream = protocol.count?.upstream;
     if (!client || !upstream) return; // chat has no counting route
     assert.equal(upstream.read(client.answer(1234)), 1234);
   });

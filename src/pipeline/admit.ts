@@ -1,23 +1,63 @@
 /**
- * The reserve step of a token-billed call: refuse what the catalog does not price (a service tier,
- * a hosted tool) with a 400 naming the field, then plan and take the hold (see
- * `billing/reserve.ts`) — 402 when the available balance cannot cover the smallest call.
+ * Admission: a call at one deployment is held before it is sent. A token-billed call's hold is
+ * planned from what the request asks (see `billing/reserve.ts`) — refused with a 400 naming the
+ * field for what the catalog does not price (a service tier, a hosted tool), with a 402 when the
+ * available balance cannot cover the smallest call, with a 429 when a budget, the key's tokens per
+ * minute or its calls in flight refuse it — and a unit-billed call (images, search) holds what it
+ * asks for. The hold is taken in the request's scope (see `settle.ts`), so nothing outlives the
+ * request that took it.
  */
 import type { RequestContext } from "../context.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { GatewayError } from "../http/errors.ts";
-import { type HostedTool, isBaseTier } from "../billing/price.ts";
+import { type HostedTool, isBaseTier, price } from "../billing/price.ts";
 import {
   Bill,
   insufficientBalance,
   LimitRefused,
   type OpenBill,
   openBill,
+  tokenHeaders,
 } from "../billing/ledger.ts";
 import { type Plan, planTokenCall } from "../billing/reserve.ts";
-
-export type { TokenRequest, ToolUse } from "../billing/reserve.ts";
 import type { TokenRequest } from "../billing/reserve.ts";
+import { faultPoint } from "../test_hooks.ts";
+import type { Call } from "./call.ts";
+import { scopeOf } from "./settle.ts";
+
+/** A call admitted at one deployment: its hold, and the output cap to send when one was imposed. */
+export interface Admitted {
+  bill: Bill;
+  /** The output cap the gateway imposed (the balance or a budget covers no more), if any. */
+  sentCap?: number;
+}
+
+/**
+ * Takes the hold of `call` at its model's prices (the token headers of a key with a token limit
+ * set on the request), or throws the error the client should see.
+ */
+export async function admit(call: Call): Promise<Admitted> {
+  const { ctx, model } = call;
+  const identity = {
+    scope: scopeOf(ctx),
+    principal: ctx.principal!,
+    requestId: ctx.requestId,
+    endpoint: call.endpoint,
+    model,
+    now: ctx.now,
+    zone: ctx.services.config.budgetTimeZone,
+  };
+  const hold = call.tokens ? await holdTokens(ctx, model, call.tokens, identity) : undefined;
+  const bill: Bill = hold?.bill ?? await openBill(ctx.services.store, {
+    ...identity,
+    reserve: price(call.unitsHold ?? call.units!, model.prices).amount,
+    estimate: call.units!,
+    units: call.unitsHold ?? call.units!,
+  });
+  if (bill.tokens) ctx.headers = { ...ctx.headers, ...tokenHeaders(bill.tokens, ctx.now()) };
+  faultPoint(ctx.req, "held");
+  return { bill, sentCap: hold?.plan.sendCap ? hold.plan.cap : undefined };
+}
 
 /** Throws 400 for a tier or hosted tool the model's prices do not cover. */
 export function requirePriced(model: ResolvedModel, request: TokenRequest): void {
@@ -47,7 +87,7 @@ export function requirePriced(model: ResolvedModel, request: TokenRequest): void
 }
 
 /** A token-billed call's hold: the ledger entry and the plan it was made on. */
-export interface TokenHold {
+interface TokenHold {
   bill: Bill;
   plan: Extract<Plan, { ok: true }>;
 }
@@ -58,7 +98,7 @@ export interface TokenHold {
  * read, to run the call under the largest output cap it does cover (should another call take the
  * balance in between, that hold is refused too: 402).
  */
-export async function holdTokens(
+async function holdTokens(
   ctx: RequestContext,
   model: ResolvedModel,
   request: TokenRequest,

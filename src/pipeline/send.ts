@@ -1,11 +1,12 @@
 /**
- * One attempt of a call at one upstream: take the hold at that deployment's prices, send (the
- * provider's keys in turn, see `providers/index.ts`), and say what came of it — the answer to
- * relay, or why there is none, so the router can move on. A failed attempt's hold is released
- * before the next one is taken: a call that was retried is charged once.
+ * Sending: one admitted call goes to its deployment (the provider's keys in turn, see
+ * `routing/send.ts`), and what came of it is said so the router can move on — the answer to
+ * relay, or why there is none (a rate limit, a 5xx, the operator's key refused, a context window
+ * exceeded, a timeout or a connection that failed) and the client's response to it. A call that
+ * failed is released unbilled before anything else is tried: a call that was retried is charged
+ * once.
  */
-import { type Bill, openBill, tokenHeaders } from "../billing/ledger.ts";
-import { price } from "../billing/price.ts";
+import type { Bill } from "../billing/ledger.ts";
 import { type ResolvedModel, targetName } from "../catalog/catalog.ts";
 import type { RequestContext } from "../context.ts";
 import { callRoute } from "../context.ts";
@@ -13,38 +14,41 @@ import { type ErrorFormat, GatewayError } from "../http/errors.ts";
 import { metrics, recentCalls, UPSTREAM_ERRORS, UPSTREAM_TTFB } from "../metrics/gateway.ts";
 import { keyRefusal, readBounded } from "../providers/key_failure.ts";
 import { replayable, type UpstreamCall, upstreamDeadlines } from "../providers/index.ts";
-import { send } from "../routing/send.ts";
+import { send as sendUpstream } from "../routing/send.ts";
 import type { FailureKind } from "../routing/attempts.ts";
-import type { PassThrough } from "./call.ts";
-import { holdTokens } from "./reserve.ts";
-import { scopeOf } from "./scope.ts";
-import { faultPoint } from "../test_hooks.ts";
+import type { Admitted } from "./admit.ts";
+import type { Call } from "./call.ts";
+import { scopeOf } from "./settle.ts";
 import { relayUpstreamError } from "./upstream_errors.ts";
 
 /** How providers say the input does not fit the model's context window. */
 const CONTEXT_EXCEEDED =
   /context_length_exceeded|prompt is too long|exceeds the maximum number of tokens|maximum context length|context window/i;
 
-/** An attempt's outcome: an answer to relay, or a failure and the client's response to it. */
-export type Attempted =
-  | {
-    ok: true;
-    bill: Bill;
-    upstream: Response;
-    /** When the request went (`performance.now()`). */
-    sent: number;
-    /** The output cap the gateway imposed, if any. */
-    sentCap?: number;
-  }
-  | {
-    ok: false;
-    /** Why, when the router may move on; null: the request's own fault, answered as it is. */
-    kind: FailureKind | null;
-    /** Whether the call's body can be sent again (a streamed upload cannot). */
-    again: boolean;
-    /** The client's response to this failure (or the error it throws). */
-    respond(): Promise<Response>;
-  };
+/** An upstream's 2xx answer to an admitted call, to relay. */
+export interface Answered {
+  ok: true;
+  bill: Bill;
+  upstream: Response;
+  /** When the request went (`performance.now()`). */
+  sent: number;
+  /** The output cap the gateway imposed, if any. */
+  sentCap?: number;
+}
+
+/** A call that got no answer to relay: why, and the client's response to it. */
+export interface Failed {
+  ok: false;
+  /** Why, when the router may move on; null: the request's own fault, answered as it is. */
+  kind: FailureKind | null;
+  /** Whether the call's body can be sent again (a streamed upload cannot). */
+  again: boolean;
+  /** The client's response to this failure (or the error it throws). */
+  respond(): Promise<Response>;
+}
+
+/** What came of sending a call: an answer to relay, or a failure. */
+export type Sent = Answered | Failed;
 
 /** What a non-2xx answer means for the router. */
 function kindOf(status: number, text: string): FailureKind | null {
@@ -55,12 +59,26 @@ function kindOf(status: number, text: string): FailureKind | null {
   return null;
 }
 
-/** What a `GatewayError` from `send` means for the router. */
+/** What a `GatewayError` from the provider's send means for the router. */
 function thrownKind(error: GatewayError): FailureKind {
   if (error.status === 504) return "timeout";
   if (error.status === 429) return "429";
   if (error.options.code === "upstream_auth_failed") return "auth";
   return "connection";
+}
+
+/** Sends an admitted call once (the provider's keys in turn); see the module's doc. */
+export async function send(call: Call, admitted: Admitted, abort: AbortController): Promise<Sent> {
+  const outcome = await sendWithHold(
+    call.ctx,
+    admitted.bill,
+    call.model,
+    { ...call.call(admitted.sentCap), model: targetName(call.model) },
+    call.format,
+    abort,
+    call.upstreamFormat ?? call.format,
+  );
+  return outcome.ok ? { ...outcome, sentCap: admitted.sentCap } : outcome;
 }
 
 /** Sends `call` for `model` with `bill` holding its funds; releases the hold if it fails. */
@@ -72,7 +90,7 @@ async function sendWithHold(
   format: ErrorFormat,
   abort: AbortController,
   upstreamFormat: ErrorFormat,
-): Promise<Extract<Attempted, { ok: true }> | Extract<Attempted, { ok: false }>> {
+): Promise<Sent> {
   const provider = model.provider.name;
   // A request that fails from here on aborts this upstream call, whatever way it fails.
   scopeOf(ctx).upstream(abort);
@@ -82,7 +100,7 @@ async function sendWithHold(
   const requests = route.count;
   let upstream: Response;
   try {
-    upstream = await send(
+    upstream = await sendUpstream(
       model.provider,
       call,
       abort,
@@ -118,40 +136,6 @@ async function sendWithHold(
     again,
     respond: () => relayUpstreamError(answer, format, model, upstreamFormat),
   };
-}
-
-/** Takes the hold of `p` at its model's prices and sends it once (the provider's keys in turn). */
-export async function attempt(p: PassThrough, abort: AbortController): Promise<Attempted> {
-  const { ctx, model } = p;
-  const identity = {
-    scope: scopeOf(ctx),
-    principal: ctx.principal!,
-    requestId: ctx.requestId,
-    endpoint: p.endpoint,
-    model,
-    now: ctx.now,
-    zone: ctx.services.config.budgetTimeZone,
-  };
-  const hold = p.tokens ? await holdTokens(ctx, model, p.tokens, identity) : undefined;
-  const bill: Bill = hold?.bill ?? await openBill(ctx.services.store, {
-    ...identity,
-    reserve: price(p.unitsHold ?? p.units!, model.prices).amount,
-    estimate: p.units!,
-    units: p.unitsHold ?? p.units!,
-  });
-  if (bill.tokens) ctx.headers = { ...ctx.headers, ...tokenHeaders(bill.tokens, ctx.now()) };
-  faultPoint(ctx.req, "held");
-  const sentCap = hold?.plan.sendCap ? hold.plan.cap : undefined;
-  const outcome = await sendWithHold(
-    ctx,
-    bill,
-    model,
-    { ...p.call(sentCap), model: targetName(model) },
-    p.format,
-    abort,
-    p.upstreamFormat ?? p.format,
-  );
-  return outcome.ok ? { ...outcome, sentCap } : outcome;
 }
 
 /** The upstream's 2xx answer, or the response the client gets for its failure. */
