@@ -9,7 +9,7 @@
  * value (a value is never stored, nor ever removed). Two values with the same 64 bits of hash
  * count as one: they share a series' admission, nothing else.
  */
-import { CLAIMING, EMPTY, hashesOf } from "../shared_hash.ts";
+import { CLAIMING, EMPTY, hashesOf } from "../name_hash.ts";
 
 /** A table's cells: a power of two, at least twice `max`. */
 function cellsFor(max: number): number {

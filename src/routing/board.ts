@@ -9,7 +9,7 @@
  * stable across reloads, so state outlives a config reload (refused keys end by a generation,
  * see `keys.ts`).
  */
-import { CLAIMING, hashesOf } from "../shared_hash.ts";
+import { CLAIMING, hashesOf } from "../name_hash.ts";
 
 /** Slots in the table; names past it get a slot of their own thread (not shared). */
 const SLOTS = 4096;
@@ -112,7 +112,7 @@ export class Board {
     let slot: Slot | undefined;
     let free = false;
     for (let probe = 0; probe < SLOTS && !slot && !free; probe++) {
-      // Hashes are odd (see `shared_hash.ts`): their upper bits pick the first slot.
+      // Hashes are odd (see `name_hash.ts`): their upper bits pick the first slot.
       const at = ((a >>> 1) + probe) % SLOTS;
       const cell = at * INTS;
       for (;;) {

@@ -139,7 +139,7 @@ const LEVELS: Record<string, number> = {
   "src/log.ts": 7,
   "src/field_path.ts": 7,
   "src/money.ts": 7,
-  "src/shared_hash.ts": 7,
+  "src/name_hash.ts": 7,
   "src/test_hooks.ts": 7,
 };
 
