@@ -12,13 +12,14 @@ import {
   POSTGRES_MISSING,
   startPostgres,
 } from "./helpers/postgres.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
 const ADMIN = "replica-keys-admin-0123456789";
 // deno-lint-ignore no-explicit-any
 type Json = Record<string, any>;
 
 if (!HAS_POSTGRES) {
-  console.warn(`skipping the replica half of the key limit tests: ${POSTGRES_MISSING}`);
+  skippedWithout(`skipping the replica half of the key limit tests: ${POSTGRES_MISSING}`);
 }
 
 async function keyWith(gateway: Gateway, account: string, settings: Json): Promise<string> {

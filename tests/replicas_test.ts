@@ -16,8 +16,9 @@ import {
   POSTGRES_MISSING,
   startPostgres,
 } from "./helpers/postgres.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
-if (!HAS_POSTGRES) console.warn(`skipping the replica tests: ${POSTGRES_MISSING}`);
+if (!HAS_POSTGRES) skippedWithout(`skipping the replica tests: ${POSTGRES_MISSING}`);
 
 const POLL_MS = 100;
 let pg: Postgres | null = null;

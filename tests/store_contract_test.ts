@@ -17,8 +17,9 @@ import {
   POSTGRES_MISSING,
   startPostgres,
 } from "./helpers/postgres.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
-if (!HAS_POSTGRES) console.warn(`skipping the PostgreSQL store tests: ${POSTGRES_MISSING}`);
+if (!HAS_POSTGRES) skippedWithout(`skipping the PostgreSQL store tests: ${POSTGRES_MISSING}`);
 
 /** One store under test: handles on it, and its removal. */
 interface Place {

@@ -11,8 +11,9 @@ import {
   POSTGRES_MISSING,
   startPostgres,
 } from "./helpers/postgres.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
-if (!HAS_POSTGRES) console.warn(`skipping the store outage test: ${POSTGRES_MISSING}`);
+if (!HAS_POSTGRES) skippedWithout(`skipping the store outage test: ${POSTGRES_MISSING}`);
 
 Deno.test({
   name:

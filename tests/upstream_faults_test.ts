@@ -23,6 +23,7 @@ import {
   responsesClient,
   type WireClient,
 } from "./helpers/wire_clients.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
 const ADMIN = "faults-admin-token-0123456789";
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -43,7 +44,7 @@ const USAGE_FAULTS = ["negative", "fraction", "huge", "overflow", "text", "none"
 const BODY_FAULTS = ["html", "null", "mistyped"] as const;
 
 if (!HAS_POSTGRES) {
-  console.warn(`the PostgreSQL half of the upstream fault tests is skipped: ${POSTGRES_MISSING}`);
+  skippedWithout(`the PostgreSQL half of the upstream fault tests is skipped: ${POSTGRES_MISSING}`);
 }
 
 let pg: Postgres | null = null;

@@ -3,6 +3,8 @@
  * permission flags of the `compile` task, in a fresh working directory, on a free loopback port.
  */
 
+import { waitFor } from "./poll.ts";
+
 const ROOT = new URL("../../", import.meta.url);
 const MAIN = new URL("main.ts", ROOT).pathname;
 const DENO_JSON = new URL("deno.json", ROOT).pathname;
@@ -91,7 +93,7 @@ export async function runCli(
 
 function baseEnv(): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const name of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
+  for (const name of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME", "DENO_COVERAGE_DIR"]) {
     const value = Deno.env.get(name);
     if (value) env[name] = value;
   }
@@ -185,4 +187,35 @@ async function collectLines(
       onLine?.(line);
     }
   }
+}
+
+/** The gateway's stdout lines that are JSON log entries, parsed. */
+// deno-lint-ignore no-explicit-any
+export function logEntries(gateway: Pick<Gateway, "logs">): Record<string, any>[] {
+  return gateway.logs.flatMap((line) => {
+    try {
+      return [JSON.parse(line)];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/**
+ * Waits for the access-log entry of request `requestId` (written once the gateway is done with
+ * the request: its upstream calls made or dropped, its hold settled or released) and returns it —
+ * the positive signal a test waits for before checking that something did not happen.
+ */
+export async function requestLogged(
+  gateway: Pick<Gateway, "logs">,
+  requestId: string,
+  ms?: number,
+  // deno-lint-ignore no-explicit-any
+): Promise<Record<string, any>> {
+  return await waitFor(
+    () =>
+      logEntries(gateway).find((e) => e.msg === "request" && e.request_id === requestId) ??
+        false,
+    { ms, what: `the access-log entry of request ${requestId}` },
+  );
 }

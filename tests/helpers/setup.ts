@@ -209,12 +209,4 @@ export async function usageOf(gateway: Gateway, key: string): Promise<Record<str
   return await res.json();
 }
 
-/** Polls `check` until it returns true (for settlement after a stream ends). */
-export async function eventually(check: () => Promise<boolean>, ms = 3000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("condition not met in time");
-}
+export { eventually } from "./poll.ts";
