@@ -8,7 +8,7 @@
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
 import { startEmulator } from "../src/emulator/server.ts";
-import { sseEvents } from "./helpers/wire_clients.ts";
+import { sseEvents } from "./helpers/http.ts";
 
 const KEY = "upstream-secret-1234";
 const emulator = startEmulator({ requiredKey: KEY });

@@ -8,7 +8,8 @@
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
 import { eventually, startStack, usageOf } from "./helpers/setup.ts";
-import { sseEvents, WEATHER } from "./helpers/wire_clients.ts";
+import { WEATHER } from "./helpers/wire_clients.ts";
+import { sseEvents } from "./helpers/http.ts";
 
 const stack = await startStack();
 const { gateway } = stack;
