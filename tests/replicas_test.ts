@@ -7,9 +7,9 @@
  * dies), and a replica killed mid-stream loses no charge (the leader settles its call).
  */
 import assert from "node:assert/strict";
-import postgres from "postgres";
 import { eventually, type Stack, startStack, usageOf } from "./helpers/setup.ts";
-import type { Gateway } from "./helpers/gateway.ts";
+import { type Gateway, logEntries } from "./helpers/gateway.ts";
+import { booksOf } from "./helpers/store.ts";
 import {
   HAS_POSTGRES,
   type Postgres,
@@ -56,25 +56,9 @@ function post(gw: Gateway, key: string, path: string, body: unknown) {
   }));
 }
 
-/** The account's row and its ledger, read from the database. */
-async function ledgerOf(account: string) {
-  const sql = postgres(pg!.url, { max: 1, onnotice: () => {} });
-  try {
-    const [row] = await sql`
-      SELECT a.balance::float8, a.held::float8, a.spent::float8,
-        (SELECT coalesce(sum(amount), 0) FROM ledger l WHERE l.account_id = a.id
-           AND kind = 'charge' AND status = 'settled')::float8 AS charged,
-        (SELECT coalesce(sum(amount), 0) FROM ledger l WHERE l.account_id = a.id
-           AND kind = 'credit')::float8 AS credited,
-        (SELECT count(*) FROM ledger l WHERE l.account_id = a.id
-           AND kind = 'charge' AND status = 'settled')::int AS settled,
-        (SELECT count(*) FROM ledger l WHERE l.account_id = a.id
-           AND kind = 'charge' AND status = 'held')::int AS open
-      FROM accounts a WHERE a.name = ${account}`;
-    return row as Record<string, number>;
-  } finally {
-    await sql.end();
-  }
+/** The account's books, read from the database through the store's interface. */
+function ledgerOf(account: string) {
+  return booksOf(pg!.url, account);
 }
 
 test("a key at --rpm 10 gets exactly 10 answers of 30 concurrent requests spread over 3 replicas", async () => {
@@ -219,12 +203,13 @@ test("the leading replica killed mid-stream: another takes over the poller, and 
   // 5 s (a replica whose connection dropped for a moment is not taken for dead).
   await eventually(async () => (await ledgerOf("replica-crash")).open === 0, 45_000);
   assert.ok(Date.now() - killed >= 5_000, "not before the dead replica was unseen for 5 s");
-  const sweeps = [replicas[1], replicas[2]].flatMap((gw) =>
-    gw.logs.map((l) => JSON.parse(l)).filter((e) =>
-      e.msg === "settled calls left open by a process that stopped"
-    )
-  );
-  assert.deepEqual(sweeps.map((e) => e.calls), [1], "by one replica, once");
+  // The sweep's log line follows its settlement: wait for it too.
+  const sweeps = () =>
+    [replicas[1], replicas[2]].flatMap((gw) =>
+      logEntries(gw).filter((e) => e.msg === "settled calls left open by a process that stopped")
+    );
+  await eventually(() => sweeps().length > 0, { what: "the sweep's log line" });
+  assert.deepEqual(sweeps().map((e) => e.calls), [1], "by one replica, once");
   // A replacement replica finds nothing left to settle.
   const replacement = await stack!.replica();
   assert.ok(!replacement.logs.some((l) => l.includes("settled calls left open")));

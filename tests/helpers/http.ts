@@ -22,8 +22,9 @@ export const anthropic = (key: string, extra: Record<string, string> = {}) => ({
 export const goog = (key: string): Record<string, string> => ({ "x-goog-api-key": key });
 
 /**
- * POSTs `body` (JSON-encoded unless it is a string or a `BodyInit`) to `base + path` with
- * `content-type: application/json` and `headers`; the response as it came.
+ * POSTs `body` (JSON-encoded unless it is a string, bytes, a stream, a form or a blob) to
+ * `base + path` with `content-type: application/json` (but for a form) and `headers`; the
+ * response as it came.
  */
 export function post(
   base: string,
@@ -34,10 +35,14 @@ export function post(
 ): Promise<Response> {
   const raw = typeof body === "string" || body instanceof Uint8Array ||
     body instanceof ReadableStream || body instanceof FormData || body instanceof Blob;
+  // A form sets its own content type (with its boundary).
+  const type: Record<string, string> = body instanceof FormData
+    ? {}
+    : { "content-type": "application/json" };
   return fetch(`${base}${path}`, {
     method: "POST",
     ...init,
-    headers: { "content-type": "application/json", ...headers },
+    headers: { ...type, ...headers },
     body: raw ? body as BodyInit : JSON.stringify(body),
   });
 }
