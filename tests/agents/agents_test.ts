@@ -194,7 +194,7 @@ function ledger(account: string): { status: string; estimated: number }[] {
 
 /** Text calls the emulator received since `from` (counting calls are free, not billed). */
 async function upstreamCalls(from: number): Promise<number> {
-  const seen = (await stack.upstreamRequests()).slice(from);
+  const seen = await stack.upstreamSince(from);
   return seen.filter((r) => !/count_?tokens|countTokens|input_tokens/i.test(r.path)).length;
 }
 
@@ -210,7 +210,7 @@ for (const agent of AGENT_LIST) {
       const cwd = await Deno.makeTempDir({ prefix: "switchyard-agent-" });
       const home = await Deno.makeTempDir({ prefix: "switchyard-agent-home-" });
       try {
-        const before = (await stack.upstreamRequests()).length;
+        const before = await stack.upstreamCount();
         const plain = await agent.run(model, "Say hello. [[emulate tool=none]]", key, cwd, home);
         assert.equal(plain.code, 0, plain.out);
         assert.match(plain.out, /You said/, plain.out);
