@@ -94,7 +94,7 @@ function billedTokens(entry: Json): { input: number; output: number } {
 
 /** Checks an account's money: nothing held, every amount a whole number, balance = credit − charges. */
 async function moneyAddsUp(stack: Stack, key: string, account: string, credit: number) {
-  await eventually(async () => (await usageOf(stack.gateway, key)).held_nanousd === 0, 10_000);
+  await eventually(async () => (await usageOf(stack.gateway, key)).held_nanousd === 0);
   const usage = await usageOf(stack.gateway, key);
   const entries = await ledgerOf(stack, account);
   const charges = entries.filter((e) => e.kind === "charge");

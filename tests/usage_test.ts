@@ -36,7 +36,7 @@ Deno.test("every endpoint's charge shows in /v1/usage by unit and by model, exac
     prompt: "[[emulate ready=100]]",
     duration: 3,
   });
-  await eventually(async () => (await usageOf(gateway, key)).requests === 7, 5000);
+  await eventually(async () => (await usageOf(gateway, key)).requests === 7);
 
   const usage = await usageOf(gateway, key);
   const sum = (o: Record<string, { spent_nanousd: number }>) =>

@@ -34,7 +34,7 @@ async function pollUntilFinished(gw: Gateway, key: string, id: string) {
   await eventually(async () => {
     body = await (await poll(gw, key, id)).json();
     return body.status !== "pending";
-  }, 5000);
+  });
   return body;
 }
 
@@ -258,7 +258,7 @@ Deno.test("the background poller settles jobs nobody polls", async () => {
       prompt: "[[emulate ready=200]]",
       duration: 2,
     });
-    await eventually(async () => (await usageOf(polled.gateway, key)).requests === 1, 5000);
+    await eventually(async () => (await usageOf(polled.gateway, key)).requests === 1);
     const usage = await usageOf(polled.gateway, key);
     assert.equal(usage.spent_nanousd, 2 * PER_SECOND_480P);
     assert.equal(usage.held_nanousd, 0);

@@ -176,7 +176,7 @@ Deno.test("a video job submitted through the threads is polled by the main threa
     assert.equal(res.status, 200);
     const { request_id } = await res.json();
     // Nobody polls the job: the background poller finishes it.
-    await eventually(async () => (await usageOf(gw, key)).requests === 1, 8000);
+    await eventually(async () => (await usageOf(gw, key)).requests === 1);
     const elapsed = Date.now() - submitted;
     const usage = await usageOf(gw, key);
     assert.equal(usage.spent_nanousd, 3 * PER_SECOND_480P);

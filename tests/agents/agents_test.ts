@@ -234,7 +234,7 @@ for (const agent of AGENT_LIST) {
 
         // Every call the agent made is billed, from reported usage, and nothing is left held.
         const calls = await upstreamCalls(before);
-        await eventually(() => Promise.resolve(ledger(account).length === calls), 5000).catch(
+        await eventually(() => Promise.resolve(ledger(account).length === calls)).catch(
           () => {},
         );
         const charges = ledger(account);
