@@ -151,3 +151,40 @@ Deno.test("an invalid file is refused with one line naming the field; `switchyar
   assert.equal(asked.code, 0, asked.stderr);
   await eventuallyLogged("config reloaded", mark);
 });
+
+Deno.test("a reload that changes settings only a restart can change warns, naming them, and keeps their values", async () => {
+  const { key } = await gateway.createKey("reload-fixed", "--credit", "1");
+  const next = structuredClone(original);
+  // The store's file and the metric bounds are fixed while running; a price is not.
+  next.store = { path: "./data/elsewhere.db" };
+  next.server = { ...next.server, metricsModels: 7 };
+  next.models["gpt-test"].price = { ...TEST_PRICE, output: TEST_PRICE.output * 2 };
+  await Deno.writeTextFile(configPath, JSON.stringify(next));
+  const mark = gateway.logs.length;
+  Deno.kill(gateway.pid, "SIGHUP");
+  const warning = await eventuallyLogged(
+    "config reload: these settings need a restart and keep their values",
+    mark,
+  );
+  assert.equal(warning.level, "warn");
+  assert.deepEqual(warning.settings.filter((s: string) => s !== "spoolDir").sort(), [
+    "dbPath",
+    "metricsModels",
+  ]);
+  await eventuallyLogged("config reloaded", mark);
+  // The rest applied; the store is the one it started with (the key made before still works,
+  // and its calls are billed there).
+  const res = await respond(key, "gpt-test", "after the warning");
+  assert.equal(res.status, 200);
+  const { usage } = await res.json();
+  await settled(key, 1);
+  assert.equal(
+    await spentOn(key, "gpt-test"),
+    usage.input_tokens * TEST_PRICE.input * 1000 + usage.output_tokens * TEST_PRICE.output * 2000,
+  );
+  await assert.rejects(Deno.stat(`${gateway.dir}/data/elsewhere.db`), Deno.errors.NotFound);
+  await Deno.writeTextFile(configPath, JSON.stringify(original));
+  const restored = gateway.logs.length;
+  Deno.kill(gateway.pid, "SIGHUP");
+  await eventuallyLogged("config reloaded", restored);
+});

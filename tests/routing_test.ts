@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { startEmulator } from "../src/emulator/server.ts";
-import { type Gateway, requestLogged, startGateway } from "./helpers/gateway.ts";
+import { freePort, type Gateway, requestLogged, startGateway } from "./helpers/gateway.ts";
 import { sleep, waitFor } from "./helpers/poll.ts";
 import { booksOf, ledgerOf } from "./helpers/store.ts";
 import { eventually, MAX_OUT, TEST_PRICE } from "./helpers/setup.ts";
@@ -39,14 +39,6 @@ const REST_S = 8;
 const UPSTREAM_DEADLINE_MS = 4000;
 /** The served deployment's price in the retried-call test (USD per million tokens). */
 const SPARE_PRICE = { input: 7, output: 11 };
-
-/** A loopback port nothing listens on (yet). */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
 
 const emulator = startEmulator({
   record: false,

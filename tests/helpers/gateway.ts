@@ -62,15 +62,24 @@ export interface GatewayOptions {
   workers?: number;
   /** More `serve` arguments (e.g. `--emulate`). */
   args?: string[];
+  /**
+   * No `--host`, `--port` or `--workers` of the harness's own: the environment, the config or
+   * `args` choose them (the port is read from the `listening` line).
+   */
+  bare?: boolean;
+  /** Flags of the compile task to leave out (e.g. `--unstable-net`). */
+  without?: string[];
 }
 
 async function denoRun(
   dir: string,
   args: string[],
   env: Record<string, string>,
+  without: string[] = [],
 ): Promise<Deno.Command> {
+  const flags = (await compiledPermissions()).filter((flag) => !without.includes(flag));
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", ...(await compiledPermissions()), "--config", DENO_JSON, MAIN, ...args],
+    args: ["run", ...flags, "--config", DENO_JSON, MAIN, ...args],
     cwd: dir,
     env: { NO_COLOR: "1", ...env },
     clearEnv: true,
@@ -80,13 +89,22 @@ async function denoRun(
   });
 }
 
+/** A loopback port nothing listens on (yet). */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
 /** Runs the CLI once in `dir` and collects its output. */
 export async function runCli(
   dir: string,
   args: string[],
   env: Record<string, string> = {},
+  without: string[] = [],
 ): Promise<CliResult> {
-  const out = await (await denoRun(dir, args, { ...baseEnv(), ...env })).output();
+  const out = await (await denoRun(dir, args, { ...baseEnv(), ...env }, without)).output();
   const decode = (b: Uint8Array) => new TextDecoder().decode(b);
   return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
 }
@@ -105,14 +123,16 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
   const dir = options.dir ?? await Deno.makeTempDir({ prefix: "switchyard-test-" });
   const env = { ...baseEnv(), ...options.env };
   // One serving thread unless a test asks for more, whatever the machine's cores.
-  const args = ["serve", "--host", "127.0.0.1", "--port", "0"];
-  if (!options.env?.SWITCHYARD_WORKERS) args.push("--workers", String(options.workers ?? 1));
+  const args = options.bare ? ["serve"] : ["serve", "--host", "127.0.0.1", "--port", "0"];
+  if (!options.bare && !options.env?.SWITCHYARD_WORKERS) {
+    args.push("--workers", String(options.workers ?? 1));
+  }
   args.push(...options.args ?? []);
   if (options.config !== undefined) {
     await Deno.writeTextFile(`${dir}/switchyard.json`, JSON.stringify(options.config));
     args.push("--config", "./switchyard.json");
   }
-  const child = (await denoRun(dir, args, env)).spawn();
+  const child = (await denoRun(dir, args, env, options.without)).spawn();
   const logs: string[] = [];
   const stderr: string[] = [];
   collectLines(child.stderr, stderr);

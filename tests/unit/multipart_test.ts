@@ -4,6 +4,7 @@ import {
   boundaryOf,
   clearSpool,
   MAX_PART_HEADER_BYTES,
+  MAX_PARTS,
   spoolMultipart,
   type SpoolOptions,
   uploadTooLarge,
@@ -324,6 +325,42 @@ Deno.test("a text field over maxFieldBytes is a 400 naming the field", async () 
     );
     assert.equal(form.fields[1].value, "make it blue — très bleu ✓");
     await form.remove();
+  });
+});
+
+Deno.test("a form of 1,000 parts passes; one more is a 400 (text fields and file field names count, repeated files do not)", async () => {
+  assert.equal(MAX_PARTS, 1000, "the README's limit");
+  // The file parts first (each name `repeats` more times), then the text fields.
+  const form = (texts: number, fileNames: number, repeats = 0) => {
+    const parts: string[] = [];
+    for (let i = 0; i < fileNames; i++) {
+      for (let r = 0; r <= repeats; r++) {
+        parts.push(
+          `Content-Disposition: form-data; name="f${i}"; filename="a${r}.png"\r\n` +
+            `Content-Type: image/png\r\n\r\nPNG`,
+        );
+      }
+    }
+    for (let i = 0; i < texts; i++) {
+      parts.push(`Content-Disposition: form-data; name="t${i}"\r\n\r\nv${i}`);
+    }
+    return enc.encode(parts.map((p) => `--b\r\n${p}\r\n`).join("") + "--b--\r\n");
+  };
+  await withDir(async (dir) => {
+    // At the limit: 990 text fields and 10 file fields, each file field sent three times.
+    const full = await spoolMultipart(chunked(form(990, 10, 2), 4096), "b", options(dir));
+    assert.equal(full.fields.length, 990);
+    assert.deepEqual([...full.files.values()], Array(10).fill(3));
+    await full.remove();
+    // One past it, by a text field or by a file field's name.
+    for (const bytes of [form(1001, 0), form(991, 10), form(0, 1001)]) {
+      await rejectsWith(
+        spoolMultipart(chunked(bytes, 4096), "b", options(dir)),
+        400,
+        /more than 1000 parts/,
+      );
+      assert.deepEqual(await entries(dir), [], "nothing spooled is left");
+    }
   });
 });
 
