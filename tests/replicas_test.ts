@@ -17,6 +17,7 @@ import {
   startPostgres,
 } from "./helpers/postgres.ts";
 import { skippedWithout } from "./helpers/requires.ts";
+import { bearer, post as httpPost } from "./helpers/http.ts";
 
 if (!HAS_POSTGRES) skippedWithout(`skipping the replica tests: ${POSTGRES_MISSING}`);
 
@@ -45,11 +46,7 @@ const test = (name: string, fn: () => Promise<void>) =>
   Deno.test({ name, ignore: !HAS_POSTGRES, fn, sanitizeResources: false, sanitizeOps: false });
 
 function post(gw: Gateway, key: string, path: string, body: unknown) {
-  return fetch(`${gw.url}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  }).then(async (res) => ({
+  return httpPost(gw.url, path, bearer(key), body).then(async (res) => ({
     status: res.status,
     remaining: res.headers.get("x-ratelimit-remaining-requests"),
     text: await res.text(),

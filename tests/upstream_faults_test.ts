@@ -69,8 +69,8 @@ Deno.test.afterAll(async () => {
   await pg?.stop();
 });
 
-/** The ledger entries of an account (every page). */
-async function ledgerOf(stack: Stack, account: string): Promise<Json[]> {
+/** The ledger entries of an account, through the admin API (up to 500). */
+async function adminLedger(stack: Stack, account: string): Promise<Json[]> {
   const res = await fetch(`${stack.gateway.url}/admin/api/ledger?account=${account}&limit=500`, {
     headers: admin,
   });
@@ -96,7 +96,7 @@ function billedTokens(entry: Json): { input: number; output: number } {
 async function moneyAddsUp(stack: Stack, key: string, account: string, credit: number) {
   await eventually(async () => (await usageOf(stack.gateway, key)).held_nanousd === 0);
   const usage = await usageOf(stack.gateway, key);
-  const entries = await ledgerOf(stack, account);
+  const entries = await adminLedger(stack, account);
   const charges = entries.filter((e) => e.kind === "charge");
   for (const entry of charges) {
     assert.equal(entry.status, "settled");

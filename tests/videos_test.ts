@@ -4,9 +4,9 @@
  * to their account, the background poller, and a restart mid-job.
  */
 import assert from "node:assert/strict";
-import { DatabaseSync } from "node:sqlite";
 import { eventually, startStack, usageOf } from "./helpers/setup.ts";
 import type { Gateway } from "./helpers/gateway.ts";
+import { ledgerOf, withStore } from "./helpers/store.ts";
 
 /** The poller is slow here, so the polls in these tests are what finish the jobs. */
 const stack = await startStack({ videos: { pollIntervalMs: 60_000 } });
@@ -109,13 +109,9 @@ Deno.test("50 concurrent polls of a finished job settle it exactly once", async 
   assert.equal(usage.balance_nanousd, 5_000_000_000 - 8 * PER_SECOND_480P);
   assert.equal(usage.held_nanousd, 0);
 
-  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
-  const rows = db.prepare(
-    `SELECT l.status, l.amount FROM ledger l JOIN video_jobs j ON j.ledger_id = l.id
-     WHERE j.id = ?`,
-  ).all(request_id);
-  db.close();
-  assert.deepEqual(rows.map((r) => ({ ...r })), [{
+  const job = (await withStore(gateway, (store) => store.videoJob(request_id)))!;
+  const rows = (await ledgerOf(gateway)).filter((e) => e.id === job.ledgerId);
+  assert.deepEqual(rows.map((r) => ({ status: r.status, amount: r.amount })), [{
     status: "settled",
     amount: 8 * PER_SECOND_480P,
   }]);

@@ -6,21 +6,27 @@
 import { openStore } from "../../src/store/open.ts";
 import type { Account, LedgerEntry, Store } from "../../src/store/store.ts";
 
-/** Where a gateway keeps its store: its working directory (SQLite), or a PostgreSQL URL. */
-export type StoreAt = { dir: string } | string;
+/**
+ * Where a gateway keeps its store: its working directory (SQLite under `data/`), a SQLite file, or
+ * a PostgreSQL URL.
+ */
+export type StoreAt = { dir: string } | { file: string } | string;
 
 /** Opens the store at `where` (a reader beside the gateway: it owns no holds). */
 export async function openTestStore(where: StoreAt): Promise<Store> {
   if (typeof where !== "string") {
-    return await openStore({
-      dbPath: `${where.dir}/data/switchyard.db`,
-      dbUrl: null,
-      dbPoolSize: 1,
-    });
+    const dbPath = "file" in where ? where.file : `${where.dir}/data/switchyard.db`;
+    return await openStore({ dbPath, dbUrl: null, dbPoolSize: 1 });
   }
-  // PostgreSQL: a spool directory of its own (a reader never writes one).
+  // PostgreSQL: a spool directory of its own (a reader never writes one), removed on close.
   const dir = await Deno.makeTempDir({ prefix: "switchyard-reader-" });
-  return await openStore({ dbPath: `${dir}/switchyard.db`, dbUrl: where, dbPoolSize: 2 });
+  const store = await openStore({ dbPath: `${dir}/switchyard.db`, dbUrl: where, dbPoolSize: 2 });
+  const close = store.close.bind(store);
+  store.close = async () => {
+    await close();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  return store;
 }
 
 /** Runs `read` on the store at `where`, closing it after. */
