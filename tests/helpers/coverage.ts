@@ -10,10 +10,12 @@
  */
 
 /**
- * The floors, in percent, for src/billing/, src/auth/, src/pipeline/ and src/translate/ together.
- * Raise them as the figures rise (issue #33 asks for 85% of lines).
+ * The floors, in percent, for src/billing/, src/auth/, src/pipeline/ and src/translate/ together:
+ * a point or so under the figures measured (94.4% of lines, 91.6% of branches when set), as a run
+ * on a loaded machine takes a few timing-dependent paths more or less. Raise them as the figures
+ * rise (issue #33 asked for at least 85% of lines).
  */
-export const FLOOR = { lines: 85, branches: 80 };
+export const FLOOR = { lines: 93, branches: 90 };
 
 /** The directories of the money path. */
 export const MONEY_PATH = ["billing", "auth", "pipeline", "translate"];
@@ -67,6 +69,20 @@ if (import.meta.main) {
   }
   const src = new URL("../../src/", import.meta.url).pathname;
   const lcov = `${dir}/lcov.info`;
+  // A process killed while it wrote its profile (the tests kill gateways with SIGKILL on purpose)
+  // leaves it empty or cut short: such a profile is dropped, not the whole report.
+  let dropped = 0;
+  for await (const entry of Deno.readDir(dir)) {
+    if (!entry.isFile || !entry.name.endsWith(".json")) continue;
+    const path = `${dir}/${entry.name}`;
+    try {
+      JSON.parse(await Deno.readTextFile(path));
+    } catch {
+      await Deno.remove(path);
+      dropped++;
+    }
+  }
+  if (dropped) console.log(`coverage: ${dropped} unreadable profiles dropped (processes killed)`);
   const report = await new Deno.Command(Deno.execPath(), {
     args: ["coverage", dir, "--lcov", `--output=${lcov}`, `--include=^file://${src}`],
     env: { NO_COLOR: "1" },
