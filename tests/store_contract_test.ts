@@ -244,19 +244,16 @@ contract(
       assert.equal(found?.revokedAt, null);
       assert.equal(await serving.findKey("bbbbbbbbbbbb"), undefined);
       await cli.insertKey({ ...key, id: "bbbbbbbbbbbb", rpm: 5, createdAt: 2 });
-      // An id looked up while it named no key is found once it does, within a second.
-      const found2 = Date.now() + 1_000;
-      while (!(await serving.findKey("bbbbbbbbbbbb")) && Date.now() < found2) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.equal((await serving.findKey("bbbbbbbbbbbb"))?.rpm, 5);
+      // An id looked up while it named no key is found once it does, within a second (the
+      // documented bound: time is the behaviour here).
+      const second = { ms: 1_000, what: "the new key, within a second" };
+      assert.equal((await waitFor(() => serving.findKey("bbbbbbbbbbbb"), second)).rpm, 5);
       assert.equal(await cli.revokeKey("aaaaaaaaaaaa"), true);
       assert.equal(await cli.revokeKey("aaaaaaaaaaaa"), false, "already revoked");
-      const until = Date.now() + 1_000;
-      while ((await serving.findKey("aaaaaaaaaaaa"))?.revokedAt === null && Date.now() < until) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.notEqual((await serving.findKey("aaaaaaaaaaaa"))?.revokedAt, null, "revoked");
+      await waitFor(async () => (await serving.findKey("aaaaaaaaaaaa"))?.revokedAt !== null, {
+        ms: 1_000,
+        what: "the revocation, within a second",
+      });
       assert.deepEqual((await cli.listKeys()).map((k) => k.id), ["aaaaaaaaaaaa", "bbbbbbbbbbbb"]);
     } finally {
       await serving.close();
