@@ -115,9 +115,31 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
+/**
+ * Negative amounts (`accounts credit NAME -5`) as the positionals they are: parseArgs takes an
+ * argument starting with `-` for an option, so each one not an option's value moves after a `--`
+ * at the end (positionals keep their order: such an amount is always the last of them).
+ */
+function negativesLast(argv: string[]): string[] {
+  const end = argv.indexOf("--");
+  const head = end < 0 ? argv : argv.slice(0, end);
+  const tail = end < 0 ? [] : argv.slice(end + 1);
+  const kept: string[] = [];
+  const moved: string[] = [];
+  for (const [i, arg] of head.entries()) {
+    const option = i > 0 ? /^--([\w-]+)$/.exec(head[i - 1])?.[1] : undefined;
+    const takesValue = option !== undefined &&
+      (OPTIONS as Record<string, { type: string }>)[option]?.type === "string";
+    if (/^-\d+(\.\d+)?$/.test(arg) && !takesValue) moved.push(arg);
+    else kept.push(arg);
+  }
+  return moved.length || end >= 0 ? [...kept, "--", ...moved, ...tail] : argv;
+}
+
 async function main(argv: string[]): Promise<number> {
   // `deno task start -- --emulate` passes the `--` on: options after it are still options.
   if (argv[1] === "--") argv = [argv[0], ...argv.slice(2)];
+  argv = negativesLast(argv);
   const { values, positionals } = parseArgs({
     args: argv,
     options: OPTIONS,

@@ -161,3 +161,55 @@ Deno.test("bad input is a JSON 400 naming the field; unknown accounts and keys a
   assert.equal((await api("POST", "/accounts/nobody-here/credit", { usd: "1" })).status, 404);
   assert.equal((await api("GET", "/ledger?account=nobody-here")).status, 404);
 });
+
+Deno.test("a negative credit removes balance: the admin API and the CLI, each with its ledger entry", async () => {
+  const { key } = await gateway.createKey("admin-debit", "--credit", "2");
+  const debited = await api("POST", "/accounts/admin-debit/credit", { usd: "-0.75" });
+  assert.equal(debited.status, 200, debited.text);
+  assert.equal(debited.json.balance_nanousd, 1_250_000_000);
+  const byCli = await gateway.cli("accounts", "credit", "admin-debit", "-0.25", "--json");
+  assert.equal(byCli.code, 0, byCli.stderr);
+  assert.equal(JSON.parse(byCli.stdout).balance_usd, "1.00");
+  // The key sees the balance that is left; the ledger holds both debits as negative credits.
+  assert.equal((await usageOf(gateway, key)).balance_nanousd, 1_000_000_000);
+  const ledger = await api("GET", "/ledger?account=admin-debit");
+  assert.deepEqual(
+    ledger.json.data.map((
+      e: { kind: string; amount_nanousd: number },
+    ) => [e.kind, e.amount_nanousd]),
+    [["credit", -250_000_000], ["credit", -750_000_000], ["credit", 2_000_000_000]],
+  );
+});
+
+Deno.test("with no admin token configured, the admin API and /metrics answer 404, whatever is sent", async () => {
+  const open = await startStack();
+  try {
+    const { key } = await open.gateway.createKey("no-admin", "--credit", "1");
+    const paths: [string, string, unknown?][] = [
+      ["GET", "/admin/api/keys"],
+      ["POST", "/admin/api/accounts", { name: "x" }],
+      ["POST", "/admin/api/accounts/no-admin/credit", { usd: "5" }],
+      ["GET", "/admin/api/ledger"],
+      ["GET", "/metrics"],
+    ];
+    for (const [method, path, body] of paths) {
+      for (const token of [null, ADMIN, key]) {
+        const res = await fetch(`${open.gateway.url}${path}`, {
+          method,
+          headers: {
+            ...(token ? { authorization: `Bearer ${token}` } : {}),
+            ...(body === undefined ? {} : { "content-type": "application/json" }),
+          },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        const text = await res.text();
+        assert.equal(res.status, 404, `${method} ${path} with ${token ? "a token" : "none"}`);
+        assert.doesNotMatch(text, /switchyard_/, "no metric");
+      }
+    }
+    // Nothing was credited.
+    assert.equal((await usageOf(open.gateway, key)).balance_nanousd, 1_000_000_000);
+  } finally {
+    await open.stop();
+  }
+});

@@ -5,9 +5,9 @@
  * of a gateway that keeps the same guarantees and does nothing else.
  */
 import assert from "node:assert/strict";
-import { DatabaseSync } from "node:sqlite";
 import { startEmulator } from "../src/emulator/server.ts";
 import { FLOOR_KEY, UPSTREAM_HEADERS } from "../bench/scenarios.ts";
+import { booksOf, withStore } from "./helpers/store.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -75,28 +75,22 @@ Deno.test("bench floor proxy: holds, relays, records and settles every call once
     });
     assert.match(await messages.text(), /event: message_stop/);
 
-    const db = new DatabaseSync(`${dir}/floor.db`, { readOnly: true });
-    try {
-      const charges = db.prepare(
-        `SELECT status, amount, estimated FROM ledger WHERE kind = 'charge' ORDER BY id`,
-      ).all() as { status: string; amount: number; estimated: number }[];
-      assert.equal(charges.length, 3, "one hold per call, none for the refused key");
-      for (const c of charges) {
-        assert.equal(c.status, "settled");
-        assert.equal(c.estimated, 0, "settled from the usage the upstream reported");
-        assert.ok(c.amount > 0);
-      }
-      const account = db.prepare(`SELECT held FROM accounts WHERE name = 'floor'`).get() as {
-        held: number;
-      };
-      assert.equal(account.held, 0);
-      const objects = db.prepare(`SELECT id FROM upstream_objects ORDER BY id`).all() as {
-        id: string;
-      }[];
-      assert.equal(objects.length, 2, "both Responses calls recorded their stored response");
-      assert.ok(objects.some((o) => o.id === answer.id));
-    } finally {
-      db.close();
+    const floor = { file: `${dir}/floor.db` };
+    const books = await booksOf(floor, "floor");
+    const charges = books.entries.filter((e) => e.kind === "charge").reverse();
+    assert.equal(charges.length, 3, "one hold per call, none for the refused key");
+    for (const c of charges) {
+      assert.equal(c.status, "settled");
+      assert.equal(c.estimated, false, "settled from the usage the upstream reported");
+      assert.ok(Number(c.amount) > 0);
+    }
+    assert.equal(books.held, 0);
+    // Both Responses calls recorded their stored response (the stream's id is in its events).
+    const streamed =
+      JSON.parse(/event: response\.completed\ndata: (.*)/.exec(events)![1]).response.id;
+    for (const id of [answer.id, streamed]) {
+      const object = await withStore(floor, (store) => store.upstreamObject(id));
+      assert.equal(object?.kind, "response", `the stored response ${id}`);
     }
     child.kill("SIGKILL");
     // Nothing went wrong on the side: the store's checkpointer thread started, for one.

@@ -5,8 +5,9 @@
  * account of the run: balance = credits − settled charges, nothing left held.
  */
 import assert from "node:assert/strict";
-import { DatabaseSync } from "node:sqlite";
 import { eventually, MAX_OUT, startStack, TEST_PRICE, usageOf } from "./helpers/setup.ts";
+import { anthropic, bearer, goog, post as httpPost } from "./helpers/http.ts";
+import { booksOf, withStore } from "./helpers/store.ts";
 
 const stack = await startStack({
   models: {
@@ -54,20 +55,8 @@ const stack = await startStack({
 const { gateway } = stack;
 Deno.test.afterAll(() => stack.stop());
 
-function post(path: string, headers: Record<string, string>, body: unknown) {
-  return fetch(`${gateway.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
-}
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-const anthropic = (key: string, extra: Record<string, string> = {}) => ({
-  "x-api-key": key,
-  "anthropic-version": "2023-06-01",
-  ...extra,
-});
-const goog = (key: string) => ({ "x-goog-api-key": key });
+const post = (path: string, headers: Record<string, string>, body: unknown) =>
+  httpPost(gateway.url, path, headers, body);
 
 /** What one call of each chat protocol looks like without an output cap (Messages: too big). */
 const UNCAPPED: [string, string, (key: string) => Record<string, string>, unknown][] = [
@@ -111,12 +100,12 @@ for (const [name, path, auth, body] of UNCAPPED) {
     assert.ok(usage.balance_nanousd >= 0, `${name}: balance ${usage.balance_nanousd} ≥ 0`);
     assert.ok(usage.spent_nanousd > 15_000_000, `${name}: most of the $0.02 was used`);
     // Too little left for even the smallest call: 402 before the upstream.
-    const before = (await stack.upstreamRequests()).length;
+    const before = await stack.upstreamCount();
     const { key: broke } = await gateway.createKey(`overdraft-${name}-broke`, "--credit", "0.0001");
     const refused = await post(path, auth(broke), body);
     assert.equal(refused.status, 402);
     await refused.body?.cancel();
-    assert.equal((await stack.upstreamRequests()).length, before);
+    assert.equal(await stack.upstreamCount(), before, "no upstream call");
   });
 }
 
@@ -450,12 +439,8 @@ Deno.test("what the hold cannot see is held anyway: token ids, candidates, a cut
   })).text();
   const id = JSON.parse(/event: response\.created\ndata: (.*)/.exec(cut)![1]).response.id;
   await eventually(async () => (await usageOf(gateway, key)).requests === 1);
-  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
-  const row = db.prepare("SELECT context_tokens FROM upstream_objects WHERE id = ?").get(id) as {
-    context_tokens: number;
-  };
-  db.close();
-  assert.ok(row.context_tokens > 2000, `recorded ${row.context_tokens} tokens`);
+  const object = await withStore(gateway, (store) => store.upstreamObject(id));
+  assert.ok(object!.contextTokens > 2000, `recorded ${object!.contextTokens} tokens`);
 });
 
 Deno.test("a body repeating a member the bill depends on reaches the upstream as the gateway read it", async () => {
@@ -473,27 +458,19 @@ Deno.test("a body repeating a member the bill depends on reaches the upstream as
 });
 
 Deno.test("after everything: every account's balance is its credits less its settled charges", async () => {
-  await new Promise((r) => setTimeout(r, 300));
-  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
-  try {
-    const rows = db.prepare(
-      `SELECT a.name, a.balance, a.held, a.spent,
-              (SELECT coalesce(sum(amount), 0) FROM ledger WHERE account_id = a.id
-                 AND kind = 'credit') AS credits,
-              (SELECT coalesce(sum(amount), 0) FROM ledger WHERE account_id = a.id
-                 AND kind = 'charge' AND status = 'settled') AS charges,
-              (SELECT count(*) FROM ledger WHERE account_id = a.id AND status = 'held') AS holds
-         FROM accounts a`,
-    ).all() as Record<string, number>[];
-    assert.ok(rows.length >= 10);
-    for (const row of rows) {
-      assert.equal(row.balance, row.credits - row.charges, `account ${row.name}`);
-      assert.equal(row.spent, row.charges, `account ${row.name}`);
-      assert.equal(row.held, 0, `account ${row.name}`);
-      assert.equal(row.holds, 0, `account ${row.name}`);
-      assert.ok(row.balance >= 0, `account ${row.name} is not overdrawn`);
-    }
-  } finally {
-    db.close();
+  // Every call this file made is settled: nothing held in any account.
+  const accounts = () => withStore(gateway, (store) => store.listAccounts());
+  await eventually(async () => (await accounts()).every((a) => Number(a.held) === 0), {
+    what: "every hold settled",
+  });
+  const names = (await accounts()).map((a) => a.name);
+  assert.ok(names.length >= 10);
+  for (const name of names) {
+    const books = await booksOf(gateway, name);
+    assert.equal(books.balance, books.credited - books.charged, `account ${name}`);
+    assert.equal(books.spent, books.charged, `account ${name}`);
+    assert.equal(books.held, 0, `account ${name}`);
+    assert.equal(books.open, 0, `account ${name}`);
+    assert.ok(books.balance >= 0, `account ${name} is not overdrawn`);
   }
 });

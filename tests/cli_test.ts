@@ -1,6 +1,7 @@
 /** The operator CLI and startup configuration, run as real processes with the compiled permissions. */
 import assert from "node:assert/strict";
-import { runCli, startGateway } from "./helpers/gateway.ts";
+import { freePort, type Gateway, logEntries, runCli, startGateway } from "./helpers/gateway.ts";
+import { bearer, type Json, post } from "./helpers/http.ts";
 
 async function tempDir(config?: unknown): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "switchyard-cli-" });
@@ -133,16 +134,93 @@ Deno.test("serve starts on embedded defaults with no config file, logging disabl
   }
 });
 
-Deno.test("environment variables override the file; flags override the environment", async () => {
-  const dir = await tempDir({ server: { port: 9 }, store: { path: "./data/from-file.db" } });
+Deno.test("every SWITCHYARD_* variable overrides the file; flags override the environment", async () => {
+  const dir = await tempDir();
+  const file = (model: string, host: string) => ({
+    server: { host, port: 9, maxBodyBytes: 65536, accessLog: true, workers: 1 },
+    store: { path: "./data/from-file.db" },
+    limits: { defaultRpm: 100 },
+    admin: { token: "file-admin-token-0123456789" },
+    defaultCatalog: false,
+    providers: { local: { type: "openai-compatible", baseUrl: "http://127.0.0.1:9/v1" } },
+    models: { [model]: { provider: "local", price: { input: 1, output: 1 } } },
+  });
+  await Deno.writeTextFile(
+    `${dir}/switchyard.json`,
+    JSON.stringify(file("env-model", "127.0.0.2")),
+  );
+  const envPort = freePort();
+  const env = {
+    SWITCHYARD_CONFIG: "./switchyard.json",
+    SWITCHYARD_HOST: "127.0.0.1",
+    SWITCHYARD_PORT: String(envPort),
+    SWITCHYARD_DB: "./data/from-env.db",
+    SWITCHYARD_DEFAULT_RPM: "2",
+    SWITCHYARD_MAX_BODY_BYTES: "2048",
+    SWITCHYARD_ACCESS_LOG: "0",
+    SWITCHYARD_WORKERS: "2",
+    SWITCHYARD_ADMIN_TOKEN: "env-admin-token-0123456789",
+  };
+  const fromEnv = await startGateway({ dir, env, bare: true });
   try {
-    const result = await runCli(dir, ["config", "check", "--config", "./switchyard.json"], {
-      SWITCHYARD_DB: "./data/from-env.db",
+    const listening = logEntries(fromEnv).find((e) => e.msg === "listening")!;
+    assert.deepEqual(
+      [listening.host, listening.port, listening.workers, listening.store],
+      ["127.0.0.1", envPort, 2, "./data/from-env.db"],
+    );
+    assert.ok((await Deno.stat(`${dir}/data/from-env.db`)).isFile);
+    await assert.rejects(Deno.stat(`${dir}/data/from-file.db`), Deno.errors.NotFound);
+    // A key without an rpm of its own gets SWITCHYARD_DEFAULT_RPM (2), not the file's 100.
+    const { key } = await fromEnv.createKey("env-acct", "--credit", "1");
+    const models = async (gateway: Gateway, secret: string) => {
+      const res = await fetch(`${gateway.url}/v1/models`, { headers: bearer(secret) });
+      return {
+        status: res.status,
+        ids: res.ok ? (await res.json()).data.map((m: Json) => m.id) : [],
+      };
+    };
+    assert.deepEqual(await models(fromEnv, key), { status: 200, ids: ["env-model"] });
+    const big = await post(fromEnv.url, "/v1/responses", bearer(key), {
+      model: "env-model",
+      input: "x".repeat(3000),
     });
-    assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /store \.\/data\/from-env\.db/);
+    assert.equal(big.status, 413, "past SWITCHYARD_MAX_BODY_BYTES");
+    await big.body?.cancel();
+    assert.equal((await models(fromEnv, key)).status, 429, "past SWITCHYARD_DEFAULT_RPM");
+    // The admin token is the environment's; no access-log line was written.
+    const metrics = async (token: string) => {
+      const res = await fetch(`${fromEnv.url}/metrics`, { headers: bearer(token) });
+      await res.body?.cancel();
+      return res.status;
+    };
+    assert.equal(await metrics("env-admin-token-0123456789"), 200);
+    assert.equal(await metrics("file-admin-token-0123456789"), 401);
+    assert.ok(!logEntries(fromEnv).some((e) => e.msg === "request"), "SWITCHYARD_ACCESS_LOG=0");
+    assert.equal((await fromEnv.terminate()).code, 0);
+
+    // Flags beat the environment: the file (the environment names one that does not exist), the
+    // host, the port, the threads.
+    const flagPort = freePort();
+    const fromFlags = await startGateway({
+      dir,
+      env: { ...env, SWITCHYARD_HOST: "127.0.0.2", SWITCHYARD_CONFIG: "/etc/switchyard/none.json" },
+      bare: true,
+      args: ["--config", "./switchyard.json", "--host", "127.0.0.1", "--port", String(flagPort)]
+        .concat(["--workers", "1"]),
+    });
+    try {
+      const started = logEntries(fromFlags).find((e) => e.msg === "listening")!;
+      assert.deepEqual([started.host, started.port, started.workers], ["127.0.0.1", flagPort, 1]);
+      assert.deepEqual((await models(fromFlags, key)).ids, ["env-model"]);
+    } finally {
+      await fromFlags.terminate();
+    }
+    // SWITCHYARD_DB_URL is read too: a URL that is not PostgreSQL's is refused, naming it.
+    const url = await runCli(dir, ["config", "check"], { ...env, SWITCHYARD_DB_URL: "mysql://x" });
+    assert.equal(url.code, 78);
+    assert.match(url.stderr, /SWITCHYARD_DB_URL/);
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await fromEnv.stop();
   }
 });
 
@@ -165,5 +243,55 @@ Deno.test("options after a `--` (as `deno task start -- --emulate` passes them) 
     assert.match(extra.stderr, /serve takes no argument "extra"/);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("serve without --unstable-net: a warning and one thread, unless threads were asked for (exit 2)", async () => {
+  // Threads not asked for (their number is the cores'): a warning, and one thread serves.
+  const dir = await tempDir({ server: {} });
+  const fallback = await startGateway({
+    dir,
+    bare: true,
+    args: ["--host", "127.0.0.1", "--port", "0", "--config", "./switchyard.json"],
+    without: ["--unstable-net"],
+  });
+  try {
+    const entries = logEntries(fallback);
+    const listening = entries.find((e) => e.msg === "listening")!;
+    // The default is one thread per core: on one core no thread was tried, nothing to warn of.
+    if (navigator.hardwareConcurrency > 1) {
+      const warning = entries.find((e) =>
+        e.msg === "serving threads could not start: serving on one thread"
+      );
+      assert.equal(warning?.level, "warn", JSON.stringify(entries));
+      assert.match(warning.error, /--unstable-net/);
+    }
+    assert.equal(listening.workers, 1);
+    const res = await fetch(`${fallback.url}/healthz`);
+    assert.deepEqual(await res.json(), { status: "ok" });
+    assert.equal((await fallback.terminate()).code, 0);
+  } finally {
+    await fallback.stop();
+  }
+  // Asked for — by the flag, the environment or the file — it is an error, exit code 2.
+  const asked: [string[], Record<string, string>, unknown][] = [
+    [["--workers", "2"], {}, {}],
+    [[], { SWITCHYARD_WORKERS: "2" }, {}],
+    [[], {}, { server: { workers: 2 } }],
+  ];
+  for (const [flags, env, config] of asked) {
+    const where = await tempDir(config);
+    try {
+      const result = await runCli(
+        where,
+        ["serve", "--port", "0", "--config", "./switchyard.json", ...flags],
+        env,
+        ["--unstable-net"],
+      );
+      assert.equal(result.code, 2, `${JSON.stringify([flags, env, config])}: ${result.stderr}`);
+      assert.match(result.stderr, /could not start the serving threads: .*--unstable-net/);
+    } finally {
+      await Deno.remove(where, { recursive: true });
+    }
   }
 });

@@ -137,7 +137,7 @@ Deno.test("connections that never finish their headers are closed after headerTi
       second: await each(`${HEALTH}GET /healthz HTTP/1.1\r\nHost: loc`),
     };
     // Every connection is held by the gateway: a descriptor each.
-    await eventually(async () => await descriptors(gateway) >= before + clients.length, 10_000);
+    await eventually(async () => await descriptors(gateway) >= before + clients.length);
     const held = await descriptors(gateway);
     for (const client of [...kinds.idle, ...kinds.second]) await client.answers(1);
     // All closed by the gateway, none before the deadline.
@@ -157,7 +157,7 @@ Deno.test("connections that never finish their headers are closed after headerTi
     for (const client of [...kinds.silent, ...kinds.partial]) assert.equal(client.text, "");
     // The descriptors come back (a couple of slack for the store's own files).
     assert.ok(held >= before + clients.length, `held ${held}, before ${before}`);
-    await eventually(async () => await descriptors(gateway) <= before + 2, 10_000);
+    await eventually(async () => await descriptors(gateway) <= before + 2);
     // The gateway still serves, and counts no connection open but the scrape's.
     assert.equal(
       (await fetch(`${gateway.url}/healthz`, { headers: { connection: "close" } })).status,

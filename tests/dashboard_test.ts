@@ -27,12 +27,13 @@ import { DASHBOARD_SCRIPT } from "../src/dashboard/script.ts";
 import { getDashboard } from "../src/endpoints/dashboard.ts";
 import { GatewayError } from "../src/http/errors.ts";
 import type { RequestContext } from "../src/context.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
 const ADMIN = "dashboard-admin-token-0123456789abcdef";
 const DAY_MS = 86_400_000;
 const skip = !hasChromium();
 if (skip) {
-  console.log(
+  skippedWithout(
     `dashboard_test: SKIPPED — ${CHROMIUM} not found; install Debian's chromium package ` +
       "(apt-get install -y chromium) to run the dashboard in a real browser",
   );

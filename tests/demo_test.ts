@@ -174,7 +174,7 @@ Deno.test("every route family answers with no upstream key, and is billed in the
   await eventually(async () => {
     const settled = (await charges()).filter((e) => e.settled_at !== null);
     return settled.length === billed.size;
-  }, 8000).catch(async (e) => {
+  }).catch(async (e) => {
     console.log(JSON.stringify(await charges(), null, 1));
     throw e;
   });

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { runCli } from "./helpers/gateway.ts";
 import { loadConfig } from "../src/config/load.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const UNIT = `${ROOT}deploy/switchyard.service`;
@@ -24,7 +25,7 @@ function findSystemdAnalyze(): string | null {
 
 const systemdAnalyze = findSystemdAnalyze();
 if (!systemdAnalyze) {
-  console.log(
+  skippedWithout(
     "deploy_test: systemd-analyze not found (Debian package systemd): unit check skipped",
   );
 }

@@ -8,30 +8,25 @@
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
 import { startEmulator } from "../src/emulator/server.ts";
-import { sseEvents } from "./helpers/wire_clients.ts";
+import {
+  anthropic,
+  bearer as bearerOf,
+  goog as googOf,
+  postJson,
+  sseEvents,
+} from "./helpers/http.ts";
 
 const KEY = "upstream-secret-1234";
 const emulator = startEmulator({ requiredKey: KEY });
 const base = `http://127.0.0.1:${emulator.addr.port}`;
 Deno.test.afterAll(() => emulator.shutdown());
 
-async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${base}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: any = null;
-  try {
-    json = JSON.parse(text);
-  } catch { /* a stream */ }
-  return { status: res.status, text, json };
-}
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+  postJson(base, path, headers, body);
 
-const bearer = { authorization: `Bearer ${KEY}` };
-const xApiKey = { "x-api-key": KEY, "anthropic-version": "2023-06-01" };
-const goog = { "x-goog-api-key": KEY };
+const bearer = bearerOf(KEY);
+const xApiKey = anthropic(KEY);
+const goog = googOf(KEY);
 
 const WEATHER = {
   name: "get_weather",

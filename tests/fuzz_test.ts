@@ -6,8 +6,8 @@
  * up afterwards. `FUZZ_SEED` and `FUZZ_CASES` override the defaults.
  */
 import assert from "node:assert/strict";
-import { DatabaseSync } from "node:sqlite";
 import { eventually, startStack, usageOf } from "./helpers/setup.ts";
+import { booksOf } from "./helpers/store.ts";
 
 const SEED = Number(Deno.env.get("FUZZ_SEED") ?? 20261122);
 const CASES = Number(Deno.env.get("FUZZ_CASES") ?? 3000);
@@ -363,15 +363,8 @@ Deno.test(`fuzz: ${CASES} mutated requests on every route (seed ${SEED}): no 5xx
   assert.ok((statuses.get(400) ?? 0) > CASES / 4, JSON.stringify([...statuses]));
   // The money adds up: nothing held (once the poller has finished the video jobs), balance =
   // credits − settled charges.
-  await eventually(async () => (await usageOf(gateway, key)).held_nanousd === 0, 10_000);
-  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
-  const row = db.prepare(
-    `SELECT a.balance, a.held,
-            (SELECT coalesce(sum(amount), 0) FROM ledger WHERE account_id = a.id AND kind = 'charge'
-               AND status = 'settled') AS charges
-       FROM accounts a WHERE a.name = 'fuzz'`,
-  ).get() as Record<string, number>;
-  db.close();
-  assert.equal(row.held, 0);
-  assert.equal(row.balance, 1000_000_000_000 - row.charges);
+  await eventually(async () => (await usageOf(gateway, key)).held_nanousd === 0);
+  const books = await booksOf(gateway, "fuzz");
+  assert.equal(books.held, 0);
+  assert.equal(books.balance, 1000_000_000_000 - books.charged);
 });

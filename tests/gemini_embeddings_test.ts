@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { GoogleGenAI } from "./deps.ts";
 import { startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
 import { estimateInput } from "../src/billing/estimate.ts";
+import { goog, post as httpPost } from "./helpers/http.ts";
 
 const stack = await startStack({
   models: {
@@ -31,13 +32,8 @@ async function client(account: string, apiVersion: string | undefined = "v1beta"
   return { key, ai };
 }
 
-function post(key: string, path: string, body: unknown) {
-  return fetch(`${gateway.url}${path}`, {
-    method: "POST",
-    headers: { "x-goog-api-key": key, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-}
+const post = (key: string, path: string, body: unknown) =>
+  httpPost(gateway.url, path, goog(key), body);
 
 Deno.test("models.embedContent: one content and several, on v1beta and v1, billed per input token", async () => {
   for (const apiVersion of ["v1beta", undefined]) {

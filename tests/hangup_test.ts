@@ -6,8 +6,8 @@
  * the ledger shows — costs at least 90% of the first.
  */
 import assert from "node:assert/strict";
-import { DatabaseSync } from "node:sqlite";
 import { eventually, startStack, usageOf } from "./helpers/setup.ts";
+import { ledgerOf } from "./helpers/store.ts";
 
 const stack = await startStack();
 const { gateway } = stack;
@@ -105,16 +105,12 @@ const CASES: Case[] = [
   },
 ];
 
-function ledger(account: string): { amount: number; estimated: number }[] {
-  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
-  try {
-    return db.prepare(
-      `SELECT l.amount, l.estimated FROM ledger l JOIN accounts a ON a.id = l.account_id
-        WHERE a.name = ? AND l.kind = 'charge' AND l.status = 'settled' ORDER BY l.id`,
-    ).all(account) as { amount: number; estimated: number }[];
-  } finally {
-    db.close();
-  }
+/** The account's settled charges, oldest first. */
+async function ledger(account: string): Promise<{ amount: number; estimated: boolean }[]> {
+  return (await ledgerOf(gateway, { account }))
+    .filter((e) => e.kind === "charge" && e.status === "settled")
+    .reverse()
+    .map((e) => ({ amount: Number(e.amount), estimated: e.estimated }));
 }
 
 for (const c of CASES) {
@@ -135,9 +131,9 @@ for (const c of CASES) {
     const full = await (await post(`${PROMPT}]]`)).text();
     const deltas = full.match(c.marker)?.length ?? 0;
     assert.ok(deltas > 100, `${c.name}: the full answer has ${deltas} deltas`);
-    await eventually(() => Promise.resolve(ledger(account).length === charges + 1));
-    const complete = ledger(account)[charges];
-    assert.equal(complete.estimated, 0, "the whole answer is billed on the upstream's usage");
+    await eventually(async () => (await ledger(account)).length === charges + 1);
+    const complete = (await ledger(account))[charges];
+    assert.equal(complete.estimated, false, "the whole answer is billed on the upstream's usage");
 
     // The same answer again, slowly, and the client hangs up after 90% of its deltas.
     const abort = new AbortController();
@@ -152,16 +148,16 @@ for (const c of CASES) {
       received += decoder.decode(value, { stream: true });
     }
     abort.abort();
-    await eventually(() => Promise.resolve(ledger(account).length === charges + 2));
-    const hungUp = ledger(account)[charges + 1];
-    assert.equal(hungUp.estimated, 1, "billed on the relayed estimate");
+    await eventually(async () => (await ledger(account)).length === charges + 2);
+    const hungUp = (await ledger(account))[charges + 1];
+    assert.equal(hungUp.estimated, true, "billed on the relayed estimate");
     assert.ok(
       hungUp.amount >= 0.9 * complete.amount,
       `${c.name}: ${hungUp.amount} nanoUSD after hanging up ≥ 90% of ${complete.amount}`,
     );
     const usage = await usageOf(gateway, key);
     assert.equal(usage.held_nanousd, 0);
-    const before = ledger(account).slice(0, charges).reduce((n, row) => n + row.amount, 0);
+    const before = (await ledger(account)).slice(0, charges).reduce((n, row) => n + row.amount, 0);
     assert.equal(usage.spent_nanousd, before + complete.amount + hungUp.amount);
   });
 }

@@ -278,11 +278,11 @@ Deno.test("every priced field counts wherever it stands in the form, and model m
   assert.equal((await usageOf(gateway, key)).spent_nanousd, 10 * 167_000_000);
   // An account that cannot cover ten high-quality images is refused before the upstream.
   const { key: poor } = await gateway.createKey("img-fields-poor", "--credit", "0.05");
-  const before = (await stack.upstreamRequests()).length;
+  const before = await stack.upstreamCount();
   const refused = await postEdit(poor, body, boundary);
   assert.equal(refused.status, 402);
   assert.match((await refused.json()).error.message, /1\.67 USD/);
-  assert.equal((await stack.upstreamRequests()).length, before);
+  assert.equal(await stack.upstreamCount(), before, "no upstream call");
   const poorUsage = await usageOf(gateway, poor);
   assert.equal(poorUsage.balance_nanousd, 50_000_000);
   // A second model field is refused, wherever it stands.

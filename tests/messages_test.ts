@@ -295,8 +295,11 @@ Deno.test("a client that disconnects mid-stream aborts the upstream and is bille
   await eventually(async () =>
     (await stack.emulatorStats()).streamsCancelled === before.streamsCancelled + 1
   );
-  await eventually(async () => (await usageOf(gateway, key)).requests === 1);
-  await new Promise((r) => setTimeout(r, 150));
+  // Settled: charged and its hold released (a second charge would count a second request).
+  await eventually(async () => {
+    const usage = await usageOf(gateway, key);
+    return usage.requests === 1 && usage.held_nanousd === 0;
+  });
   const usage = await usageOf(gateway, key);
   assert.equal(usage.requests, 1);
   // message_start reported the input; the output is the estimate of the deltas relayed (one

@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { startStack, usageOf } from "./helpers/setup.ts";
-import { hasChromium, launchChromium } from "./helpers/chromium.ts";
+import { CHROMIUM, hasChromium, launchChromium } from "./helpers/chromium.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
 const ADMIN = "money-range-admin-token-0123456789";
 const stack = await startStack({ admin: { token: ADMIN } });
@@ -194,7 +195,11 @@ Deno.test("a lifetime spend past 2^53 nanoUSD is shown exactly: /v1/usage, the a
   const row = cliText.stdout.split("\n").find((line) => line.startsWith("range-heavy "))!;
   assert.ok(row.includes(` ${usd(spent)} `) && row.includes(` ${spent} `), row);
 
-  if (!hasChromium()) return; // the dashboard part needs a browser (see dashboard_test.ts)
+  if (!hasChromium()) {
+    // The dashboard part needs a browser (see dashboard_test.ts).
+    skippedWithout(`money_range_test: the dashboard part skipped — ${CHROMIUM} not found`);
+    return;
+  }
   const browser = await launchChromium();
   try {
     const page = await browser.newPage();

@@ -7,8 +7,9 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { HAS_POSTGRES, POSTGRES_MISSING, startPostgres } from "./helpers/postgres.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
-if (!HAS_POSTGRES) console.warn(`skipping the PostgreSQL server test: ${POSTGRES_MISSING}`);
+if (!HAS_POSTGRES) skippedWithout(`skipping the PostgreSQL server test: ${POSTGRES_MISSING}`);
 
 Deno.test({
   name: "a throw-away PostgreSQL server answers the store's driver, and is gone after stop",

@@ -5,7 +5,9 @@
  * keeps serving.
  */
 import assert from "node:assert/strict";
-import { startStack, TEST_PRICE, usageOf } from "./helpers/setup.ts";
+import { eventually, startStack, TEST_PRICE, usageOf } from "./helpers/setup.ts";
+import { logEntries, requestLogged } from "./helpers/gateway.ts";
+import { waitFor } from "./helpers/poll.ts";
 
 const stack = await startStack({ workers: 2 });
 const { gateway } = stack;
@@ -22,21 +24,23 @@ function respond(key: string, model: string, input: string, stream = false) {
   });
 }
 
-async function eventuallyLogged(msg: string, after: number, ms = 5000) {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    const line = gateway.logs.slice(after).concat(gateway.errors.slice(0))
-      .map((l) => {
-        try {
-          return JSON.parse(l);
-        } catch {
-          return null;
-        }
-      }).find((l) => l?.msg === msg);
-    if (line) return line;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no "${msg}" line`);
+/** The first log entry (stdout or stderr) named `msg` since stdout line `after`. */
+function eventuallyLogged(msg: string, after: number) {
+  return waitFor(
+    () =>
+      logEntries({ logs: [...gateway.logs.slice(after), ...gateway.errors] }).find((e) =>
+        e.msg === msg
+      ),
+    { what: `a "${msg}" log line` },
+  );
+}
+
+/** Waits until the account's calls are all settled (none held), `requests` of them. */
+async function settled(key: string, requests: number): Promise<void> {
+  await eventually(async () => {
+    const usage = await usageOf(gateway, key);
+    return usage.requests === requests && usage.held_nanousd === 0;
+  }, { what: `${requests} settled calls` });
 }
 
 /** Charges of an account's calls, newest last, from its usage by model. */
@@ -46,8 +50,8 @@ async function spentOn(key: string, model: string): Promise<number> {
 
 Deno.test("SIGHUP with a valid file: new prices and models for the next calls, the running stream on the old", async () => {
   const { key } = await gateway.createKey("reload-a", "--credit", "5");
-  // A slow stream started before the reload.
-  const slow = await respond(key, "gpt-test", "[[emulate delay=150 words=8]] slow one", true);
+  // A slow stream (about 6 s) started before the reload, still running after it.
+  const slow = await respond(key, "gpt-test", "[[emulate delay=200 words=30]] slow one", true);
   assert.equal(slow.status, 200);
   const reader = slow.body!.getReader();
   await reader.read();
@@ -73,7 +77,7 @@ Deno.test("SIGHUP with a valid file: new prices and models for the next calls, t
       .slice(5),
   );
   const u = completed.response.usage;
-  await new Promise((r) => setTimeout(r, 200));
+  await settled(key, 1);
   assert.equal(
     await spentOn(key, "gpt-test"),
     u.input_tokens * TEST_PRICE.input * 1000 + u.output_tokens * TEST_PRICE.output * 1000,
@@ -87,7 +91,6 @@ Deno.test("SIGHUP with a valid file: new prices and models for the next calls, t
   const served = new Set<number>();
   let calls = 0;
   while (served.size < 2 && calls < 40) {
-    const mark = gateway.logs.length;
     const res = await fetch(`${gateway.url}/v1/responses`, {
       client,
       method: "POST",
@@ -97,17 +100,15 @@ Deno.test("SIGHUP with a valid file: new prices and models for the next calls, t
     assert.equal(res.status, 200, `call ${calls}`);
     await res.text();
     calls++;
-    await new Promise((r) => setTimeout(r, 20));
-    for (const line of gateway.logs.slice(mark)) {
-      const entry = JSON.parse(line);
-      if (entry.msg === "request" && entry.model === "gpt-new") served.add(entry.worker);
-    }
+    const entry = await requestLogged(gateway, res.headers.get("x-request-id")!);
+    assert.equal(entry.model, "gpt-new");
+    served.add(entry.worker);
   }
   client.close();
   assert.equal(served.size, 2, "both threads served the new model");
   const priced = await respond(fresh, "gpt-test", "the new price");
   const answer = await priced.json();
-  await new Promise((r) => setTimeout(r, 100));
+  await settled(fresh, calls + 1);
   assert.equal(
     await spentOn(fresh, "gpt-test"),
     answer.usage.input_tokens * TEST_PRICE.input * 1000 +
@@ -119,7 +120,7 @@ Deno.test("SIGHUP with a valid file: new prices and models for the next calls, t
 Deno.test("an invalid file is refused with one line naming the field; `switchyard reload` checks it first", async () => {
   const { key } = await gateway.createKey("reload-c", "--credit", "1");
   // A stream in flight across the refused reload.
-  const slow = await respond(key, "gpt-test", "[[emulate delay=100 words=8]] across", true);
+  const slow = await respond(key, "gpt-test", "[[emulate delay=100 words=30]] across", true);
   const slowText = slow.text();
   const bad = structuredClone(original);
   bad.models["gpt-test"].price = { input: "cheap" };
@@ -131,20 +132,12 @@ Deno.test("an invalid file is refused with one line naming the field; `switchyar
   const errorsBefore = gateway.errors.length;
   const logsBefore = gateway.logs.length;
   Deno.kill(gateway.pid, "SIGHUP");
-  const until = Date.now() + 5000;
-  let refused: { error: string } | undefined;
-  while (!refused && Date.now() < until) {
-    refused = [...gateway.logs.slice(logsBefore), ...gateway.errors.slice(errorsBefore)]
-      .map((l) => {
-        try {
-          return JSON.parse(l);
-        } catch {
-          return null;
-        }
-      }).find((l) => l?.msg === "config reload refused: the running config stays");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.ok(refused, "the refusal is logged");
+  const refused = await waitFor(() =>
+    logEntries({
+      logs: [...gateway.logs.slice(logsBefore), ...gateway.errors.slice(errorsBefore)],
+    }).find((e) => e.msg === "config reload refused: the running config stays"), {
+    what: "the refusal's log line",
+  });
   assert.match(refused.error, /models\["gpt-test"\]\.price\.input/);
   // The stream finished, and the running config still serves.
   assert.match(await slowText, /response\.completed/);
@@ -157,4 +150,41 @@ Deno.test("an invalid file is refused with one line naming the field; `switchyar
   const asked = await gateway.cli("reload");
   assert.equal(asked.code, 0, asked.stderr);
   await eventuallyLogged("config reloaded", mark);
+});
+
+Deno.test("a reload that changes settings only a restart can change warns, naming them, and keeps their values", async () => {
+  const { key } = await gateway.createKey("reload-fixed", "--credit", "1");
+  const next = structuredClone(original);
+  // The store's file and the metric bounds are fixed while running; a price is not.
+  next.store = { path: "./data/elsewhere.db" };
+  next.server = { ...next.server, metricsModels: 7 };
+  next.models["gpt-test"].price = { ...TEST_PRICE, output: TEST_PRICE.output * 2 };
+  await Deno.writeTextFile(configPath, JSON.stringify(next));
+  const mark = gateway.logs.length;
+  Deno.kill(gateway.pid, "SIGHUP");
+  const warning = await eventuallyLogged(
+    "config reload: these settings need a restart and keep their values",
+    mark,
+  );
+  assert.equal(warning.level, "warn");
+  assert.deepEqual(warning.settings.filter((s: string) => s !== "spoolDir").sort(), [
+    "dbPath",
+    "metricsModels",
+  ]);
+  await eventuallyLogged("config reloaded", mark);
+  // The rest applied; the store is the one it started with (the key made before still works,
+  // and its calls are billed there).
+  const res = await respond(key, "gpt-test", "after the warning");
+  assert.equal(res.status, 200);
+  const { usage } = await res.json();
+  await settled(key, 1);
+  assert.equal(
+    await spentOn(key, "gpt-test"),
+    usage.input_tokens * TEST_PRICE.input * 1000 + usage.output_tokens * TEST_PRICE.output * 2000,
+  );
+  await assert.rejects(Deno.stat(`${gateway.dir}/data/elsewhere.db`), Deno.errors.NotFound);
+  await Deno.writeTextFile(configPath, JSON.stringify(original));
+  const restored = gateway.logs.length;
+  Deno.kill(gateway.pid, "SIGHUP");
+  await eventuallyLogged("config reloaded", restored);
 });

@@ -7,17 +7,19 @@
  * dies), and a replica killed mid-stream loses no charge (the leader settles its call).
  */
 import assert from "node:assert/strict";
-import postgres from "postgres";
 import { eventually, type Stack, startStack, usageOf } from "./helpers/setup.ts";
-import type { Gateway } from "./helpers/gateway.ts";
+import { type Gateway, logEntries } from "./helpers/gateway.ts";
+import { booksOf } from "./helpers/store.ts";
 import {
   HAS_POSTGRES,
   type Postgres,
   POSTGRES_MISSING,
   startPostgres,
 } from "./helpers/postgres.ts";
+import { skippedWithout } from "./helpers/requires.ts";
+import { bearer, post as httpPost } from "./helpers/http.ts";
 
-if (!HAS_POSTGRES) console.warn(`skipping the replica tests: ${POSTGRES_MISSING}`);
+if (!HAS_POSTGRES) skippedWithout(`skipping the replica tests: ${POSTGRES_MISSING}`);
 
 const POLL_MS = 100;
 let pg: Postgres | null = null;
@@ -44,36 +46,16 @@ const test = (name: string, fn: () => Promise<void>) =>
   Deno.test({ name, ignore: !HAS_POSTGRES, fn, sanitizeResources: false, sanitizeOps: false });
 
 function post(gw: Gateway, key: string, path: string, body: unknown) {
-  return fetch(`${gw.url}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  }).then(async (res) => ({
+  return httpPost(gw.url, path, bearer(key), body).then(async (res) => ({
     status: res.status,
     remaining: res.headers.get("x-ratelimit-remaining-requests"),
     text: await res.text(),
   }));
 }
 
-/** The account's row and its ledger, read from the database. */
-async function ledgerOf(account: string) {
-  const sql = postgres(pg!.url, { max: 1, onnotice: () => {} });
-  try {
-    const [row] = await sql`
-      SELECT a.balance::float8, a.held::float8, a.spent::float8,
-        (SELECT coalesce(sum(amount), 0) FROM ledger l WHERE l.account_id = a.id
-           AND kind = 'charge' AND status = 'settled')::float8 AS charged,
-        (SELECT coalesce(sum(amount), 0) FROM ledger l WHERE l.account_id = a.id
-           AND kind = 'credit')::float8 AS credited,
-        (SELECT count(*) FROM ledger l WHERE l.account_id = a.id
-           AND kind = 'charge' AND status = 'settled')::int AS settled,
-        (SELECT count(*) FROM ledger l WHERE l.account_id = a.id
-           AND kind = 'charge' AND status = 'held')::int AS open
-      FROM accounts a WHERE a.name = ${account}`;
-    return row as Record<string, number>;
-  } finally {
-    await sql.end();
-  }
+/** The account's books, read from the database through the store's interface. */
+function ledgerOf(account: string) {
+  return booksOf(pg!.url, account);
 }
 
 test("a key at --rpm 10 gets exactly 10 answers of 30 concurrent requests spread over 3 replicas", async () => {
@@ -122,7 +104,7 @@ test("1,000 concurrent mixed calls of one account over 3 replicas: no overdraft,
   const statuses = new Map<number, number>();
   for (const r of results) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
   assert.deepEqual([...statuses.keys()].sort(), [200, 402], JSON.stringify([...statuses]));
-  await eventually(async () => (await ledgerOf("replica-money")).open === 0, 10_000);
+  await eventually(async () => (await ledgerOf("replica-money")).open === 0);
   const row = await ledgerOf("replica-money");
   assert.ok(row.balance >= 0, `balance ${row.balance}`);
   assert.equal(row.held, 0);
@@ -167,7 +149,7 @@ async function videoBilledInBackground(gw: Gateway, account: string) {
   });
   assert.equal(res.status, 200, res.text);
   const { request_id } = JSON.parse(res.text);
-  await eventually(async () => (await usageOf(gw, key)).requests === 1, 15_000);
+  await eventually(async () => (await usageOf(gw, key)).requests === 1);
   const usage = await usageOf(gw, key);
   assert.equal(usage.spent_nanousd, 3 * PER_SECOND_480P);
   assert.equal(usage.held_nanousd, 0);
@@ -218,12 +200,13 @@ test("the leading replica killed mid-stream: another takes over the poller, and 
   // 5 s (a replica whose connection dropped for a moment is not taken for dead).
   await eventually(async () => (await ledgerOf("replica-crash")).open === 0, 45_000);
   assert.ok(Date.now() - killed >= 5_000, "not before the dead replica was unseen for 5 s");
-  const sweeps = [replicas[1], replicas[2]].flatMap((gw) =>
-    gw.logs.map((l) => JSON.parse(l)).filter((e) =>
-      e.msg === "settled calls left open by a process that stopped"
-    )
-  );
-  assert.deepEqual(sweeps.map((e) => e.calls), [1], "by one replica, once");
+  // The sweep's log line follows its settlement: wait for it too.
+  const sweeps = () =>
+    [replicas[1], replicas[2]].flatMap((gw) =>
+      logEntries(gw).filter((e) => e.msg === "settled calls left open by a process that stopped")
+    );
+  await eventually(() => sweeps().length > 0, { what: "the sweep's log line" });
+  assert.deepEqual(sweeps().map((e) => e.calls), [1], "by one replica, once");
   // A replacement replica finds nothing left to settle.
   const replacement = await stack!.replica();
   assert.ok(!replacement.logs.some((l) => l.includes("settled calls left open")));

@@ -6,18 +6,14 @@
 import assert from "node:assert/strict";
 import { OpenAI } from "./deps.ts";
 import { startStack, usageOf } from "./helpers/setup.ts";
+import { bearer, post as httpPost } from "./helpers/http.ts";
 
 const stack = await startStack();
 const { gateway } = stack;
 Deno.test.afterAll(() => stack.stop());
 
-function post(key: string, path: string, body: unknown): Promise<Response> {
-  return fetch(`${gateway.url}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-}
+const post = (key: string, path: string, body: unknown): Promise<Response> =>
+  httpPost(gateway.url, path, bearer(key), body);
 
 Deno.test("compact returns the upstream's compaction and bills its tokens", async () => {
   const { key } = await gateway.createKey("compact", "--credit", "1");

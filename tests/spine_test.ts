@@ -1,9 +1,9 @@
 /** The spine through the real server: auth, revocation, RPM, usage, request ids, 404/405. */
 import assert from "node:assert/strict";
-import { startGateway } from "./helpers/gateway.ts";
+import { requestLogged, startGateway } from "./helpers/gateway.ts";
+import { bearer } from "./helpers/http.ts";
 
 const gateway = await startGateway();
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 Deno.test.afterAll(() => gateway.stop());
 
@@ -146,7 +146,7 @@ Deno.test("every request writes one JSON access-log line without the key", async
     headers: { ...bearer(key), "x-request-id": "log-line-1" },
   });
   await res.body?.cancel();
-  await new Promise((r) => setTimeout(r, 50));
+  await requestLogged(gateway, "log-line-1");
   const lines = gateway.logs.filter((line) => line.includes("log-line-1"));
   assert.equal(lines.length, 1);
   const entry = JSON.parse(lines[0]);

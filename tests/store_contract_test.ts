@@ -9,6 +9,7 @@ import { openSqliteStore } from "../src/store/sqlite.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
 import postgres from "postgres";
 import type { NewAlert, SpentBudget, Store } from "../src/store/store.ts";
+import { waitFor } from "./helpers/poll.ts";
 import { AmountError, CreditRefused, MAX_BALANCE } from "../src/store/amounts.ts";
 import { utcWindows } from "../src/store/limits.ts";
 import {
@@ -17,8 +18,9 @@ import {
   POSTGRES_MISSING,
   startPostgres,
 } from "./helpers/postgres.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
-if (!HAS_POSTGRES) console.warn(`skipping the PostgreSQL store tests: ${POSTGRES_MISSING}`);
+if (!HAS_POSTGRES) skippedWithout(`skipping the PostgreSQL store tests: ${POSTGRES_MISSING}`);
 
 /** One store under test: handles on it, and its removal. */
 interface Place {
@@ -242,19 +244,16 @@ contract(
       assert.equal(found?.revokedAt, null);
       assert.equal(await serving.findKey("bbbbbbbbbbbb"), undefined);
       await cli.insertKey({ ...key, id: "bbbbbbbbbbbb", rpm: 5, createdAt: 2 });
-      // An id looked up while it named no key is found once it does, within a second.
-      const found2 = Date.now() + 1_000;
-      while (!(await serving.findKey("bbbbbbbbbbbb")) && Date.now() < found2) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.equal((await serving.findKey("bbbbbbbbbbbb"))?.rpm, 5);
+      // An id looked up while it named no key is found once it does, within a second (the
+      // documented bound: time is the behaviour here).
+      const second = { ms: 1_000, what: "the new key, within a second" };
+      assert.equal((await waitFor(() => serving.findKey("bbbbbbbbbbbb"), second)).rpm, 5);
       assert.equal(await cli.revokeKey("aaaaaaaaaaaa"), true);
       assert.equal(await cli.revokeKey("aaaaaaaaaaaa"), false, "already revoked");
-      const until = Date.now() + 1_000;
-      while ((await serving.findKey("aaaaaaaaaaaa"))?.revokedAt === null && Date.now() < until) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.notEqual((await serving.findKey("aaaaaaaaaaaa"))?.revokedAt, null, "revoked");
+      await waitFor(async () => (await serving.findKey("aaaaaaaaaaaa"))?.revokedAt !== null, {
+        ms: 1_000,
+        what: "the revocation, within a second",
+      });
       assert.deepEqual((await cli.listKeys()).map((k) => k.id), ["aaaaaaaaaaaa", "bbbbbbbbbbbb"]);
     } finally {
       await serving.close();
@@ -744,12 +743,11 @@ Deno.test({
       assert.equal(await store.settle(ids[2]!, charge(2_000)), true);
       assert.equal((await Deno.readTextFile(spoolFile)).trim().split("\n").length, 2);
       await pg.resume();
-      const until = Date.now() + 10_000;
-      let after = await store.account("away").catch(() => undefined);
-      while ((!after || after.held !== 10_000) && Date.now() < until) {
-        await new Promise((r) => setTimeout(r, 200));
-        after = await store.account("away").catch(() => undefined);
-      }
+      // Once the store is back (however long the restarted server takes on a loaded machine).
+      const after = await waitFor(async () => {
+        const row = await store.account("away").catch(() => undefined);
+        return row?.held === 10_000 && row;
+      }, { what: "the queued settlements landing" });
       assert.deepEqual([after?.balance, after?.held, after?.spent], [97_000, 10_000, 3_000]);
       assert.equal(store.unreachable!(), null);
       await assert.rejects(Deno.stat(spoolFile), "the spool is gone once written");
@@ -842,17 +840,16 @@ Deno.test({
         name: "StoreUnavailable",
         message: "the database did not answer in time",
       });
+      // Not before the 5 s deadline (time is the behaviour); the upper bound tells it from a hang.
       const waited = Date.now() - started;
-      assert.ok(waited >= 4_500 && waited < 8_000, `refused after ${waited} ms`);
+      assert.ok(waited >= 4_500 && waited < 20_000, `refused after ${waited} ms`);
       assert.equal(await store.settle(held, charge(1_000)), true, "queued");
       relay.freeze(false);
       // The hold that timed out may have been written: it is released once the database answers.
-      let after = (await store.account("frozen"))!;
-      const until = Date.now() + 10_000;
-      while ((after.held !== 0 || after.spent !== 1_000) && Date.now() < until) {
-        await new Promise((r) => setTimeout(r, 100));
-        after = (await store.account("frozen"))!;
-      }
+      const after = await waitFor(async () => {
+        const row = (await store.account("frozen"))!;
+        return row.held === 0 && row.spent === 1_000 && row;
+      }, { what: "the hold's release and the queued settlement" });
       assert.deepEqual([after.balance, after.held, after.spent], [99_000, 0, 1_000]);
     } finally {
       await store.close();
@@ -933,12 +930,11 @@ contract(
       ]);
       // Another handle (another process, replica) sees the change, and the account's limits.
       await store.updateAccountLimits("fields", { models: { deny: ["gpt-*"] } });
-      let seen = await other.findKey("key_fields");
-      for (let i = 0; i < 30 && seen?.accountLimits.models === undefined; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        seen = await other.findKey("key_fields");
-      }
-      assert.deepEqual(seen!.accountLimits, { models: { deny: ["gpt-*"] } });
+      const seen = await waitFor(async () => {
+        const key = await other.findKey("key_fields");
+        return key?.accountLimits.models !== undefined && key;
+      }, { what: "the other handle seeing the account's limits" });
+      assert.deepEqual(seen.accountLimits, { models: { deny: ["gpt-*"] } });
       // Rotation: a new secret, the old one's hash kept until its grace ends.
       const rotated = new Uint8Array(32).fill(9);
       assert.equal(await store.rotateKey("key_fields", rotated, "sy-new", expires), true);

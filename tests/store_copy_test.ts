@@ -10,8 +10,9 @@ import { HAS_POSTGRES, POSTGRES_MISSING, startPostgres } from "./helpers/postgre
 import { copyStore } from "../src/store/copy.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
+import { skippedWithout } from "./helpers/requires.ts";
 
-if (!HAS_POSTGRES) console.warn(`skipping the store copy test: ${POSTGRES_MISSING}`);
+if (!HAS_POSTGRES) skippedWithout(`skipping the store copy test: ${POSTGRES_MISSING}`);
 
 Deno.test({
   name:

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { startStack } from "./helpers/setup.ts";
+import { waitFor } from "./helpers/poll.ts";
 
 interface Span {
   traceId: string;
@@ -61,14 +62,10 @@ Deno.test.afterAll(async () => {
   await receiver.shutdown();
 });
 
-async function spanNamed(name: string, ms = 10_000): Promise<Span> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    const span = received.find((s) => s.name === name);
-    if (span) return span;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`no span "${name}" (got ${received.map((s) => s.name).join(", ")})`);
+function spanNamed(name: string): Promise<Span> {
+  return waitFor(() => received.find((s) => s.name === name), {
+    what: `a span "${name}" (got ${received.map((s) => s.name).join(", ")})`,
+  });
 }
 
 Deno.test("a JSON call: its GenAI span, under Deno's server span, with the upstream fetch as its child", async () => {
@@ -132,15 +129,13 @@ Deno.test("a key sent in ?key= (refused: keys go in headers) is overwritten in t
   );
   assert.equal(res.status, 401);
   await res.body?.cancel();
-  const until = Date.now() + 10_000;
-  let server: Span | undefined;
-  while (!server && Date.now() < until) {
-    server = received.find((s) =>
-      s.kind === 2 && String(s.attributes["url.path"]).includes("gemini-test:generateContent")
-    );
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.ok(server, "the request's server span was exported");
+  const server = await waitFor(
+    () =>
+      received.find((s) =>
+        s.kind === 2 && String(s.attributes["url.path"]).includes("gemini-test:generateContent")
+      ),
+    { what: "the request's server span" },
+  );
   assert.equal(server.attributes["url.query"], "alt=json&key=REDACTED");
   assert.match(String(server.attributes["url.full"]), /key=REDACTED$/);
   // Deno's server span keeps the URL it recorded (its attributes can be overwritten, not removed:

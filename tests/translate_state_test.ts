@@ -8,29 +8,15 @@
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
 import { eventually, startStack, usageOf } from "./helpers/setup.ts";
-import { sseEvents, WEATHER } from "./helpers/wire_clients.ts";
+import { WEATHER } from "./helpers/wire_clients.ts";
+import { anthropic, bearer, goog, postJson, sseEvents } from "./helpers/http.ts";
 
 const stack = await startStack();
 const { gateway } = stack;
 Deno.test.afterAll(() => stack.stop());
 
-async function post(path: string, headers: Record<string, string>, body: unknown) {
-  const res = await fetch(`${gateway.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: any = null;
-  try {
-    json = JSON.parse(text);
-  } catch { /* a stream */ }
-  return { status: res.status, headers: res.headers, text, json };
-}
-
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-const anthropic = (key: string) => ({ "x-api-key": key, "anthropic-version": "2023-06-01" });
-const goog = (key: string) => ({ "x-goog-api-key": key });
+const post = (path: string, headers: Record<string, string>, body: unknown) =>
+  postJson(gateway.url, path, headers, body);
 const lastUpstream = async () => (await stack.upstreamRequests()).at(-1)!;
 
 Deno.test("a Responses client's reasoning from Claude comes back as encrypted_content and is replayed to Claude", async () => {

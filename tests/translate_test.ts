@@ -70,7 +70,7 @@ for (const client of WIRE_CLIENTS) {
         const account = `tr-${client.name}-${upstream.family}-${stream ? "s" : "j"}`;
         const { key } = await gateway.createKey(account, "--credit", "5");
         const prompt = "What is the weather in Paris?";
-        const seenBefore = (await stack.upstreamRequests()).length;
+        const seenBefore = await stack.upstreamCount();
 
         const first = await call(
           client,
@@ -103,7 +103,7 @@ for (const client of WIRE_CLIENTS) {
         assert.equal(await spent(key, firstCost, 2), cost(second));
 
         // Both calls reached the model's own upstream, in its own protocol.
-        const seen = (await stack.upstreamRequests()).slice(seenBefore);
+        const seen = await stack.upstreamSince(seenBefore);
         const mine = seen.filter((r) => upstream.path.test(r.path));
         assert.ok(mine.length >= 2, `upstream paths: ${seen.map((r) => r.path).join(", ")}`);
       });

@@ -3,8 +3,8 @@
  * spend by unit, the spend by model, the balance and the ledger all agree to the nanoUSD.
  */
 import assert from "node:assert/strict";
-import { DatabaseSync } from "node:sqlite";
 import { eventually, startStack, usageOf } from "./helpers/setup.ts";
+import { ledgerOf } from "./helpers/store.ts";
 
 const stack = await startStack({ videos: { pollIntervalMs: 100 } });
 const { gateway } = stack;
@@ -36,7 +36,7 @@ Deno.test("every endpoint's charge shows in /v1/usage by unit and by model, exac
     prompt: "[[emulate ready=100]]",
     duration: 3,
   });
-  await eventually(async () => (await usageOf(gateway, key)).requests === 7, 5000);
+  await eventually(async () => (await usageOf(gateway, key)).requests === 7);
 
   const usage = await usageOf(gateway, key);
   const sum = (o: Record<string, { spent_nanousd: number }>) =>
@@ -64,12 +64,8 @@ Deno.test("every endpoint's charge shows in /v1/usage by unit and by model, exac
   ]);
   assert.equal(usage.by_model["gpt-test"].requests, 3); // responses, compact, search
 
-  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
-  const ledger = db.prepare(
-    `SELECT count(*) AS n, sum(amount) AS total FROM ledger l JOIN accounts a ON a.id = l.account_id
-     WHERE a.name = 'usage-all' AND l.kind = 'charge'`,
-  ).get() as { n: number; total: number };
-  db.close();
-  assert.equal(ledger.n, 7, "one ledger entry per billed call, none for input_tokens");
-  assert.equal(ledger.total, usage.spent_nanousd);
+  const charges = (await ledgerOf(gateway, { account: "usage-all" }))
+    .filter((e) => e.kind === "charge");
+  assert.equal(charges.length, 7, "one ledger entry per billed call, none for input_tokens");
+  assert.equal(charges.reduce((sum, e) => sum + Number(e.amount), 0), usage.spent_nanousd);
 });

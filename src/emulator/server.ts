@@ -65,6 +65,8 @@ export interface EmulatorOptions {
 }
 
 interface Seen {
+  /** The request's number: how many this emulator had received, it included (see `stats`). */
+  n: number;
   method: string;
   path: string;
   headers: Record<string, string>;
@@ -230,6 +232,8 @@ function familyOf(pathname: string): Family {
 /** Starts the emulator on `port` (0 = a free one). */
 export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<Deno.NetAddr> {
   const seen: Seen[] = [];
+  /** The requests this emulator received, ever (its `/_emulator/stats` `requests`). */
+  let received = 0;
   // A required key is one more good key of the book; with neither, any key is good.
   const required = options.requiredKey ? [{ key: options.requiredKey }] : [];
   const specs = [...(options.keys ?? []), ...required];
@@ -241,7 +245,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
   }, async (req) => {
     const url = new URL(req.url);
     if (url.pathname === "/_emulator/requests") return Response.json(seen);
-    if (url.pathname === "/_emulator/stats") return Response.json(stats);
+    if (url.pathname === "/_emulator/stats") return Response.json({ ...stats, requests: received });
     if (url.pathname === "/_emulator/keys") return keysControl(req, book);
     let match: { route: typeof ROUTES[number]; groups: Record<string, string | undefined> } | null =
       null;
@@ -252,7 +256,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
         break;
       }
     }
-    stats.requests++;
+    const n = ++received;
     const family = match?.route.family ?? familyOf(url.pathname);
     if (!match || req.method !== (match.route.method ?? "POST")) {
       return family.error(404, `Not found: ${req.method} ${url.pathname}`);
@@ -283,6 +287,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
         body = { bytes: bytes!.byteLength };
       }
       seen.push({
+        n,
         method: req.method,
         path: url.pathname + url.search,
         headers: Object.fromEntries(req.headers),

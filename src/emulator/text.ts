@@ -292,10 +292,11 @@ export function sleep(ms: number | undefined): Promise<void> {
 }
 
 /**
- * Counters tests read at `GET /_emulator/stats`: every provider request received (they only
- * grow), and the streams started, completed and cancelled.
+ * Counters tests read at `GET /_emulator/stats` (they only grow): the streams started, completed
+ * and cancelled (by the emulators of this process together); beside them each emulator reports
+ * the provider requests it received (`requests`).
  */
-export const stats = { requests: 0, streamsStarted: 0, streamsCompleted: 0, streamsCancelled: 0 };
+export const stats = { streamsStarted: 0, streamsCompleted: 0, streamsCancelled: 0 };
 
 /** Builds an SSE response body from an async generator of encoded events, honouring `cut`. */
 export function sseBody(

@@ -9,8 +9,8 @@
  * `$SWITCHYARD_AGENTS_DIR` (default `~/.cache/switchyard-agents`).
  */
 import assert from "node:assert/strict";
-import { DatabaseSync } from "node:sqlite";
 import { eventually, MAX_OUT, startStack, TEST_PRICE } from "../helpers/setup.ts";
+import { ledgerOf } from "../helpers/store.ts";
 
 /** The agents, pinned. */
 const AGENTS = {
@@ -180,21 +180,17 @@ const AGENT_LIST: Agent[] = [
 
 const MODELS = ["gpt-test", "claude-test", "gemini-test", "local-test"];
 
-function ledger(account: string): { status: string; estimated: number }[] {
-  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`, { readOnly: true });
-  try {
-    return db.prepare(
-      `SELECT l.status, l.estimated FROM ledger l JOIN accounts a ON a.id = l.account_id
-        WHERE a.name = ? AND l.kind = 'charge' ORDER BY l.id`,
-    ).all(account) as { status: string; estimated: number }[];
-  } finally {
-    db.close();
-  }
+/** The account's charges, oldest first. */
+async function ledger(account: string): Promise<{ status: string; estimated: boolean }[]> {
+  return (await ledgerOf(gateway, { account }))
+    .filter((e) => e.kind === "charge")
+    .reverse()
+    .map((e) => ({ status: e.status, estimated: e.estimated }));
 }
 
 /** Text calls the emulator received since `from` (counting calls are free, not billed). */
 async function upstreamCalls(from: number): Promise<number> {
-  const seen = (await stack.upstreamRequests()).slice(from);
+  const seen = await stack.upstreamSince(from);
   return seen.filter((r) => !/count_?tokens|countTokens|input_tokens/i.test(r.path)).length;
 }
 
@@ -210,7 +206,7 @@ for (const agent of AGENT_LIST) {
       const cwd = await Deno.makeTempDir({ prefix: "switchyard-agent-" });
       const home = await Deno.makeTempDir({ prefix: "switchyard-agent-home-" });
       try {
-        const before = (await stack.upstreamRequests()).length;
+        const before = await stack.upstreamCount();
         const plain = await agent.run(model, "Say hello. [[emulate tool=none]]", key, cwd, home);
         assert.equal(plain.code, 0, plain.out);
         assert.match(plain.out, /You said/, plain.out);
@@ -234,13 +230,13 @@ for (const agent of AGENT_LIST) {
 
         // Every call the agent made is billed, from reported usage, and nothing is left held.
         const calls = await upstreamCalls(before);
-        await eventually(() => Promise.resolve(ledger(account).length === calls), 5000).catch(
+        await eventually(async () => (await ledger(account)).length === calls).catch(
           () => {},
         );
-        const charges = ledger(account);
+        const charges = await ledger(account);
         assert.equal(charges.length, calls, "one ledger entry per upstream call");
         assert.ok(
-          charges.every((c) => c.status === "settled" && c.estimated === 0),
+          charges.every((c) => c.status === "settled" && !c.estimated),
           JSON.stringify(charges),
         );
       } finally {

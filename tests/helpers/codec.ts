@@ -60,16 +60,6 @@ export function encodeAll(
   return out;
 }
 
-/** SSE text as (event name, parsed data) pairs; `[DONE]` stays a string. */
-export function parseSse(text: string): { event: string; data: unknown }[] {
-  const out: { event: string; data: unknown }[] = [];
-  new SseScanner((e) => {
-    const data = e.data();
-    out.push({ event: e.event, data: data === "[DONE]" ? data : JSON.parse(data) });
-  }).push(new TextEncoder().encode(text));
-  return out;
-}
-
 /** A canonical stream with text and two parallel tool calls whose arguments interleave. */
 export const PARALLEL: CanonicalEvent[] = [
   { type: "start", id: "up_1", model: "m" },

@@ -3,6 +3,8 @@
  * permission flags of the `compile` task, in a fresh working directory, on a free loopback port.
  */
 
+import { waitFor } from "./poll.ts";
+
 const ROOT = new URL("../../", import.meta.url);
 const MAIN = new URL("main.ts", ROOT).pathname;
 const DENO_JSON = new URL("deno.json", ROOT).pathname;
@@ -60,15 +62,24 @@ export interface GatewayOptions {
   workers?: number;
   /** More `serve` arguments (e.g. `--emulate`). */
   args?: string[];
+  /**
+   * No `--host`, `--port` or `--workers` of the harness's own: the environment, the config or
+   * `args` choose them (the port is read from the `listening` line).
+   */
+  bare?: boolean;
+  /** Flags of the compile task to leave out (e.g. `--unstable-net`). */
+  without?: string[];
 }
 
 async function denoRun(
   dir: string,
   args: string[],
   env: Record<string, string>,
+  without: string[] = [],
 ): Promise<Deno.Command> {
+  const flags = (await compiledPermissions()).filter((flag) => !without.includes(flag));
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", ...(await compiledPermissions()), "--config", DENO_JSON, MAIN, ...args],
+    args: ["run", ...flags, "--config", DENO_JSON, MAIN, ...args],
     cwd: dir,
     env: { NO_COLOR: "1", ...env },
     clearEnv: true,
@@ -78,20 +89,29 @@ async function denoRun(
   });
 }
 
+/** A loopback port nothing listens on (yet). */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
 /** Runs the CLI once in `dir` and collects its output. */
 export async function runCli(
   dir: string,
   args: string[],
   env: Record<string, string> = {},
+  without: string[] = [],
 ): Promise<CliResult> {
-  const out = await (await denoRun(dir, args, { ...baseEnv(), ...env })).output();
+  const out = await (await denoRun(dir, args, { ...baseEnv(), ...env }, without)).output();
   const decode = (b: Uint8Array) => new TextDecoder().decode(b);
   return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
 }
 
 function baseEnv(): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const name of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
+  for (const name of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME", "DENO_COVERAGE_DIR"]) {
     const value = Deno.env.get(name);
     if (value) env[name] = value;
   }
@@ -103,14 +123,16 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
   const dir = options.dir ?? await Deno.makeTempDir({ prefix: "switchyard-test-" });
   const env = { ...baseEnv(), ...options.env };
   // One serving thread unless a test asks for more, whatever the machine's cores.
-  const args = ["serve", "--host", "127.0.0.1", "--port", "0"];
-  if (!options.env?.SWITCHYARD_WORKERS) args.push("--workers", String(options.workers ?? 1));
+  const args = options.bare ? ["serve"] : ["serve", "--host", "127.0.0.1", "--port", "0"];
+  if (!options.bare && !options.env?.SWITCHYARD_WORKERS) {
+    args.push("--workers", String(options.workers ?? 1));
+  }
   args.push(...options.args ?? []);
   if (options.config !== undefined) {
     await Deno.writeTextFile(`${dir}/switchyard.json`, JSON.stringify(options.config));
     args.push("--config", "./switchyard.json");
   }
-  const child = (await denoRun(dir, args, env)).spawn();
+  const child = (await denoRun(dir, args, env, options.without)).spawn();
   const logs: string[] = [];
   const stderr: string[] = [];
   collectLines(child.stderr, stderr);
@@ -185,4 +207,35 @@ async function collectLines(
       onLine?.(line);
     }
   }
+}
+
+/** The gateway's stdout lines that are JSON log entries, parsed. */
+// deno-lint-ignore no-explicit-any
+export function logEntries(gateway: Pick<Gateway, "logs">): Record<string, any>[] {
+  return gateway.logs.flatMap((line) => {
+    try {
+      return [JSON.parse(line)];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/**
+ * Waits for the access-log entry of request `requestId` (written once the gateway is done with
+ * the request: its upstream calls made or dropped, its hold settled or released) and returns it —
+ * the positive signal a test waits for before checking that something did not happen.
+ */
+export async function requestLogged(
+  gateway: Pick<Gateway, "logs">,
+  requestId: string,
+  ms?: number,
+  // deno-lint-ignore no-explicit-any
+): Promise<Record<string, any>> {
+  return await waitFor(
+    () =>
+      logEntries(gateway).find((e) => e.msg === "request" && e.request_id === requestId) ??
+        false,
+    { ms, what: `the access-log entry of request ${requestId}` },
+  );
 }

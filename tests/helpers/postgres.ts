@@ -5,6 +5,7 @@
  * root, so under root both run as the package's `postgres` user (through `setpriv`). Tests that
  * need it skip, with `POSTGRES_MISSING` as their reason, when the binaries are absent.
  */
+import { freePort } from "./gateway.ts";
 
 /** Where the package puts its binaries: `/usr/lib/postgresql/<major>/bin`, the newest first. */
 function binDir(): string | null {
@@ -73,13 +74,6 @@ function command(binary: string, args: string[], piped = true): Deno.Command {
     stderr: piped ? "piped" : "null",
     env: { LC_ALL: "C", TZ: "UTC" },
   });
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
 }
 
 /** Whether something accepts TCP connections on `port`. */

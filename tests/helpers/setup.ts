@@ -4,15 +4,30 @@ import { type Gateway, startGateway } from "./gateway.ts";
 
 export const UPSTREAM_KEY = "upstream-secret-1234";
 
+/** A request the emulator recorded; `n` is its number in the emulator's count of requests. */
+export interface UpstreamRequest {
+  n: number;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: unknown;
+  size: number;
+}
+
 export interface Stack {
   gateway: Gateway;
   emulator: Deno.HttpServer<Deno.NetAddr>;
   emulatorUrl: string;
-  /** Requests the emulator received so far. */
-  upstreamRequests(): Promise<
-    { method: string; path: string; headers: Record<string, string>; body: unknown; size: number }[]
-  >;
+  /** The last 200 requests the emulator received (it keeps no more), each with its number. */
+  upstreamRequests(): Promise<UpstreamRequest[]>;
   emulatorStats(): Promise<Record<string, number>>;
+  /**
+   * How many requests the emulator has received, ever: a count that only grows (the recorded
+   * list keeps the last 200), for "no upstream call was made" checks.
+   */
+  upstreamCount(): Promise<number>;
+  /** The requests received since `upstreamCount()` returned `count` (at most the last 200). */
+  upstreamSince(count: number): Promise<UpstreamRequest[]>;
   /** Starts a new gateway on the same config and store (after `gateway.crash()`); returns it. */
   restart(): Promise<Gateway>;
   /**
@@ -184,6 +199,17 @@ export async function startStack(
     emulatorUrl,
     upstreamRequests: async () => await (await fetch(`${emulatorUrl}/_emulator/requests`)).json(),
     emulatorStats: async () => await (await fetch(`${emulatorUrl}/_emulator/stats`)).json(),
+    upstreamCount: async () =>
+      (await (await fetch(`${emulatorUrl}/_emulator/stats`)).json()).requests,
+    async upstreamSince(count) {
+      const recorded: UpstreamRequest[] = await (await fetch(`${emulatorUrl}/_emulator/requests`))
+        .json();
+      // A full list whose oldest came after `count`: some requests since fell off its start.
+      if (recorded.length >= 200 && recorded[0].n > count + 1) {
+        throw new Error(`the requests since number ${count} are no longer all recorded`);
+      }
+      return recorded.filter((r) => r.n > count);
+    },
     async restart() {
       gateway = await startGateway({ ...gatewayOptions, dir: gateway.dir });
       return gateway;
@@ -209,12 +235,4 @@ export async function usageOf(gateway: Gateway, key: string): Promise<Record<str
   return await res.json();
 }
 
-/** Polls `check` until it returns true (for settlement after a stream ends). */
-export async function eventually(check: () => Promise<boolean>, ms = 3000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("condition not met in time");
-}
+export { eventually } from "./poll.ts";

@@ -5,6 +5,7 @@
  * grammar as it goes.
  */
 import assert from "node:assert/strict";
+import { sseEvents } from "./http.ts";
 
 // deno-lint-ignore no-explicit-any
 type Json = Record<string, any>;
@@ -44,23 +45,6 @@ export const WEATHER = {
     additionalProperties: false,
   },
 };
-
-/** SSE text as (event, data) pairs, `[DONE]` kept as a string. */
-export function sseEvents(text: string): { event: string; data: Json | string }[] {
-  const out: { event: string; data: Json | string }[] = [];
-  for (const block of text.split(/\r?\n\r?\n/)) {
-    let event = "";
-    const data: string[] = [];
-    for (const line of block.split(/\r?\n/)) {
-      if (line.startsWith("event:")) event = line.slice(6).trim();
-      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-    }
-    if (!data.length) continue;
-    const joined = data.join("\n");
-    out.push({ event, data: joined === "[DONE]" ? joined : JSON.parse(joined) });
-  }
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 

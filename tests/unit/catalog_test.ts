@@ -174,6 +174,7 @@ Deno.test("resolutions of ids only a pattern matches are cached at most PATTERN_
       "local-exact": { provider: "local", upstream: "qwen3", price: { input: 2 } },
     },
   }, env({}));
+  assert.equal(PATTERN_CACHE_SIZE, 1000, "the README's bound");
   const { catalog } = config;
   const resolved = (id: string) => {
     const r = catalog.resolve(id);

@@ -1,14 +1,14 @@
 /**
  * A clone stands alone: the check `.ci/run` makes before anything else, run with the tests so a
  * change that would stop CI in its first second fails here first. No file of the project names the
- * reference folder beside the repository (`../shared` followed by a path) nor an absolute path of
+ * reference folder beside the repository (its relative path) nor an absolute path of
  * the machine it was written on.
  */
 import assert from "node:assert/strict";
 
 const ROOT = new URL("../../", import.meta.url);
-const SELF = "tests/unit/stands_alone_test.ts";
-const EXEMPT = new Set([".ci/run", SELF]);
+/** `.ci/run` names the patterns it looks for; this file builds them, so it is checked too. */
+const EXEMPT = new Set([".ci/run"]);
 
 /** The same two patterns `.ci/run` greps for (its grep is a substring match: so is this). */
 const FORBIDDEN = ["../" + "shared", "/" + "work/"];

@@ -10,7 +10,8 @@ import { GatewayError } from "../../src/http/errors.ts";
 import type { CanonicalEvent, CanonicalRequest, Json } from "../../src/translate/ir.ts";
 import type { Target } from "../../src/translate/codec.ts";
 import { collect } from "../../src/translate/collect.ts";
-import { decodeEverySplit, encodeAll, INFO, PARALLEL, parseSse } from "../helpers/codec.ts";
+import { decodeEverySplit, encodeAll, INFO, PARALLEL } from "../helpers/codec.ts";
+import { sseEvents } from "../helpers/http.ts";
 import chatText from "../fixtures/transcripts/openai/chat-text.json" with { type: "json" };
 import chatToolStream from "../fixtures/transcripts/openai/chat-tool-call-stream-usage.json" with {
   type: "json",
@@ -998,11 +999,13 @@ Deno.test("the usage chunk only when asked, with usage null on every chunk befor
       }\n\n` +
       "data: [DONE]\n\n",
   );
-  const plain = parseSse(encodeAll((w) => chatEncoder(w, INFO), PARALLEL));
+  const plain = sseEvents(encodeAll((w) => chatEncoder(w, INFO), PARALLEL));
   assert.ok(
     plain.every((e) => e.event === "" && (e.data === "[DONE]" || !("usage" in (e.data as Json)))),
   );
-  const asked = parseSse(encodeAll((w) => chatEncoder(w, { ...INFO, usageChunk: true }), PARALLEL));
+  const asked = sseEvents(
+    encodeAll((w) => chatEncoder(w, { ...INFO, usageChunk: true }), PARALLEL),
+  );
   assert.deepEqual((asked.at(-2)!.data as any).usage, {
     prompt_tokens: 100,
     completion_tokens: 30,
@@ -1013,7 +1016,7 @@ Deno.test("the usage chunk only when asked, with usage null on every chunk befor
 });
 
 Deno.test("a client's custom tool call is written whole as a custom call", () => {
-  const chunks = parseSse(
+  const chunks = sseEvents(
     encodeAll((w) => chatEncoder(w, { ...INFO, customTools: new Set(["patch"]) }), [
       { type: "start" },
       { type: "tool-input-start", id: "c1", name: "patch" },

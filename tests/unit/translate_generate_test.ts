@@ -17,7 +17,8 @@ import type {
 } from "../../src/translate/ir.ts";
 import { fromToken, toToken } from "../../src/translate/opaque.ts";
 import { synthesizeId } from "../../src/translate/tool_ids.ts";
-import { decodeEverySplit, encodeAll, INFO, PARALLEL, parseSse } from "../helpers/codec.ts";
+import { decodeEverySplit, encodeAll, INFO, PARALLEL } from "../helpers/codec.ts";
+import { sseEvents } from "../helpers/http.ts";
 
 const TRANSCRIPTS = new URL("../fixtures/transcripts/gemini/", import.meta.url);
 const transcript = (name: string) => JSON.parse(Deno.readTextFileSync(new URL(name, TRANSCRIPTS)));
@@ -934,7 +935,7 @@ Deno.test("the encoder's exact grammar: SSE data lines with CRLF, or one JSON ar
   const array = encodeAll((w) => generateEncoder(w, { ...INFO, jsonArray: true }), SHORT);
   assert.equal(array, `[${elements.map((e) => JSON.stringify(e)).join(",\r\n")}]`);
   // Parallel calls are written whole when their arguments end; usage comes on the last.
-  const written = parseSse(encodeAll((w) => generateEncoder(w, INFO), PARALLEL));
+  const written = sseEvents(encodeAll((w) => generateEncoder(w, INFO), PARALLEL));
   assert.ok(written.every((e) => e.event === ""));
   const parts = written.flatMap((e) => (e.data as any).candidates[0].content.parts);
   assert.deepEqual(parts, [
@@ -1001,7 +1002,7 @@ Deno.test("a streamed foreign reasoning token rides on the next call, or on a th
     { type: "text-end", id: "t" },
     { type: "finish", reason: "tool-calls" },
   ];
-  const written = parseSse(encodeAll((w) => generateEncoder(w, INFO), events));
+  const written = sseEvents(encodeAll((w) => generateEncoder(w, INFO), events));
   const contents = written.map((e) => (e.data as any).candidates[0].content);
   const parts = contents.flatMap((c) => c.parts);
   assert.deepEqual(fromToken(parts[2].thoughtSignature), {
@@ -1048,7 +1049,7 @@ Deno.test("fail() and error events end the stream in Gemini's error form, in bot
   );
   assert.equal(failed, started + text.decode(streamErrorElement(true)));
   assert.equal(JSON.parse(failed).at(-1).error.message, cut);
-  const limited = parseSse(
+  const limited = sseEvents(
     encodeAll((w) => generateEncoder(w, INFO), [
       ...SHORT.slice(0, 3),
       { type: "error", message: "Slow down", status: 429 },

@@ -15,7 +15,8 @@ import type { GatewayError } from "../../src/http/errors.ts";
 import type { AnswerInfo } from "../../src/translate/codec.ts";
 import type { CanonicalEvent, CanonicalRequest, Opaque } from "../../src/translate/ir.ts";
 import { fromToken, toToken } from "../../src/translate/opaque.ts";
-import { decodeEverySplit, encodeAll, INFO, PARALLEL, parseSse } from "../helpers/codec.ts";
+import { decodeEverySplit, encodeAll, INFO, PARALLEL } from "../helpers/codec.ts";
+import { sseEvents } from "../helpers/http.ts";
 
 const TRANSCRIPTS = new URL("../fixtures/transcripts/openai/", import.meta.url);
 const transcript = (name: string) => JSON.parse(Deno.readTextFileSync(new URL(name, TRANSCRIPTS)));
@@ -607,7 +608,7 @@ Deno.test("a free-form tool round trip: Codex through Claude and back as custom_
     ["message_stop", { type: "message_stop" }],
   ].map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join("");
   const canonical = decodeEverySplit((emit) => messagesDecoder(emit, "anthropic"), sse);
-  const events = parseSse(encodeAll((w) => responsesEncoder(w, info), canonical));
+  const events = sseEvents(encodeAll((w) => responsesEncoder(w, info), canonical));
   const kinds = events.map((e) => e.event);
   assert.ok(!kinds.includes("response.function_call_arguments.delta"));
   const input = events.filter((e) => e.event.startsWith("response.custom_tool_call_input"));
@@ -1170,7 +1171,7 @@ function checkGrammar(events: { event: string; data: any }[]): void {
 }
 
 Deno.test("the encoder writes the exact grammar: numbered events, paired added/done, every item in completed", () => {
-  const events = parseSse(encodeAll((w) => responsesEncoder(w, INFO), PARALLEL)) as any[];
+  const events = sseEvents(encodeAll((w) => responsesEncoder(w, INFO), PARALLEL)) as any[];
   checkGrammar(events);
   const completed = events.at(-1)!.data;
   assert.equal(completed.type, "response.completed");
@@ -1194,7 +1195,7 @@ Deno.test("the encoder writes the exact grammar: numbered events, paired added/d
 
   // Length over tool calls: response.incomplete with its reason.
   const length: CanonicalEvent[] = [...PARALLEL.slice(0, -1), { type: "finish", reason: "length" }];
-  const cut = parseSse(encodeAll((w) => responsesEncoder(w, INFO), length)) as any[];
+  const cut = sseEvents(encodeAll((w) => responsesEncoder(w, INFO), length)) as any[];
   checkGrammar(cut);
   assert.equal(cut.at(-1)!.event, "response.incomplete");
   assert.deepEqual(cut.at(-1)!.data.response.incomplete_details, { reason: "max_output_tokens" });
@@ -1236,7 +1237,7 @@ Deno.test("reasoning, signatures, free-form and namespaced calls, search: each i
     customTools: new Set(["apply_patch"]),
     namespaced: new Map([["mcp__files__read", { namespace: "mcp__files", name: "read" }]]),
   };
-  const events = parseSse(encodeAll((w) => responsesEncoder(w, info), stream)) as any[];
+  const events = sseEvents(encodeAll((w) => responsesEncoder(w, info), stream)) as any[];
   checkGrammar(events);
   const output = events.at(-1)!.data.response.output;
   assert.deepEqual(output.map((i: any) => i.type), [
@@ -1321,7 +1322,7 @@ Deno.test("a failure ends the stream with the error event, and nothing after it"
   encoder.fail("cut");
   encoder.push({ type: "finish", reason: "stop" });
   encoder.fail("again");
-  const events = parseSse(out) as any[];
+  const events = sseEvents(out) as any[];
   assert.deepEqual(events.at(-1), {
     event: "error",
     data: {
@@ -1335,7 +1336,7 @@ Deno.test("a failure ends the stream with the error event, and nothing after it"
   assert.equal(events.filter((e) => e.event === "error").length, 1);
   assert.ok(!events.some((e) => e.event === "response.completed"));
 
-  const errored = parseSse(
+  const errored = sseEvents(
     encodeAll((w) => responsesEncoder(w, INFO), [
       { type: "start" },
       { type: "error", message: "Overloaded.", code: "overloaded", status: 529 },
