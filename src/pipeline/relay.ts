@@ -156,8 +156,12 @@ function relayAnswerStream(
     shown = charged;
     return charged;
   };
+  // The client's opening shows the hold's input estimate where the upstream has not counted it.
   const translated = p.translate
-    ? new Transcoder(p.translate, {
+    ? new Transcoder({
+      ...p.translate,
+      info: { ...p.translate.info, inputEstimate: bill.inputEstimate },
+    }, {
       shown: () => {
         const charged = showable();
         return charged && tokenUsageOf(charged.usage);

@@ -39,6 +39,12 @@ export interface AnswerInfo {
   model: string;
   /** Unix seconds. */
   created: number;
+  /**
+   * The gateway's estimate of the input tokens (the one the call's hold charges when the upstream
+   * reports none): what a stream's opening shows as its input where the upstream has not counted
+   * it by its first event (Responses and chat count it only at the end). Absent: 0 is shown.
+   */
+  inputEstimate?: number;
   /** Chat: the client asked for a usage chunk. */
   usageChunk?: boolean;
   /** Gemini: the stream is one JSON array instead of SSE. */

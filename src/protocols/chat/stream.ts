@@ -201,20 +201,20 @@ export function chatDecoder(
         emit(readError(chunk.error));
         return;
       }
+      const choice = firstChoice(chunk.choices);
+      const rawUsage = chunk.usage ?? choice?.usage;
+      const counted = isObject(rawUsage) ? decodeTokenUsage(rawUsage) : undefined;
+      if (counted) usage = counted;
       if (!started) {
+        // The start carries the first chunk's usage, for servers that send it on every chunk.
         started = true;
         emit({
           type: "start",
           ...(typeof chunk.id === "string" ? { id: chunk.id } : {}),
           ...(typeof chunk.model === "string" ? { model: chunk.model } : {}),
+          ...(counted ? { usage: counted } : {}),
         });
-      }
-      const choice = firstChoice(chunk.choices);
-      const rawUsage = chunk.usage ?? choice?.usage;
-      if (isObject(rawUsage)) {
-        usage = decodeTokenUsage(rawUsage);
-        emit({ type: "usage", usage });
-      }
+      } else if (counted) emit({ type: "usage", usage: counted });
       if (!choice) return;
       const delta = isObject(choice.delta) ? choice.delta : {};
       const thought = delta.reasoning_content ?? delta.reasoning;

@@ -198,10 +198,13 @@ export function responsesDecoder(
       const response = isObject(data.response) ? data.response : {};
       switch (type) {
         case "response.created":
+          // Its usage is null by the protocol (counted at `response.completed`), unless a server
+          // counts the input already.
           emit({
             type: "start",
             ...(typeof response.id === "string" ? { id: response.id } : {}),
             ...(typeof response.model === "string" ? { model: response.model } : {}),
+            ...(isObject(response.usage) ? { usage: decodeTokenUsage(response.usage) } : {}),
           });
           return;
         case "response.output_item.added":
