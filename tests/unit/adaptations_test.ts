@@ -1,13 +1,14 @@
 /**
  * What a translation adapts, pure: every codec notes the adaptations it makes — by kind and by the
  * client's own field — and a request with nothing to adapt notes none on any pair of protocols;
- * the strict refusal names the field.
+ * the strict refusal names the field; docs/endpoints.md lists every kind.
  */
 import assert from "node:assert/strict";
 import { PROTOCOLS } from "../../src/protocols/index.ts";
 import { GatewayError } from "../../src/http/errors.ts";
 import {
   type Adaptation,
+  ADAPTATION_KINDS,
   collect,
   kindsOf,
   refusal,
@@ -339,4 +340,11 @@ Deno.test("kinds are distinct and in the table's order; strict mode's refusal na
   assert.equal(error.options.code, "unsupported_parameter");
   assert.match(error.message, /strict mode refuses the adaptation `temperature_clamped`/);
   assert.match(error.message, /the Messages protocol/);
+});
+
+Deno.test("docs/endpoints.md describes every kind, and no other", () => {
+  const docs = Deno.readTextFileSync(new URL("../../docs/endpoints.md", import.meta.url));
+  const table = docs.slice(docs.indexOf("| kind "), docs.indexOf("\n\n", docs.indexOf("| kind ")));
+  const documented = [...table.matchAll(/^\| `([a-z_]+)`/gm)].map((m) => m[1]);
+  assert.deepEqual(documented, ADAPTATION_KINDS);
 });
