@@ -31,6 +31,11 @@ export interface Services {
   board?: Board;
   /** The metrics' bounds the process's threads share (see `shareMetricBounds`). */
   metricBounds?: SharedArrayBuffer;
+  /**
+   * Whether this thread's server keeps upgraded connections, so WebSockets can be served (see
+   * `serve/connections.ts`); absent: it does not.
+   */
+  upgrades?: boolean;
 }
 
 /** The services' routing board, made on first use when none was given. */

@@ -44,11 +44,13 @@ export function startHttp(services: Services, options: HttpOptions = {}): Runnin
     reusePort: options.reusePort,
     limits: () => services.config,
     counts: options.connections ?? connectionCounts(),
+    keepUpgrades: services.config.webSockets,
     onError: (error) => {
       log("error", "unhandled error", { error: String(error) });
       return errorResponse("openai", new GatewayError(500, "Internal error"));
     },
   }, handler);
+  services.upgrades = server.upgrades;
   return {
     addr: server.addr,
     finished: server.finished,
