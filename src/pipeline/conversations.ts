@@ -6,7 +6,9 @@
  * for the caller's account only, for the configured retention. A call naming such an id gets the
  * whole conversation put in front of its input (`instructions` are not carried over, as on
  * OpenAI). An id that is unknown, expired or another account's is a 404. Whether a body continues
- * one is `resolve.ts`'s `continuesKept`.
+ * one is `resolve.ts`'s `continuesKept`. A client WebSocket also keeps its last answer on the
+ * connection (`SocketState.last`), whatever `store` says — its whole conversation, so the next
+ * turn continues it without the store, as OpenAI's connection-local cache does.
  */
 import type { RequestContext } from "../context.ts";
 import { GatewayError, notFound } from "../http/errors.ts";
@@ -20,7 +22,8 @@ export interface ConversationState {
   restore(ctx: RequestContext, body: Json, request: CanonicalRequest): CanonicalRequest;
   /**
    * Keeps the call — `request` as the client sent it, without the history put in front — under
-   * the answer's id (when the client asked to store it).
+   * the answer's id (when the client asked to store it); `whole` is the request as it was sent,
+   * the history in front.
    */
   keep(
     ctx: RequestContext,
@@ -28,6 +31,7 @@ export interface ConversationState {
     request: CanonicalRequest,
     response: CanonicalResponse,
     id: string,
+    whole: CanonicalRequest,
   ): void;
 }
 
@@ -43,6 +47,10 @@ export const keptConversations: ConversationState = {
       return request;
     }
     const first = previousId(body) ?? "";
+    const last = ctx.socket?.last;
+    if (last && last.id === first) {
+      return { ...request, messages: [...last.messages, ...request.messages] };
+    }
     const steps: Message[][] = [];
     let bytes = 0;
     for (let id: string | null = first; id !== null;) {
@@ -72,13 +80,24 @@ export const keptConversations: ConversationState = {
     return { ...request, messages: [...steps.reverse().flat(), ...request.messages] };
   },
 
-  keep(ctx, body, request, response, id) {
+  keep(ctx, body, request, response, id, whole) {
+    const step: Message[] = [...request.messages, { role: "assistant", content: response.content }];
+    const items = JSON.stringify(step);
+    const { config } = ctx.services;
+    const socket = ctx.socket;
+    if (socket) {
+      const history = whole.messages.slice(0, whole.messages.length - request.messages.length);
+      const before = socket.last?.id === previousId(body)
+        ? socket.last!.bytes
+        : JSON.stringify(history).length;
+      const bytes = before + items.length;
+      // As long as a store's chain may be (else the next turn is told to send it whole).
+      socket.last = bytes <= config.conversationMaxBytes * 4
+        ? { id, messages: [...history, ...step], bytes }
+        : undefined;
+    }
     if (body.store === false) return;
-    const items = JSON.stringify([
-      ...request.messages,
-      { role: "assistant", content: response.content },
-    ]);
-    if (items.length > ctx.services.config.conversationMaxBytes) {
+    if (items.length > config.conversationMaxBytes) {
       log("warn", "conversation step too large to keep", {
         request_id: ctx.requestId,
         bytes: items.length,

@@ -168,9 +168,11 @@ export async function loadNamedState(
     return;
   }
   const named: NamedState = { objects: new Map(), steps: new Map() };
+  // A client WebSocket's own state first (see `SocketState`): the store may not hold it.
+  const socket = ctx.socket;
   const [objects, chain] = await Promise.all([
-    Promise.all([...ids].map((id) => store.upstreamObject(id))),
-    previous === undefined ? [] : store.responseChain(previous, {
+    Promise.all([...ids].map((id) => socket?.objects.get(id) ?? store.upstreamObject(id))),
+    previous === undefined || previous === socket?.last?.id ? [] : store.responseChain(previous, {
       steps: MAX_STEPS + 1,
       bytes: config.conversationMaxBytes * 4,
     }),
@@ -241,9 +243,11 @@ export function keptStep(ctx: RequestContext, id: string): StoredResponse | unde
 
 /**
  * Whether the body continues a conversation the gateway keeps (the call must then be translated,
- * see `conversations.ts`): the answer it names is a kept step of the caller's.
+ * see `conversations.ts`): the answer it names is a kept step of the caller's, or the last one
+ * its WebSocket keeps.
  */
 export function continuesKept(ctx: RequestContext, names: BodyNames | undefined): boolean {
   const id = names?.previous;
-  return typeof id === "string" && id.length <= MAX_ID && keptStep(ctx, id) !== undefined;
+  if (typeof id !== "string" || id.length > MAX_ID) return false;
+  return id === ctx.socket?.last?.id || keptStep(ctx, id) !== undefined;
 }
