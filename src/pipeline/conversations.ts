@@ -87,8 +87,9 @@ export const keptConversations: ConversationState = {
     const socket = ctx.socket;
     if (socket) {
       const history = whole.messages.slice(0, whole.messages.length - request.messages.length);
-      const before = socket.last?.id === previousId(body)
-        ? socket.last!.bytes
+      const last = socket.last;
+      const before = last && last.id === previousId(body)
+        ? last.bytes
         : JSON.stringify(history).length;
       const bytes = before + items.length;
       // As long as a store's chain may be (else the next turn is told to send it whole).
