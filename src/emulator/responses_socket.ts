@@ -57,6 +57,8 @@ export function serveResponsesSocket(
   const connection: ConnectionCache = {};
   const queue: string[] = [];
   let busy = false;
+  /** The turn being streamed: a connection that closes stops it (its stream is cancelled). */
+  let streaming: { cancel(): void } | undefined;
   const send = (event: Json | string) => {
     if (socket.readyState !== WebSocket.OPEN) return;
     socket.send(typeof event === "string" ? event : JSON.stringify(event));
@@ -93,10 +95,14 @@ export function serveResponsesSocket(
       if (body.previous_response_id === connection.last?.id) connection.last = undefined;
       return send(await errorEvent(answer));
     }
+    const reading = readMessages(answer.body, (event) => send(event));
+    streaming = reading;
     try {
-      await readMessages(answer.body, (event) => send(event)).done;
+      await reading.done;
     } catch {
       socket.close(1011, "stream cut"); // an emulated cut: the connection drops
+    } finally {
+      streaming = undefined;
     }
   };
 
@@ -117,5 +123,9 @@ export function serveResponsesSocket(
     next();
   };
   socket.onerror = () => {};
+  socket.onclose = () => {
+    queue.length = 0;
+    streaming?.cancel();
+  };
   return response;
 }
