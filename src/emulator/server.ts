@@ -247,8 +247,9 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
   };
   /**
    * The Responses API's WebSocket mode (see `responses_socket.ts`): the upgrade and every turn are
-   * requests (counted, recorded: the upgrade as `GET`, a turn as `WS` with its message), each
-   * with its key checked and its fault played (a turn's as its `error` event).
+   * requests (counted; recorded once their key is accepted, as HTTP requests are: the upgrade as
+   * `GET`, a turn as `WS` with its message), each with its key checked and its fault played (a
+   * turn's as its `error` event).
    */
   const upgrade = (req: Request, url: URL): Response => {
     const n = ++received;
@@ -256,21 +257,21 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
       return OPENAI.error(404, `Not found: WebSocket ${url.pathname}`);
     }
     const headers = Object.fromEntries(req.headers);
-    if (options.record) {
-      record({ n, method: "GET", path: url.pathname, headers, body: null, size: 0 });
-    }
     const key = OPENAI.key(req) ?? "";
     const spec = book.take(key);
     if (!spec || spec.fault === "invalid") return keyRefused(url.pathname, key);
+    if (options.record) {
+      record({ n, method: "GET", path: url.pathname, headers, body: null, size: 0 });
+    }
     return serveResponsesSocket(req, async (body, connection) => {
       const n = ++received;
       const text = JSON.stringify(body);
-      if (options.record) {
-        record({ n, method: "WS", path: url.pathname, headers, body, size: text.length });
-      }
       const spec = book.take(key);
       if (!spec || spec.fault === "invalid") return keyRefused(url.pathname, key);
       if (spec.fault) return keyFault(OPENAI, spec);
+      if (options.record) {
+        record({ n, method: "WS", path: url.pathname, headers, body, size: text.length });
+      }
       const request = new Request(req.url, {
         method: "POST",
         headers: { "content-type": "application/json" },
