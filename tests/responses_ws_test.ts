@@ -20,7 +20,18 @@ import {
   socketUrl,
 } from "./helpers/responses_ws.ts";
 
-const stack = await startStack({ server: { maxBodyBytes: 65536, webSockets: true } });
+const stack = await startStack({
+  server: { maxBodyBytes: 65536, webSockets: true },
+  // An OpenAI deployment whose upstream refuses the gateway's key (the emulator wants another).
+  providers: { "openai-refused": { type: "openai", baseUrl: "/openai/v1", apiKey: "sk-refused" } },
+  models: {
+    "gpt-refused": {
+      provider: "openai-refused",
+      upstream: "gpt-5.4",
+      price: { input: 1, output: 1 },
+    },
+  },
+});
 const { gateway } = stack;
 const url = socketUrl(gateway.url);
 Deno.test.afterAll(() => stack.stop());
@@ -279,6 +290,25 @@ Deno.test("every turn is authenticated and counted: a revoked key's next turn, a
   await eventually(async () => (await charges("ws-auth")).length === 2);
 });
 
+Deno.test("an upstream that refuses the upgrade is sent the turn over HTTP, answered as HTTP answers it", async () => {
+  const { key } = await keyFor("ws-fallback");
+  const socket = await RawSocket.open(url, bearer(key));
+  const since = await stack.upstreamCount();
+  try {
+    const [refused] = await socket.create({ model: "gpt-refused", input: "hi" });
+    assert.equal(refused.type, "error");
+    assert.equal(refused.status, 502);
+    assert.equal(refused.error.code, "upstream_auth_failed");
+  } finally {
+    socket.close();
+  }
+  // The handshake refused (401), then the same turn as a POST, refused too (the key is taken
+  // out: 502): two requests, neither accepted (the emulator records accepted ones only).
+  assert.equal(await stack.upstreamCount(), since + 2);
+  assert.deepEqual(await stack.upstreamSince(since), []);
+  assert.deepEqual(await charges("ws-fallback"), []);
+});
+
 Deno.test("the upgrade is authenticated: a wrong key is refused before it", async () => {
   const refused = await rawUpgrade(url, { authorization: "Bearer sk-wrong" });
   assert.equal(refused.status, 401);
@@ -370,5 +400,30 @@ Deno.test("the emulator's WebSocket mode keeps the last response per connection,
   } finally {
     one.close();
     two.close();
+  }
+});
+
+Deno.test("a connection closes after the idle limit without a turn, and at its total limit", async () => {
+  for (
+    const [server, reason] of [
+      [{ streamIdleTimeoutMs: 300 }, "idle timeout"],
+      [{ streamIdleTimeoutMs: 0, streamMaxMs: 300 }, "connection limit reached"],
+    ] as const
+  ) {
+    const limited = await startGateway({
+      config: { defaultCatalog: false, server: { webSockets: true, ...server } },
+    });
+    try {
+      const { key } = await limited.createKey("ws-limits", "--credit", "1");
+      const opened = performance.now();
+      const socket = await RawSocket.open(socketUrl(limited.url), bearer(key));
+      const closed = await socket.closed;
+      assert.equal(closed.code, 1000);
+      assert.equal(closed.reason, reason);
+      // Time is the behaviour here: not before the limit (bounded above only by the test's guard).
+      assert.ok(performance.now() - opened >= 300, `closed after ${performance.now() - opened} ms`);
+    } finally {
+      await limited.stop();
+    }
   }
 });
