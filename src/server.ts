@@ -137,7 +137,7 @@ export function createHandler(
       socket,
       // The turns keep the address the upgrade came from (its own request is closed by then).
       serve: (turn, state) =>
-        handle(turn, { remoteAddr: remote, completed: Promise.resolve() }, state),
+        handle(turn, remote && { remoteAddr: remote, completed: Promise.resolve() }, state),
     };
     let remote: Deno.Addr | undefined;
     let extraHeaders: Record<string, string> = {};
