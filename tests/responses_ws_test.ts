@@ -427,3 +427,29 @@ Deno.test("a connection closes after the idle limit without a turn, and at its t
     }
   }
 });
+
+Deno.test("a stopping server closes its sockets, a turn in flight billed for what was relayed", async () => {
+  const replica = await stack.replica();
+  const { key } = await replica.createKey("ws-stop", "--credit", "5");
+  const socket = await RawSocket.open(socketUrl(replica.url), bearer(key));
+  socket.send({
+    type: "response.create",
+    model: "gpt-test",
+    input: "talk [[emulate words=400 delay=20]]",
+  });
+  let received = 0;
+  while (received < 5) {
+    if ((await socket.next()).type === "response.output_text.delta") received++;
+  }
+  const stopped = replica.terminate();
+  const closed = await socket.closed;
+  assert.equal(closed.code, 1001);
+  assert.equal((await stopped).code, 0);
+  const billed = (await ledgerOf(replica, { account: "ws-stop" })).filter((e) =>
+    e.kind === "charge"
+  );
+  assert.equal(billed.length, 1);
+  assert.equal(billed[0].status, "settled");
+  assert.equal(billed[0].estimated, true, "billed on what was relayed");
+  assert.ok(Number(billed[0].amount) > 0);
+});

@@ -20,7 +20,8 @@
  * `error`, and the headers a client acts on); a stream the upstream cuts ends as it does over
  * SSE. The connection closes after `server.streamIdleTimeoutMs` without a turn, and at
  * `server.streamMaxMs` (a turn in flight first finishes; one sent later is refused with
- * `websocket_connection_limit_reached`). Where the server cannot keep an upgraded connection, or
+ * `websocket_connection_limit_reached`); a server that stops closes its sockets (a turn in flight
+ * is billed for what was relayed). Where the server cannot keep an upgraded connection, or
  * `server.webSockets` is off, the upgrade is answered 426, so clients fall back to HTTP.
  */
 import type { Handler, RequestContext, SocketState } from "../context.ts";
@@ -86,6 +87,7 @@ class Session {
   /** The turn in flight: how to stop it (the client went away). */
   #turn: { stop(): void } | undefined;
   #turns = 0;
+  readonly #opened = Date.now();
   #closed = false;
   /** Past the connection's total time: no turn is taken any more. */
   #aged = false;
@@ -103,7 +105,8 @@ class Session {
       })
       : () => {};
     this.#idle();
-    // A draining server closes its connections once its drain time is over.
+    // A stopping server: Deno's listener closes upgraded sockets as it stops; should a Deno not,
+    // they are closed once the drain time is over, with the streams.
     this.#live = { cut: () => this.#close(1001, "server shutting down") };
     ctx.services.live?.add(this.#live);
     ws.onmessage = (event) => this.#message(event.data);
@@ -251,6 +254,15 @@ class Session {
   #ended(): void {
     if (this.#closed) return;
     this.#closed = true;
+    // The access log's line of the connection's end (the upgrade's was written at its 101).
+    if (this.ctx.services.config.accessLog) {
+      log("info", "websocket closed", {
+        request_id: this.ctx.requestId,
+        turns: this.#turns,
+        in_flight: this.#turn !== undefined,
+        ms: Date.now() - this.#opened,
+      });
+    }
     this.#queue.length = 0;
     this.#stopIdle();
     this.#stopMax();
