@@ -453,3 +453,24 @@ Deno.test("a stopping server closes its sockets, a turn in flight billed for wha
   assert.equal(billed[0].estimated, true, "billed on what was relayed");
   assert.ok(Number(billed[0].amount) > 0);
 });
+
+Deno.test("sockets are held to server.maxConnections: the upgrade past it gets 503", async () => {
+  const capped = await startGateway({
+    config: { defaultCatalog: false, server: { webSockets: true, maxConnections: 1 } },
+  });
+  try {
+    const { key } = await capped.createKey("ws-cap", "--credit", "1");
+    const first = await RawSocket.open(socketUrl(capped.url), bearer(key));
+    const refused = await rawUpgrade(socketUrl(capped.url), bearer(key));
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get("retry-after"), "1");
+    first.close();
+    await first.closed;
+    // Its place is free again once it closed.
+    await eventually(async () =>
+      (await rawUpgrade(socketUrl(capped.url), bearer(key))).status === 101
+    );
+  } finally {
+    await capped.stop();
+  }
+});

@@ -38,6 +38,12 @@ const MAX_QUEUED = 16;
 /** Upstream responses a connection remembers (the oldest forgotten first). */
 const MAX_OBJECTS = 1_000;
 
+/**
+ * This thread's open sockets. The listener that serves WebSockets has no connection cap (see
+ * `serve/connections.ts`): its sockets at least are held to `server.maxConnections`.
+ */
+let openSockets = 0;
+
 /** Headers of the upgrade that are its own, not the turns'. */
 const UPGRADE_HEADERS =
   /^(connection|upgrade|host|content-length|content-type|transfer-encoding|x-request-id|sec-websocket-.*)$/i;
@@ -66,6 +72,14 @@ export const responsesSocket: Handler = (ctx) => {
     throw upgradeRequired(
       "This gateway does not serve the Responses API over WebSocket; use POST /v1/responses.",
       "websocket_unsupported",
+    );
+  }
+  const max = services.config.maxConnections;
+  if (max > 0 && openSockets >= max) {
+    throw new GatewayError(
+      503,
+      `This gateway has ${max} WebSocket connections open; retry shortly, or use POST /v1/responses.`,
+      { code: "websocket_connection_limit_reached", headers: { "retry-after": "1" } },
     );
   }
   const { socket, response } = Deno.upgradeWebSocket(ctx.req);
@@ -97,6 +111,7 @@ class Session {
 
   constructor(private readonly ctx: RequestContext, private readonly ws: WebSocket) {
     this.#state = { upstream: this.#upstream, objects: new BoundedMap(MAX_OBJECTS) };
+    openSockets++;
     const config = ctx.services.config;
     this.#stopMax = config.streamMaxMs > 0
       ? deadline(config.streamMaxMs, () => {
@@ -254,6 +269,7 @@ class Session {
   #ended(): void {
     if (this.#closed) return;
     this.#closed = true;
+    openSockets--;
     // The access log's line of the connection's end (the upgrade's was written at its 101).
     if (this.ctx.services.config.accessLog) {
       log("info", "websocket closed", {
