@@ -82,8 +82,14 @@ export const responsesSocket: Handler = (ctx) => {
       { code: "websocket_connection_limit_reached", headers: { "retry-after": "1" } },
     );
   }
+  // The turns' headers, read before the upgrade closes its request.
+  const headers = new Headers();
+  for (const [name, value] of ctx.req.headers) {
+    if (!UPGRADE_HEADERS.test(name)) headers.set(name, value);
+  }
+  headers.set("content-type", "application/json");
   const { socket, response } = Deno.upgradeWebSocket(ctx.req);
-  new Session(ctx, socket);
+  new Session(ctx, socket, headers);
   return response;
 };
 
@@ -109,7 +115,12 @@ class Session {
   readonly #stopMax: () => void;
   readonly #live: LiveStream;
 
-  constructor(private readonly ctx: RequestContext, private readonly ws: WebSocket) {
+  constructor(
+    private readonly ctx: RequestContext,
+    private readonly ws: WebSocket,
+    /** The upgrade's headers the turns carry (its credentials first). */
+    private readonly headers: Headers,
+  ) {
     this.#state = { upstream: this.#upstream, objects: new BoundedMap(MAX_OBJECTS) };
     openSockets++;
     const config = ctx.services.config;
@@ -143,7 +154,8 @@ class Session {
 
   #message(data: unknown): void {
     if (this.#closed) return;
-    this.#idle();
+    // Idle is time without a turn: one in flight has its stream's own limits.
+    if (!this.#turn) this.#idle();
     if (typeof data !== "string") {
       return this.#send(refusal(400, "invalid_message", "Messages must be JSON text."));
     }
@@ -242,11 +254,7 @@ class Session {
 
   /** The request a turn stands for: the upgrade's credentials, the turn's body (streamed). */
   #request(body: Record<string, unknown>, n: number, signal: AbortSignal): Request {
-    const headers = new Headers();
-    for (const [name, value] of this.ctx.req.headers) {
-      if (!UPGRADE_HEADERS.test(name)) headers.set(name, value);
-    }
-    headers.set("content-type", "application/json");
+    const headers = new Headers(this.headers);
     const id = `${this.ctx.requestId}.${n}`;
     if (id.length <= 128) headers.set("x-request-id", id);
     return new Request(this.ctx.url.href, {
