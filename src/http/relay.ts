@@ -7,8 +7,8 @@
  *   array), each handed on as it completes, then the chunk it came in;
  * - `ReadUnits`: reads every unit as it passes (a meter, a trace) and refuses to end a stream its
  *   reader did not see finish;
- * - `PassUnits`: the units' bytes as they are, whole units only (one may be shown differently:
- *   a usage the gateway decided), or
+ * - `PassUnits`: the units' bytes as they are, whole units only (a few may be shown differently:
+ *   a usage the gateway decided, what the gateway's own change to the request caused taken out), or
  * - `RewriteUnits`: each unit re-encoded (a translation: decode ∘ encode, see
  *   `translate/transcode.ts`).
  *
@@ -118,9 +118,10 @@ export interface UnitOutput extends Transformer<UnitPart, Uint8Array> {
 /** How `PassUnits` passes the units on. */
 export interface PassOptions {
   /**
-   * The text to send instead of one unit, or null to pass it on as it is — for the rare unit that
-   * must change (a usage the gateway decided); the others keep their bytes. Asked only where the
-   * framing can place a unit in its chunk (SSE).
+   * The text to send instead of one unit ("" for nothing), or null to pass it on as it is — for
+   * the units that must change (a usage the gateway decided, what the gateway's own change to the
+   * request caused); the others keep their bytes. Asked only where the framing can place a unit
+   * in its chunk (SSE).
    */
   show?: (event: SseEvent) => string | null;
   /** Rewrites the text of units around an upstream error unit before they are sent. */
