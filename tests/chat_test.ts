@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { OpenAI } from "./deps.ts";
 import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
-import { bearer, type Json, post, sseEvents } from "./helpers/http.ts";
+import { bearer, type Json, post, readBody, sseEvents } from "./helpers/http.ts";
 
 const stack = await startStack();
 const { gateway } = stack;
@@ -205,6 +205,43 @@ Deno.test("a chat stream the upstream cuts ends with an error payload and is bil
   }, /ended the stream unexpectedly/);
   await eventually(async () => (await usageOf(gateway, key)).requests === 1);
   assert.ok((await usageOf(gateway, key)).spent_nanousd > 0);
+});
+
+Deno.test("a chat stream the upstream ends with its own error ends with that error, not a second one", async () => {
+  const { key, openai } = await client("chat-upstream-error");
+  const messages = [{ role: "user" as const, content: "[[emulate words=50 stream_error=6]]" }];
+  const res = await post(gateway.url, "/v1/chat/completions", bearer(key), {
+    model: "gpt-test",
+    stream: true,
+    messages,
+  });
+  assert.equal(res.status, 200);
+  const { text, failed } = await readBody(res);
+  assert.equal(failed, false, "the body ends cleanly, after the upstream's error");
+  const events = sseEvents(text);
+  const errors = events.filter((e) => typeof e.data === "object" && "error" in e.data);
+  assert.equal(errors.length, 1, `one error, the upstream's: ${text}`);
+  assert.equal(events.at(-1), errors[0], "and it is the stream's end");
+  const error = (errors[0].data as Json).error;
+  assert.equal(error.code, "rate_limit_exceeded");
+  // Redacted as an error answer is: the operator's organisation, the upstream's model id.
+  assert.match(error.message, /^Rate limit reached for gpt-test in organization org-\[redacted\]/);
+  assert.ok(!text.includes("[DONE]"));
+  assert.ok(events.length > 2, "content came before the error");
+  // The SDK raises the upstream's error.
+  const stream = await openai.chat.completions.create({
+    model: "gpt-test",
+    stream: true,
+    messages,
+  });
+  await assert.rejects(async () => {
+    for await (const _ of stream) { /* read until the error */ }
+  }, /Rate limit reached for gpt-test/);
+  // Billed for what was relayed, as any stream cut after output.
+  await eventually(async () => (await usageOf(gateway, key)).requests === 2);
+  const usage = await usageOf(gateway, key);
+  assert.ok(usage.spent_nanousd > 0);
+  assert.equal(usage.held_nanousd, 0);
 });
 
 Deno.test("a usage the upstream sends unasked passes through; only what include_usage caused is taken out", async () => {

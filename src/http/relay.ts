@@ -22,8 +22,9 @@
  * - `done`: the upstream ended and every stage saw it finish;
  * - `cut`: the upstream failed, ended unfinished, sent a unit that could not be read, went quiet
  *   for `idleMs`, ran past `maxMs`, or the server is draining — the client gets the last stage's
- *   error tail (the protocol's error event). A cut is settled at once, even while the client is
- *   not reading;
+ *   error tail (the protocol's error event), unless the upstream's own error unit was the last
+ *   one passed on: that error is the end, and no second one is added. A cut is settled at once,
+ *   even while the client is not reading;
  * - `cancel`: the client went away; the upstream request is aborted.
  */
 import { chunkReader } from "./bytes.ts";
@@ -126,7 +127,10 @@ export interface PassOptions {
   show?: (event: SseEvent) => string | null;
   /** Rewrites the text of units around an upstream error unit before they are sent. */
   redact?: (text: string) => string;
-  /** Bytes that end a cut stream in the client's protocol; `started` when units were sent. */
+  /**
+   * Bytes that end a cut stream in the client's protocol; `started` when units were sent. Not
+   * asked when the last unit was the upstream's own error (where the framing places units: SSE).
+   */
   tail?: (started: boolean) => Uint8Array | undefined;
 }
 
@@ -147,12 +151,22 @@ export class PassUnits implements UnitOutput {
   #unitStart = 0;
   /** An upstream error unit is among those about to be sent. */
   #errorSeen = false;
+  /**
+   * The last unit was the upstream's own error: `pending` in the chunk being framed, `sent` with
+   * it, `held` (it ended with the stream, unterminated) — null when it was not, or the framing
+   * cannot place units (a JSON array).
+   */
+  #errorEnd: "pending" | "sent" | "held" | null = null;
 
   constructor(private readonly options: PassOptions = {}) {}
 
   transform(part: UnitPart, controller: TransformStreamDefaultController<Uint8Array>): void {
     if (part.kind === "unit") {
-      if (this.options.redact && isErrorUnit(part.event)) this.#errorSeen = true;
+      const error = isErrorUnit(part.event);
+      if (this.options.redact && error) this.#errorSeen = true;
+      if (part.end !== undefined) {
+        this.#errorEnd = !error ? null : part.end < 0 ? "held" : "pending";
+      }
       const show = this.options.show;
       if (show && part.end !== undefined) {
         const text = show(part.event);
@@ -173,6 +187,7 @@ export class PassUnits implements UnitOutput {
       this.#replaced = [];
       this.#held = boundary < bytes.length ? [bytes.subarray(boundary)] : [];
       this.#send(units, controller);
+      if (this.#errorEnd === "pending") this.#errorEnd = "sent";
     }
     this.#unitStart = this.#held.length ? -1 : 0;
   }
@@ -184,8 +199,15 @@ export class PassUnits implements UnitOutput {
     this.#send(held, controller);
   }
 
+  /**
+   * What was not sent is dropped and the error tail sent — but a stream whose last unit was the
+   * upstream's own error ends with that error (sent now if it was held), not a second one.
+   */
   cut(started: boolean, controller: TransformStreamDefaultController<Uint8Array>): void {
+    const held = this.#held;
     this.#held = [];
+    if (this.#errorEnd === "held") return this.#send(held, controller);
+    if (this.#errorEnd === "sent") return;
     const tail = this.options.tail?.(started);
     if (tail) controller.enqueue(tail);
   }

@@ -124,12 +124,14 @@ Deno.test("the JSON-array framer hands over each element whole, strings and esca
   assert.equal(cut.closed(), false);
 });
 
+const TAIL = "event: error\ndata: {}\n\n";
+
 /** An SSE relay's stages: framed, read by a meter that says when it `finished`, passed as is. */
 function stages(finished: () => boolean): [UnitFramer, ReadUnits, PassUnits] {
   return [
     new UnitFramer("sse"),
     new ReadUnits(() => {}, finished),
-    new PassUnits({ tail: () => new TextEncoder().encode("event: error\ndata: {}\n\n") }),
+    new PassUnits({ tail: () => new TextEncoder().encode(TAIL) }),
   ];
 }
 
@@ -163,6 +165,29 @@ Deno.test("the relay passes whole events only, and a cut stream ends in the erro
   const done = await relayed(parts, false, () => true);
   assert.equal(done.text, parts.join(""), "a finished stream passes byte for byte");
   assert.equal(done.ended, "done");
+});
+
+Deno.test("a stream whose last unit is the upstream's own error ends with it: no second error", async () => {
+  const content = 'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\n';
+  for (
+    const error of [
+      'data: {"error":{"message":"Rate limit reached","code":"rate_limit_exceeded"}}\n\n',
+      'event: error\ndata: {"type":"error","error":{"type":"overloaded_error"}}\n\n',
+    ]
+  ) {
+    for (const fail of [false, true]) {
+      const { text, ended } = await relayed([content, error], fail, () => false);
+      assert.equal(text, content + error, `the upstream's error is the end (${error})`);
+      assert.equal(ended, "cut");
+    }
+  }
+  // An error the upstream did not terminate (it ends with the stream) is sent as the end too.
+  const unterminated = 'data: {"error":{"message":"gone"}}';
+  const held = await relayed([content, unterminated], false, () => false);
+  assert.equal(held.text, content + unterminated);
+  // Content after an error: the stream's end is not the upstream's error, and gets the tail.
+  const after = await relayed([content, 'data: {"error":{}}\n\n', content], false, () => false);
+  assert.equal(after.text, content + 'data: {"error":{}}\n\n' + content + TAIL);
 });
 
 Deno.test("a stream cut while its client is not reading is settled at once", async () => {
