@@ -26,6 +26,10 @@
  *   one passed on: that error is the end, and no second one is added. A cut is settled at once,
  *   even while the client is not reading;
  * - `cancel`: the client went away; the upstream request is aborted.
+ *
+ * With `abortFailed`, a body that ends in the protocol's error (a cut, or a finished stream whose
+ * last stage wrote an error) is then aborted — a transport error, not the clean end of the body —
+ * once the client has been handed every byte before it (see `BodyAborted`).
  */
 import { chunkReader } from "./bytes.ts";
 import { deadline } from "./deadlines.ts";
@@ -57,6 +61,19 @@ export interface LiveStream {
 export type UnitPart =
   | { kind: "unit"; event: SseEvent; end: number | undefined }
   | { kind: "chunk"; bytes: Uint8Array; boundary: number };
+
+/**
+ * The error a body ends with after its protocol's error when `RelayOptions.abortFailed` is set:
+ * the HTTP server aborts the response there (a chunked body gets no last chunk), so every client
+ * sees a failed transfer rather than a clean end. Expected, and already logged as the stream's
+ * end: the server's error handler, which hears of it, lets it pass.
+ */
+export class BodyAborted extends Error {
+  constructor() {
+    super("the stream ended in an error");
+    this.name = "BodyAborted";
+  }
+}
 
 /** A stream that ended before it finished (see `UnitFramer` and `ReadUnits`). */
 export class Unfinished extends Error {
@@ -114,6 +131,8 @@ export class ReadUnits implements Transformer<UnitPart, UnitPart> {
 export interface UnitOutput extends Transformer<UnitPart, Uint8Array> {
   /** The stream was cut: what was not sent yet is dropped, the error tail sent (`started`: bytes were). */
   cut(started: boolean, controller: TransformStreamDefaultController<Uint8Array>): void;
+  /** The stream finished, but what was sent ends in the protocol's error (a failed translation). */
+  failed?(): boolean;
 }
 
 /** How `PassUnits` passes the units on. */
@@ -235,6 +254,8 @@ export interface UnitRewriter {
   end?(): string;
   /** The stream was cut: its error tail (`started`: units were sent). */
   cut(started: boolean): Uint8Array | undefined;
+  /** Whether what was written ends in the protocol's error (the stream made no answer). */
+  failed?(): boolean;
 }
 
 /** Each unit re-encoded; the text of a chunk's units sent at once. */
@@ -271,6 +292,10 @@ export class RewriteUnits implements UnitOutput {
     this.#text = "";
     const tail = this.rewriter.cut(started);
     if (tail) controller.enqueue(tail);
+  }
+
+  failed(): boolean {
+    return this.rewriter.failed?.() ?? false;
   }
 }
 
@@ -358,6 +383,11 @@ class InStep {
       this.#controllers[last] as TransformStreamDefaultController<Uint8Array>,
     );
   }
+
+  /** Whether the last stage's output of a finished stream ends in the protocol's error. */
+  failed(): boolean {
+    return (this.#stages[this.#stages.length - 1] as UnitOutput).failed?.() ?? false;
+  }
 }
 
 /** The stages of a relay: the framer, any stages that read the units, and the client's bytes. */
@@ -375,6 +405,12 @@ export interface RelayOptions {
   maxMs: number;
   /** Live streams, so a draining server can cut them; the relay adds and removes itself. */
   live?: Set<LiveStream>;
+  /**
+   * A body that ends in the protocol's error (cut, or `UnitOutput.failed`) is aborted after it,
+   * with `BodyAborted`, instead of closed: for clients that take an error element followed by a
+   * clean end for a success (Google's older SDKs).
+   */
+  abortFailed?: boolean;
 }
 
 /** Relays an upstream streamed body through `stages` into the body we send to the client. */
@@ -403,6 +439,16 @@ export function relayStream(
   let closed = false;
   /** A pull is in progress: the client is reading. */
   let reading = false;
+  /** The body is to be aborted once the client has read what is queued (see `abortFailed`). */
+  let aborting = false;
+  /** Ends the client's body: closed, or — when it ends in an error — aborted (see `abortFailed`). */
+  const endBody = (failed: boolean) => {
+    if (!failed || !options.abortFailed) return controller.close();
+    // Erroring a stream drops what is still queued in it: with bytes queued, the error waits for
+    // the next pull, which comes once the client has taken them all.
+    if ((controller.desiredSize ?? 0) < 1) aborting = true;
+    else controller.error(new BodyAborted());
+  };
 
   let ended = false;
   const end = async (how: StreamEnd, why?: CutReason) => {
@@ -423,7 +469,7 @@ export function relayStream(
     closed = true;
     await end("cut", why);
     units.cut(started);
-    controller.close();
+    endBody(true);
   };
   const cut = (why: CutReason) => {
     if (cutReason || ended) return;
@@ -481,7 +527,7 @@ export function relayStream(
         }
         closed = true;
         await end("done");
-        controller.close();
+        endBody(units.failed());
         return;
       }
       sent = false;
@@ -499,6 +545,7 @@ export function relayStream(
       controller = c;
     },
     async pull() {
+      if (aborting) return controller.error(new BodyAborted());
       if (closed) return;
       reading = true;
       try {

@@ -53,6 +53,8 @@ export interface Call {
   framing?: "sse" | "json-array";
   /** The end of a stream the upstream cut, in the client's protocol. */
   errorTail?: (started: boolean) => Uint8Array | undefined;
+  /** A stream that ends in the client protocol's error is then aborted (see `AnswerForms`). */
+  abortFailed?: boolean;
   /**
    * Pass-through: the text to send instead of an SSE unit ("" for nothing), or null to pass it as
    * it came (see `PreparedCall.strip`); absent: bytes pass unchanged, but for a usage shown.

@@ -210,6 +210,7 @@ function relayAnswerStream(
     idleMs: config.streamIdleTimeoutMs,
     maxMs: config.streamMaxMs,
     live: ctx.services.live,
+    abortFailed: p.abortFailed,
     onEnd: async (how, why) => {
       lease.release();
       if (how === "cut") log("warn", "stream cut", { request_id: ctx.requestId, reason: why });

@@ -114,6 +114,7 @@ function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCa
     usageFromJson: prepared.usageFromJson,
     meter: prepared.meter,
     framing: prepared.framing,
+    abortFailed: request.client.answers.abortFailed,
   };
 }
 

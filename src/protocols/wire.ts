@@ -67,6 +67,12 @@ export interface AnswerForms {
   usage: UsageView;
   /** Bytes that end a pass-through stream the upstream cut, in this protocol. */
   errorTail(started: boolean, jsonArray?: boolean): Uint8Array;
+  /**
+   * A stream that ends in this protocol's error is then aborted (a transport error, not a clean
+   * end of the body): its clients may take a last error element followed by a clean end for a
+   * success (Google's older SDKs do).
+   */
+  abortFailed?: boolean;
 }
 
 /** Where a counting request goes on a provider of this protocol. */
