@@ -89,7 +89,7 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
     return {
       ...callOf(request, model, prepared),
       errorTail: (started) => client.answers.errorTail(started, accepted.jsonArray),
-      rewrite: prepared.rewrite,
+      strip: prepared.strip,
       objectsFromJson: prepared.objectsFromJson,
       keepResponses: prepared.keepResponses,
       codec: client,
@@ -114,6 +114,7 @@ function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCa
     usageFromJson: prepared.usageFromJson,
     meter: prepared.meter,
     framing: prepared.framing,
+    abortFailed: request.client.answers.abortFailed,
   };
 }
 
