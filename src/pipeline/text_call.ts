@@ -24,6 +24,7 @@ import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
 import { planCall } from "../translate/plan.ts";
+import { toolForms } from "../translate/tool_forms.ts";
 import type { Call, Translation } from "./call.ts";
 import { keptConversations } from "./conversations.ts";
 import {
@@ -146,14 +147,7 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     created: Math.floor(Date.now() / 1000),
     usageChunk: accepted.usageChunk,
     jsonArray: accepted.jsonArray,
-    customTools: new Set(own.tools.filter((t) => t.kind === "custom").map((t) => t.name)),
-    namespaced: new Map(
-      own.tools.flatMap((t) =>
-        t.namespace
-          ? [[t.name, { namespace: t.namespace, name: t.name.slice(t.namespace.length + 2) }]]
-          : []
-      ),
-    ),
+    ...toolForms(own.tools),
     token: toToken,
   };
   const translation: Translation = {

@@ -50,6 +50,11 @@ export interface AnswerInfo {
   customTools?: ReadonlySet<string>;
   /** The client's namespaced functions by flattened name (see `FunctionTool.namespace`). */
   namespaced?: ReadonlyMap<string, { namespace: string; name: string }>;
+  /**
+   * The client's tools that it runs but are not functions, by function name: their Responses
+   * type (see `FunctionTool.clientType`), whose call items their calls are written as.
+   */
+  clientTools?: ReadonlyMap<string, string>;
   /** The token a client carries for opaque state (see `opaque.ts`). */
   token(opaque: Opaque, text?: string): string;
 }

@@ -4,7 +4,8 @@
  * `encrypted_content` token of a reasoning item (a Gemini signature on a call on an empty
  * reasoning item just before it; one on a text part has no slot and is not carried), calls as the
  * client declared their tools (free-form calls as `custom_tool_call`s, namespaced ones with their
- * `namespace`), and the response object around them. The stream encoder writes items with the
+ * `namespace`, those of a client-run tool that is not a function as that tool's call items), and
+ * the response object around them. The stream encoder writes items with the
  * same functions.
  */
 import type { AnswerInfo } from "../../translate/codec.ts";
@@ -16,7 +17,8 @@ import type {
   Opaque,
   TokenUsage,
 } from "../../translate/ir.ts";
-import { shortHash, stringifyArguments } from "../../translate/tool_ids.ts";
+import { parseArguments, shortHash, stringifyArguments } from "../../translate/tool_ids.ts";
+import { type ClientForm, formOf } from "./tool_types.ts";
 import { encodeStatus } from "./status.ts";
 import { encodeTokenUsage } from "./token_usage.ts";
 
@@ -51,15 +53,43 @@ export function messageItem(id: string, text: string): Json {
   };
 }
 
-/** A call as the client declared its tool: custom or function, with its namespace. */
+/** How a call is written for the client: as its own tool type's call item, custom, or function. */
+export function callForm(
+  part: { name: string; kind?: string },
+  info: AnswerInfo,
+): ClientForm | "custom" | "function" {
+  const type = info.clientTools?.get(part.name);
+  const form = type ? formOf(type) : undefined;
+  return form ?? (isCustomCall(part, info) ? "custom" : "function");
+}
+
+/** The id prefix of the items of a call of this form. */
+export function callPrefix(form: ReturnType<typeof callForm>): string {
+  return form === "custom" ? "ctc" : form === "function" ? "fc" : form.prefix;
+}
+
+/**
+ * A call as the client declared its tool: the call item of a tool it runs that is not a function
+ * (a `tool_search_call`…), custom, or function, with its namespace.
+ */
 export function callItem(
   id: string,
   part: { id: string; name: string; input: unknown; kind?: string },
   info: AnswerInfo,
 ): Json {
+  const form = callForm(part, info);
+  if (typeof form === "object") {
+    return {
+      id,
+      type: form.call,
+      call_id: part.id,
+      status: "completed",
+      ...form.item(parseArguments(part.input)),
+    };
+  }
   const named = info.namespaced?.get(part.name);
   const name = named ? { name: named.name, namespace: named.namespace } : { name: part.name };
-  if (isCustomCall(part, info)) {
+  if (form === "custom") {
     return {
       id,
       type: "custom_tool_call",
@@ -167,11 +197,7 @@ export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): J
           output.push(reasoningItem(itemId("rs", info, output.length), "", part.opaque, info));
         }
         output.push(
-          callItem(
-            itemId(isCustomCall(part, info) ? "ctc" : "fc", info, output.length),
-            part,
-            info,
-          ),
+          callItem(itemId(callPrefix(callForm(part, info)), info, output.length), part, info),
         );
         break;
       case "hosted-call":

@@ -8,14 +8,15 @@
 import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
-import { isCustomCall } from "../../translate/custom_tools.ts";
 import type { CanonicalEvent, Json, Opaque } from "../../translate/ir.ts";
 import { type Block, sequencedContent } from "../../translate/sequence.ts";
 import { streamEncoder } from "../../translate/stream_encoder.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 import { encryptedReasoning, hostedCall, isRefusal, outputSummary } from "./decode_response.ts";
 import {
+  callForm,
   callItem,
+  callPrefix,
   itemId,
   messageItem,
   reasoningItem,
@@ -300,7 +301,8 @@ interface ItemData {
   /** The item was added (reasoning is added at its first text, or at its end with state). */
   added: boolean;
   name?: string;
-  custom?: boolean;
+  /** A call's: how it is written (see `callForm`). */
+  form?: ReturnType<typeof callForm>;
   text: string;
   /** Opaque state: a reasoning item's, or a call's (written on a reasoning item before it). */
   opaque?: Opaque;
@@ -354,7 +356,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
       id: block.id,
       name: block.data.name ?? "",
       input,
-      ...(block.data.custom ? { kind: "custom" } : {}),
+      ...(block.data.form === "custom" ? { kind: "custom" } : {}),
     }, info);
 
   const blocks = sequencedContent<ItemData>({
@@ -383,12 +385,13 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
         if (d.opaque) callState(d.opaque);
         Object.assign(
           d,
-          add(d.custom ? "ctc" : "fc", (id) => {
+          add(callPrefix(d.form!), (id) => {
             const item = callOf(block, {}, id);
             return {
               ...item,
               status: "in_progress",
-              ...(d.custom ? { input: "" } : { arguments: "" }),
+              ...(d.form === "custom" ? { input: "" } : {}),
+              ...(d.form === "function" ? { arguments: "" } : {}),
             };
           }),
         );
@@ -416,7 +419,9 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
         ev("response.reasoning_summary_text.delta", at(d, { summary_index: 0, delta: text }));
       } else {
         d.text += text;
-        if (!d.custom) ev("response.function_call_arguments.delta", at(d, { delta: text }));
+        if (d.form === "function") {
+          ev("response.function_call_arguments.delta", at(d, { delta: text }));
+        }
       }
     },
     end(block) {
@@ -446,10 +451,10 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
         finishItem(d.index, reasoningItem(d.itemId, d.text, d.opaque, info));
       } else {
         const item = callOf(block, parseArguments(d.text), d.itemId);
-        if (item.type === "custom_tool_call") {
+        if (d.form === "custom") {
           ev("response.custom_tool_call_input.delta", at(d, { delta: item.input }));
           ev("response.custom_tool_call_input.done", at(d, { input: item.input }));
-        } else {
+        } else if (d.form === "function") {
           if (!d.text) {
             ev("response.function_call_arguments.delta", at(d, { delta: item.arguments }));
           }
@@ -470,7 +475,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
       ...(event.type === "tool-input-start"
         ? {
           name: event.name,
-          custom: isCustomCall(event, info),
+          form: callForm(event, info),
           ...(event.opaque ? { opaque: event.opaque } : {}),
         }
         : {}),
