@@ -148,6 +148,9 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     usageChunk: accepted.usageChunk,
     jsonArray: accepted.jsonArray,
     ...toolForms(own.tools),
+    ...(conversation && typeof request.names?.previous === "string"
+      ? { previousId: request.names.previous }
+      : {}),
     token: toToken,
   };
   const translation: Translation = {

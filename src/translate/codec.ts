@@ -55,6 +55,8 @@ export interface AnswerInfo {
    * type (see `FunctionTool.clientType`), whose call items their calls are written as.
    */
   clientTools?: ReadonlyMap<string, string>;
+  /** The answer whose conversation this one continues (Responses `previous_response_id`). */
+  previousId?: string;
   /** The token a client carries for opaque state (see `opaque.ts`). */
   token(opaque: Opaque, text?: string): string;
 }

@@ -5,7 +5,7 @@
  * reasoning item just before it; one on a text part has no slot and is not carried), calls as the
  * client declared their tools (free-form calls as `custom_tool_call`s, namespaced ones with their
  * `namespace`, those of a client-run tool that is not a function as that tool's call items), and
- * the response object around them. The stream encoder writes items with the
+ * the response object around them, echoing the `previous_response_id` it continues. The stream encoder writes items with the
  * same functions.
  */
 import type { AnswerInfo } from "../../translate/codec.ts";
@@ -147,7 +147,7 @@ export function responseObject(
     model: info.model,
     output,
     parallel_tool_calls: true,
-    previous_response_id: null,
+    previous_response_id: info.previousId ?? null,
     prompt_cache_key: null,
     reasoning: { effort: null, summary: null },
     safety_identifier: null,
