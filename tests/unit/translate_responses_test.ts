@@ -16,6 +16,9 @@ import type { AnswerInfo } from "../../src/translate/codec.ts";
 import type { CanonicalEvent, CanonicalRequest, Opaque } from "../../src/translate/ir.ts";
 import { fromToken, toToken } from "../../src/translate/opaque.ts";
 import { toolForms } from "../../src/translate/tool_forms.ts";
+import { collect } from "../../src/translate/collect.ts";
+import { zeroUsage } from "../../src/translate/ir.ts";
+import { issuedIn, itemId } from "../../src/protocols/responses/item_ids.ts";
 import { decodeEverySplit, encodeAll, INFO, PARALLEL } from "../helpers/codec.ts";
 import { sseEvents } from "../helpers/http.ts";
 
@@ -809,6 +812,68 @@ Deno.test("tools the client runs that are not functions: functions elsewhere, th
   });
 });
 
+/** An answer id of the form the gateway issues (`resp_` and 48 hex digits). */
+const ISSUED: AnswerInfo = { ...INFO, id: `resp_${"ab12".repeat(12)}` };
+
+/** A translated answer with every kind of item, as canonical content. */
+const EVERY_ITEM: CanonicalEvent[] = [
+  { type: "start" },
+  { type: "reasoning-start", id: "r" },
+  { type: "reasoning-delta", id: "r", delta: "Hm." },
+  {
+    type: "reasoning-end",
+    id: "r",
+    opaque: { provider: "anthropic", kind: "thinking-signature", value: "SIG" },
+  },
+  { type: "text-start", id: "t1" },
+  { type: "text-delta", id: "t1", delta: "Hello " },
+  { type: "text-end", id: "t1" },
+  { type: "text-start", id: "empty" },
+  { type: "text-end", id: "empty" },
+  { type: "text-start", id: "t2" },
+  { type: "text-delta", id: "t2", delta: "world." },
+  { type: "text-end", id: "t2" },
+  { type: "hosted-call", part: { type: "hosted-call", tool: "web_search", id: "srv_1" } },
+  { type: "text-start", id: "t3" },
+  { type: "text-delta", id: "t3", delta: "Found." },
+  { type: "text-end", id: "t3" },
+  {
+    type: "tool-input-start",
+    id: "call_1",
+    name: "f",
+    opaque: { provider: "gemini", kind: "thought-signature", value: "TS" },
+  },
+  { type: "tool-input-delta", id: "call_1", delta: '{"a":1}' },
+  { type: "tool-input-end", id: "call_1" },
+  { type: "finish", reason: "tool-calls", usage: zeroUsage() },
+];
+
+Deno.test("item ids name the answer and the place they were issued in, stream and whole alike", () => {
+  assert.equal(itemId("msg", ISSUED.id, 10), `msg_${"ab12".repeat(12)}000a`);
+  assert.deepEqual(issuedIn(itemId("fc", ISSUED.id, 10)), { answerId: ISSUED.id, index: 10 });
+  assert.equal(issuedIn(itemId("msg", "ans_1", 0)), undefined, "another answer id: a hash");
+  assert.equal(issuedIn("msg_68af2b0c9e1d"), undefined);
+
+  // The stream writes the items the whole answer has, with the same ids.
+  const events = sseEvents(encodeAll((w) => responsesEncoder(w, ISSUED), EVERY_ITEM)) as any[];
+  checkGrammar(events);
+  const streamed = events.at(-1)!.data.response.output;
+  const collector = collect();
+  EVERY_ITEM.forEach((e) => collector.push(e));
+  const whole = encodeResponse(collector.result()!, ISSUED) as Record<string, any>;
+  assert.deepEqual(streamed, whole.output);
+  assert.deepEqual(whole.output.map((i: any) => i.type), [
+    "reasoning",
+    "message",
+    "web_search_call",
+    "message",
+    "reasoning",
+    "function_call",
+  ]);
+  assert.equal(whole.output[1].content[0].text, "Hello world.", "consecutive text: one message");
+  assert.deepEqual(whole.output.map((i: any) => issuedIn(i.id)?.index), [0, 1, 2, 3, 4, 5]);
+});
+
 Deno.test("answers: usage arithmetic, refusals, incomplete is length over tool calls", () => {
   const usage = {
     input_tokens: 100,
@@ -1458,12 +1523,14 @@ Deno.test("reasoning, signatures, free-form and namespaced calls, search: each i
     '{"path":"a"}',
   ]);
   assert.equal(output[5].arguments, "{}");
+  // Under the gateway's id, as every item of the answer (the provider's is not the client's).
   assert.deepEqual(output[6], {
-    id: "srvtoolu_1",
+    id: output[6].id,
     type: "web_search_call",
     status: "completed",
     action: { type: "search", query: "q" },
   });
+  assert.match(output[6].id, /^ws_/);
   assert.deepEqual(events.at(-1)!.data.response.usage.input_tokens, 7);
   assert.deepEqual(events.at(-1)!.data.response.usage.output_tokens, 9);
 

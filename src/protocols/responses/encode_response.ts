@@ -11,21 +11,18 @@
 import type { AnswerInfo } from "../../translate/codec.ts";
 import { customInput, isCustomCall } from "../../translate/custom_tools.ts";
 import type {
+  AssistantPart,
   CanonicalResponse,
   HostedCallPart,
   Json,
   Opaque,
   TokenUsage,
 } from "../../translate/ir.ts";
-import { parseArguments, shortHash, stringifyArguments } from "../../translate/tool_ids.ts";
+import { parseArguments, stringifyArguments } from "../../translate/tool_ids.ts";
+import { itemId } from "./item_ids.ts";
 import { type ClientForm, formOf } from "./tool_types.ts";
 import { encodeStatus } from "./status.ts";
 import { encodeTokenUsage } from "./token_usage.ts";
-
-/** An output item id derived from the answer's id and the item's place (pure, stable). */
-export function itemId(prefix: string, info: AnswerInfo, index: number): string {
-  return `${prefix}_${shortHash(`${info.id}#${index}`)}${shortHash(`${index}#${info.id}`)}`;
-}
 
 /** A reasoning item for the client, its opaque state as a token. */
 export function reasoningItem(
@@ -109,10 +106,10 @@ export function callItem(
   };
 }
 
-/** A finished web search record. */
+/** A finished web search record (under the gateway's id: the provider's is not the client's). */
 export function webSearchItem(id: string, part: HostedCallPart): Json {
   return {
-    id: part.id || id,
+    id,
     type: "web_search_call",
     status: "completed",
     action: { type: "search", query: part.query ?? "" },
@@ -166,19 +163,22 @@ export function responseObject(
   };
 }
 
-/** A canonical answer as a Responses `response` object. */
-export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): Json {
+/**
+ * An answer's content as output items, with their ids: consecutive text is one message; another
+ * provider's opaque state rides on reasoning items. The stream encoder writes the same items.
+ */
+export function outputItems(content: AssistantPart[], info: AnswerInfo): Json[] {
   const output: Json[] = [];
   /** The message item consecutive text parts go into. */
   let message: Json | null = null;
-  for (const part of response.content) {
+  for (const part of content) {
     if (part.type === "text") {
       if (!part.text) continue;
       if (message) {
         const content = (message.content as Json[])[0];
         content.text = String(content.text) + part.text;
       } else {
-        message = messageItem(itemId("msg", info, output.length), part.text);
+        message = messageItem(itemId("msg", info.id, output.length), part.text);
         output.push(message);
       }
       continue;
@@ -188,22 +188,28 @@ export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): J
       case "reasoning":
         if (part.text || part.opaque) {
           output.push(
-            reasoningItem(itemId("rs", info, output.length), part.text, part.opaque, info),
+            reasoningItem(itemId("rs", info.id, output.length), part.text, part.opaque, info),
           );
         }
         break;
       case "tool-call":
         if (part.opaque) {
-          output.push(reasoningItem(itemId("rs", info, output.length), "", part.opaque, info));
+          output.push(reasoningItem(itemId("rs", info.id, output.length), "", part.opaque, info));
         }
         output.push(
-          callItem(itemId(callPrefix(callForm(part, info)), info, output.length), part, info),
+          callItem(itemId(callPrefix(callForm(part, info)), info.id, output.length), part, info),
         );
         break;
       case "hosted-call":
-        output.push(webSearchItem(itemId("ws", info, output.length), part));
+        output.push(webSearchItem(itemId("ws", info.id, output.length), part));
         break;
     }
   }
+  return output;
+}
+
+/** A canonical answer as a Responses `response` object. */
+export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): Json {
+  const output = outputItems(response.content, info);
   return responseObject(info, output, response.finish, response.usage);
 }

@@ -3,7 +3,9 @@
  * canonical events; the encoder writes the exact grammar — `response.created`,
  * `response.in_progress`, each output item added, its parts and deltas, done, one item at a time
  * (see `translate/sequence.ts`), then `response.completed` (or `response.incomplete`) carrying
- * every item and the usage; every event has its `sequence_number`. Errors are in `errors.ts`.
+ * every item and the usage; every event has its `sequence_number`. Its items are those of the
+ * same answer whole (`encode_response.ts`), with the same ids: consecutive text is one message.
+ * Errors are in `errors.ts`.
  */
 import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
@@ -17,13 +19,13 @@ import {
   callForm,
   callItem,
   callPrefix,
-  itemId,
   messageItem,
   reasoningItem,
   responseObject,
   webSearchItem,
 } from "./encode_response.ts";
 import { errorData, readError } from "./errors.ts";
+import { itemId } from "./item_ids.ts";
 import { flatName } from "./namespaces.ts";
 import { decodeStatus } from "./status.ts";
 import { decodeTokenUsage } from "./token_usage.ts";
@@ -320,7 +322,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
   /** Writes `output_item.added` for the next output place; returns the place. */
   const add = (prefix: string, item: (id: string) => Json): { itemId: string; index: number } => {
     const index = output.length;
-    const id = itemId(prefix, info, index);
+    const id = itemId(prefix, info.id, index);
     const added = item(id);
     output.push(added);
     ev("response.output_item.added", { output_index: index, item: added });
@@ -359,10 +361,38 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
       ...(block.data.form === "custom" ? { kind: "custom" } : {}),
     }, info);
 
+  /**
+   * The message item whose text ended last, while nothing else has begun: text that follows goes
+   * on in it (one message of consecutive text, as in a whole answer); it is finished when another
+   * item begins, or at the end.
+   */
+  let message: ItemData | null = null;
+
+  const closeMessage = () => {
+    const d = message;
+    if (!d) return;
+    message = null;
+    ev("response.output_text.done", at(d, { content_index: 0, text: d.text, logprobs: [] }));
+    ev(
+      "response.content_part.done",
+      at(d, {
+        content_index: 0,
+        part: { type: "output_text", text: d.text, annotations: [], logprobs: [] },
+      }),
+    );
+    finishItem(d.index, messageItem(d.itemId, d.text));
+  };
+
   const blocks = sequencedContent<ItemData>({
     begin(block) {
       const d = block.data;
-      if (block.kind === "text") {
+      if (block.kind !== "text") closeMessage();
+      if (block.kind === "text" && message) {
+        // Consecutive text: the same message goes on.
+        const { itemId, index, text } = message;
+        Object.assign(d, { itemId, index, text, added: true });
+        message = null;
+      } else if (block.kind === "text") {
         Object.assign(
           d,
           add("msg", (id) => ({
@@ -426,20 +456,8 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
     },
     end(block) {
       const d = block.data;
-      if (block.kind === "text") {
-        ev(
-          "response.output_text.done",
-          at(d, { content_index: 0, text: d.text, logprobs: [] }),
-        );
-        ev(
-          "response.content_part.done",
-          at(d, {
-            content_index: 0,
-            part: { type: "output_text", text: d.text, annotations: [], logprobs: [] },
-          }),
-        );
-        finishItem(d.index, messageItem(d.itemId, d.text));
-      } else if (block.kind === "reasoning") {
+      if (block.kind === "text") message = d; // finished once something else begins
+      else if (block.kind === "reasoning") {
         if (d.text) {
           ev("response.reasoning_summary_text.done", at(d, { summary_index: 0, text: d.text }));
           ev(
@@ -482,6 +500,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
     }),
     ended: (d, opaque) => ({ ...d, opaque }),
     hosted(part) {
+      closeMessage();
       const place = add("ws", (id) => ({ ...webSearchItem(id, part), status: "in_progress" }));
       finishItem(place.index, webSearchItem(place.itemId, part));
     },
@@ -495,6 +514,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
     content: blocks.content,
     finish(event, usage) {
       blocks.closeAll();
+      closeMessage();
       const response = responseObject(info, [...output], { reason: event.reason }, usage);
       ev(`response.${response.status}`, { response });
     },
