@@ -45,8 +45,9 @@ interface TextRequest {
   body: JsonBody;
   names: BodyNames | undefined;
   /**
-   * It must be translated whatever the upstream: it continues a conversation the gateway keeps
-   * (an upstream of the client's own protocol holds nothing of it), or carries gateway tokens of
+   * It must be translated whatever the upstream: it continues a conversation the gateway keeps,
+   * or refers to items of an answer it keeps (an upstream of the client's own protocol holds
+   * nothing of them), or carries gateway tokens of
    * opaque state (a conversation that moved between providers: each goes back to the provider
    * that issued it, or nowhere).
    */
@@ -126,8 +127,11 @@ function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCa
 function translated(request: TextRequest, upstream: WireProtocol, model: ResolvedModel): Call {
   const { ctx, client, accepted } = request;
   const clientBody = request.body.value;
-  const own = client.decodeRequest(clientBody, { stream: accepted.stream });
   const conversation = client.names?.chained ? keptConversations : undefined;
+  const own = client.decodeRequest(clientBody, {
+    stream: accepted.stream,
+    ...(conversation ? { kept: (id: string) => conversation.answer(ctx, id) } : {}),
+  });
   const canonical = conversation ? conversation.restore(ctx, clientBody, own) : own;
   const encoded = upstream.encodeRequest(canonical, {
     model: model.upstreamId,

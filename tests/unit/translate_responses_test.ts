@@ -874,6 +874,67 @@ Deno.test("item ids name the answer and the place they were issued in, stream an
   assert.deepEqual(whole.output.map((i: any) => issuedIn(i.id)?.index), [0, 1, 2, 3, 4, 5]);
 });
 
+Deno.test("an item reference reads as the item the gateway issued, from the answer it keeps", () => {
+  const collector = collect();
+  EVERY_ITEM.forEach((e) => collector.push(e));
+  const content = collector.result()!.content;
+  const output = (encodeResponse(collector.result()!, ISSUED) as any).output;
+  const kept = (id: string) => id === ISSUED.id ? structuredClone(content) : undefined;
+  const referred = decodeRequest({
+    model: "m",
+    input: [
+      { role: "user", content: "go" },
+      ...output.map((item: any) => ({ type: "item_reference", id: item.id })),
+    ],
+  }, { kept });
+  const inline = decodeRequest({
+    model: "m",
+    input: [{ role: "user", content: "go" }, ...output],
+  }, {});
+  assert.deepEqual(referred.messages, inline.messages, "the same as the items sent whole");
+  const parts = referred.messages[1].content as any[];
+  assert.deepEqual(parts[0].opaque, {
+    provider: "anthropic",
+    kind: "thinking-signature",
+    value: "SIG",
+  });
+  assert.deepEqual(parts.at(-1).opaque, {
+    provider: "gemini",
+    kind: "thought-signature",
+    value: "TS",
+  });
+
+  // Read in the forms the request's tools give: a free-form tool's call is a custom call.
+  const custom = decodeRequest({
+    model: "m",
+    tools: [{ type: "custom", name: "f" }],
+    input: [{ type: "item_reference", id: output[5].id }],
+  }, { kept });
+  assert.deepEqual(custom.messages[0].content, [
+    { type: "tool-call", id: "call_1", name: "f", input: { input: '{"a":1}' }, kind: "custom" },
+  ]);
+
+  // No such item, no such answer kept, or an id of another form: a 400 at the reference.
+  const beyond = itemId("msg", ISSUED.id, 6);
+  const elsewhere = itemId("msg", `resp_${"cd34".repeat(12)}`, 1);
+  for (const id of [beyond, elsewhere, "msg_68af2b0c9e1d", output[1].id.replace("msg_", "rs_")]) {
+    assert.throws(
+      () =>
+        decodeRequest({
+          model: "m",
+          input: [{ role: "user", content: "go" }, { type: "item_reference", id }],
+        }, { kept }),
+      names("input[1]"),
+      id,
+    );
+  }
+  assert.throws(
+    () => decodeRequest({ model: "m", input: [{ type: "item_reference", id: output[1].id }] }, {}),
+    names("input[0]"),
+    "nothing is kept",
+  );
+});
+
 Deno.test("answers: usage arithmetic, refusals, incomplete is length over tool calls", () => {
   const usage = {
     input_tokens: 100,

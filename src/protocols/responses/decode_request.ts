@@ -15,8 +15,10 @@
  *   search loaded are offered from then on;
  * - `tool_choice: allowed_tools` offers the model only the allowed tools, with its mode (the same
  *   effect; only OpenAI's caching of the whole list is lost);
- * - stored state only OpenAI holds (`conversation`, a stored `prompt`, `item_reference`,
- *   `compaction` and other hosted items), file ids and log probabilities are refused by name;
+ * - an `item_reference` to an item of an answer the gateway translated and keeps for the caller
+ *   is read as that item (`references.ts`); stored state only OpenAI holds (`conversation`, a
+ *   stored `prompt`, other item references, `compaction` and other hosted items), file ids and
+ *   log probabilities are refused by name;
  * - `safety_identifier` (else `user`) is the end-user id; web search records a client replays are
  *   kept as hosted-call parts.
  */
@@ -50,9 +52,11 @@ import { fromToken, readOpaque, signaturesOntoCalls } from "../../translate/opaq
 import { readEffort } from "../../translate/reasoning.ts";
 import { decodeSampling } from "../../translate/sampling.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
+import { type ToolForms, toolForms } from "../../translate/tool_forms.ts";
 import { hostedCall } from "./decode_response.ts";
 import { mediaTypeOf } from "./file_types.ts";
 import { flatName } from "./namespaces.ts";
+import { referencedItem } from "./references.ts";
 import { type ClientForm, clientForm, formOf, isWebSearch, itemForm } from "./tool_types.ts";
 
 const ELSEWHERE = "another protocol";
@@ -181,11 +185,23 @@ function clientCall(item: Json, at: string, form: ClientForm): ToolCallPart {
   return { type: "tool-call", id: item.call_id, name: form.name, input: form.input(item, at) };
 }
 
+/** What reading the input needs besides the items: where references are resolved. */
+interface InputContext {
+  route: RouteInfo;
+  /** The forms of the request's tools (for items written again from a kept answer). */
+  forms: () => ToolForms;
+}
+
 /**
  * The input items (or the input string) as canonical messages; the tools the client's tool
  * searches loaded go into `loaded`.
  */
-function decodeInput(input: unknown, system: TextPart[], loaded: Loaded[]): Message[] {
+function decodeInput(
+  input: unknown,
+  system: TextPart[],
+  loaded: Loaded[],
+  context: InputContext,
+): Message[] {
   if (typeof input === "string") {
     return input ? [{ role: "user", content: [{ type: "text", text: input }] }] : [];
   }
@@ -201,9 +217,8 @@ function decodeInput(input: unknown, system: TextPart[], loaded: Loaded[]): Mess
     return content;
   };
   const assistant = () => turn("assistant");
-  list(input, "input").forEach((raw, i) => {
-    const at = `input[${i}]`;
-    const item = object(raw, at);
+  /** One item, at `at` (a referred item at its reference's place). */
+  const addItem = (item: Json, at: string): void => {
     const type = item.type ?? "message";
     switch (type) {
       case "message": {
@@ -258,6 +273,8 @@ function decodeInput(input: unknown, system: TextPart[], loaded: Loaded[]): Mess
       case "web_search_call":
         assistant().push(hostedCall(item));
         return;
+      case "item_reference":
+        return addItem(referencedItem(item, at, context.route, context.forms), at);
     }
     const client = itemForm(String(type));
     if (client?.role === "call") {
@@ -280,7 +297,8 @@ function decodeInput(input: unknown, system: TextPart[], loaded: Loaded[]): Mess
       });
       form.loads?.(item).forEach((tool, j) => loaded.push({ tool, at: `${at}.tools[${j}]` }));
     } else throw inexpressible(at, `a \`${String(type)}\` item`, ELSEWHERE);
-  });
+  };
+  list(input, "input").forEach((raw, i) => addItem(object(raw, `input[${i}]`), `input[${i}]`));
   // A Gemini signature carried on an empty reasoning item goes back onto the call after it.
   return messages.map((m) =>
     m.role === "assistant" ? { role: "assistant", content: signaturesOntoCalls(m.content) } : m
@@ -486,13 +504,17 @@ function decodeReasoning(value: unknown): CanonicalRequest["reasoning"] {
  * `include`, `metadata`, `prompt_cache_key`, `service_tier`, `truncation` and `background` are
  * read elsewhere.
  */
-export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
+export function decodeRequest(body: Json, route: RouteInfo): CanonicalRequest {
   refuseStoredState(body);
   const system: TextPart[] = [];
   const instructions = optionalString(body.instructions, "instructions");
   if (instructions) system.push({ type: "text", text: instructions });
   const loaded: Loaded[] = [];
-  const messages = decodeInput(body.input, system, loaded);
+  let forms: ToolForms | undefined;
+  const messages = decodeInput(body.input, system, loaded, {
+    route,
+    forms: () => forms ??= toolForms(decodeTools(body.tools, []).declared.tools),
+  });
   const { choice, allowed } = decodeChoice(body.tool_choice);
   const { declared, loaded: found } = decodeTools(body.tools, loaded);
   const offered = allowed ? allowedOnly(declared.tools, declared.hosted, allowed) : declared;
