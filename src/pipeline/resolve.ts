@@ -21,7 +21,7 @@ import type { NamedState, RequestContext } from "../context.ts";
 import { GatewayError, notFound } from "../http/errors.ts";
 import { mayCall } from "../auth/model_access.ts";
 import type { BodyNames, CallInput } from "../protocols/wire.ts";
-import type { StoredResponse } from "../store/store.ts";
+import type { Store, StoredResponse } from "../store/store.ts";
 
 const byType = (...types: ProviderEntry["type"][]) => (p: ProviderEntry) => types.includes(p.type);
 
@@ -160,7 +160,7 @@ const NOTHING: NamedState = { objects: new Map(), steps: new Map() };
  * until about `bytes` of their items were read.
  */
 async function referredSteps(
-  store: RequestContext["services"]["store"],
+  store: Store,
   ids: string[],
   bytes: number,
 ): Promise<StoredResponse[]> {
@@ -168,12 +168,10 @@ async function referredSteps(
   let read = 0;
   for (let i = 0; i < ids.length && read <= bytes; i += REFERRED_BATCH) {
     const batch = ids.slice(i, i + REFERRED_BATCH);
-    for (
-      const [step] of await Promise.all(
-        batch.map((id) => store.responseChain(id, { steps: 1, bytes })),
-      )
-    ) {
-      if (!step) continue;
+    const found = await Promise.all(
+      batch.map((id) => store.responseChain(id, { steps: 1, bytes })),
+    );
+    for (const step of found.flat()) {
       steps.push(step);
       read += step.items.length;
     }

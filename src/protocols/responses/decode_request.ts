@@ -56,7 +56,7 @@ import { type ToolForms, toolForms } from "../../translate/tool_forms.ts";
 import { hostedCall } from "./decode_response.ts";
 import { mediaTypeOf } from "./file_types.ts";
 import { flatName } from "./namespaces.ts";
-import { referencedItem } from "./references.ts";
+import { type References, references } from "./references.ts";
 import { type ClientForm, clientForm, formOf, isWebSearch, itemForm } from "./tool_types.ts";
 
 const ELSEWHERE = "another protocol";
@@ -185,13 +185,6 @@ function clientCall(item: Json, at: string, form: ClientForm): ToolCallPart {
   return { type: "tool-call", id: item.call_id, name: form.name, input: form.input(item, at) };
 }
 
-/** What reading the input needs besides the items: where references are resolved. */
-interface InputContext {
-  route: RouteInfo;
-  /** The forms of the request's tools (for items written again from a kept answer). */
-  forms: () => ToolForms;
-}
-
 /**
  * The input items (or the input string) as canonical messages; the tools the client's tool
  * searches loaded go into `loaded`.
@@ -200,7 +193,7 @@ function decodeInput(
   input: unknown,
   system: TextPart[],
   loaded: Loaded[],
-  context: InputContext,
+  referred: References,
 ): Message[] {
   if (typeof input === "string") {
     return input ? [{ role: "user", content: [{ type: "text", text: input }] }] : [];
@@ -274,7 +267,7 @@ function decodeInput(
         assistant().push(hostedCall(item));
         return;
       case "item_reference":
-        return addItem(referencedItem(item, at, context.route, context.forms), at);
+        return addItem(referred(item, at), at);
     }
     const client = itemForm(String(type));
     if (client?.role === "call") {
@@ -510,11 +503,13 @@ export function decodeRequest(body: Json, route: RouteInfo): CanonicalRequest {
   const instructions = optionalString(body.instructions, "instructions");
   if (instructions) system.push({ type: "text", text: instructions });
   const loaded: Loaded[] = [];
+  // Items referred to are written again in the forms of the tools the request declares.
   let forms: ToolForms | undefined;
-  const messages = decodeInput(body.input, system, loaded, {
+  const referred = references(
     route,
-    forms: () => forms ??= toolForms(decodeTools(body.tools, []).declared.tools),
-  });
+    () => forms ??= toolForms(decodeTools(body.tools, []).declared.tools),
+  );
+  const messages = decodeInput(body.input, system, loaded, referred);
   const { choice, allowed } = decodeChoice(body.tool_choice);
   const { declared, loaded: found } = decodeTools(body.tools, loaded);
   const offered = allowed ? allowedOnly(declared.tools, declared.hosted, allowed) : declared;

@@ -43,22 +43,29 @@ function sameItem(issued: string, named: string): boolean {
   return kind(issued) === kind(named) && place(issued) === place(named);
 }
 
+/** Reads item references: the item one names (at `field`), or a 400 when it names none. */
+export type References = (reference: Json, field: string) => Json;
+
 /**
- * The item `reference` (at `field`) names, as the gateway issued it: written again from the kept
- * answer, its calls in the forms the request's tools (`forms`) give them; a 400 when there is none.
+ * The references of one request: each reads the item as the gateway issued it, written again
+ * from the kept answer (each answer once), its calls in the forms the request's tools (`forms`)
+ * give them.
  */
-export function referencedItem(
-  reference: Json,
-  field: string,
-  route: RouteInfo,
-  forms: () => ToolForms,
-): Json {
-  const id = typeof reference.id === "string" ? reference.id : "";
-  const issued = issuedIn(id);
-  const content = issued ? route.kept?.(issued.answerId) : undefined;
-  if (!issued || !content) throw unknownItem(field, reference.id);
-  const info = { ...forms(), id: issued.answerId, model: "", created: 0, token: toToken };
-  const item = outputItems(content, info)[issued.index];
-  if (!item || !sameItem(String(item.id), id)) throw unknownItem(field, reference.id);
-  return item;
+export function references(route: RouteInfo, forms: () => ToolForms): References {
+  const answers = new Map<string, Json[] | undefined>();
+  const itemsOf = (answerId: string): Json[] | undefined => {
+    if (!answers.has(answerId)) {
+      const content = route.kept?.(answerId);
+      const info = { ...forms(), id: answerId, model: "", created: 0, token: toToken };
+      answers.set(answerId, content && outputItems(content, info));
+    }
+    return answers.get(answerId);
+  };
+  return (reference, field) => {
+    const id = typeof reference.id === "string" ? reference.id : "";
+    const issued = issuedIn(id);
+    const item = issued ? itemsOf(issued.answerId)?.[issued.index] : undefined;
+    if (!item || !sameItem(String(item.id), id)) throw unknownItem(field, reference.id);
+    return item;
+  };
 }
