@@ -5,12 +5,19 @@
  * answer — the call's own input and the answer, as canonical messages — under the answer's id,
  * for the caller's account only, for the configured retention. A call naming such an id gets the
  * whole conversation put in front of its input (`instructions` are not carried over, as on
- * OpenAI). An id that is unknown, expired or another account's is a 404. Whether a body continues
- * one is `resolve.ts`'s `continuesKept`.
+ * OpenAI). An id that is unknown, expired or another account's is a 404. The items of a kept
+ * answer can be referred to by id in a later call's input (`answer`). Whether a body continues
+ * one, or refers to one, is `resolve.ts`'s `continuesKept`.
  */
 import type { RequestContext } from "../context.ts";
 import { GatewayError, notFound } from "../http/errors.ts";
-import type { CanonicalRequest, CanonicalResponse, Json, Message } from "../translate/ir.ts";
+import type {
+  AssistantPart,
+  CanonicalRequest,
+  CanonicalResponse,
+  Json,
+  Message,
+} from "../translate/ir.ts";
 import { log } from "../log.ts";
 import { keptStep, MAX_ID, MAX_STEPS, namedState } from "./resolve.ts";
 
@@ -29,6 +36,11 @@ export interface ConversationState {
     response: CanonicalResponse,
     id: string,
   ): void;
+  /**
+   * The content of the kept answer `id`, if it is the caller's (its items can be referred to by
+   * id, see `protocols/responses/references.ts`).
+   */
+  answer(ctx: RequestContext, id: string): AssistantPart[] | undefined;
 }
 
 function previousId(body: Record<string, unknown>): string | undefined {
@@ -98,5 +110,11 @@ export const keptConversations: ConversationState = {
         error: String(error),
       })
     );
+  },
+
+  answer(ctx, id) {
+    const step = keptStep(ctx, id);
+    const last = step ? (JSON.parse(step.items) as Message[]).at(-1) : undefined;
+    return last?.role === "assistant" ? last.content : undefined;
   },
 };

@@ -46,6 +46,11 @@ export interface BodyNames {
   previous?: unknown;
   /** The names of upstream state it continues: the call goes to the provider holding it. */
   continues?: unknown[];
+  /**
+   * The answers the gateway issued whose items it refers to (Responses item references): their
+   * kept conversation steps are read, and a body referring to one of the caller's is translated.
+   */
+  answers?: string[];
 }
 
 /** The stored state a protocol's requests name. */
