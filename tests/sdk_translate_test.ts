@@ -206,6 +206,41 @@ Deno.test("anthropic messages.stream to a GPT model: tool_use blocks with input_
   assert.equal((await stack.upstreamRequests()).at(-1)!.path, "/openai/v1/responses/input_tokens");
 });
 
+Deno.test("anthropic messages.stream to Gemini, GPT and a local server: the first event's usage counts the input, billed as the final message", async () => {
+  for (const model of ["gemini-test", "gpt-test", "local-test"]) {
+    const key = await keyFor(`sdk-msg-start-${model}`);
+    const anthropic = new Anthropic({ apiKey: key, baseURL: gateway.url, maxRetries: 0 });
+    const stream = anthropic.messages.stream({
+      model,
+      max_tokens: 256,
+      messages: [{ role: "user", content: "Tell me about the weather in Paris." }],
+    });
+    // The first event's usage as it arrived (the SDK goes on to update that object in place).
+    let first: { type: string; usage?: string } | undefined;
+    for await (const event of stream) {
+      first ??= {
+        type: event.type,
+        usage: event.type === "message_start" ? JSON.stringify(event.message.usage) : undefined,
+      };
+    }
+    const final = await stream.finalMessage();
+    assert.equal(first?.type, "message_start");
+    // What LangChain reads: the input at message_start (Gemini's first count, else the
+    // gateway's estimate), never 0; the final message has the upstream's own count.
+    const input = JSON.parse(first!.usage!).input_tokens;
+    assert.ok(input > 0, `${model}: ${first!.usage}`);
+    assert.ok(final.usage.input_tokens > 0);
+    if (model === "gemini-test") assert.equal(input, final.usage.input_tokens);
+    assert.equal(
+      await spentAfter(key, 1),
+      final.usage.input_tokens * RATE.input +
+        (final.usage.cache_read_input_tokens ?? 0) * RATE.cached +
+        final.usage.output_tokens * RATE.output,
+      model,
+    );
+  }
+});
+
 Deno.test("google genai generateContentStream to Claude and GPT models: function calls, responses, schema output", async () => {
   for (const model of ["claude-test", "gpt-test"]) {
     const key = await keyFor(`sdk-genai-${model}`);

@@ -5,6 +5,7 @@
  * nanoUSD for each call. Native pairs run too: the route behaves the same whichever plan it took.
  */
 import assert from "node:assert/strict";
+import { anthropic, type Json, post, sseEvents } from "./helpers/http.ts";
 import { eventually, startStack, usageOf } from "./helpers/setup.ts";
 import { type Answer, WIRE_CLIENTS, type WireClient } from "./helpers/wire_clients.ts";
 
@@ -109,4 +110,55 @@ for (const client of WIRE_CLIENTS) {
       });
     }
   }
+}
+
+/** A Messages stream's usage at `message_start` and at `message_delta`, read raw. */
+async function messagesStreamUsage(
+  key: string,
+  model: string,
+  prompt: string,
+): Promise<{ start: Json; delta: Json }> {
+  const res = await post(gateway.url, "/v1/messages", anthropic(key), {
+    model,
+    max_tokens: 256,
+    stream: true,
+    messages: [{ role: "user", content: prompt }],
+  });
+  const text = await res.text();
+  assert.equal(res.status, 200, text);
+  const events = sseEvents(text);
+  assert.equal(events[0].event, "message_start", text);
+  const delta = events.find((e) => e.event === "message_delta");
+  assert.ok(delta, text);
+  return { start: (events[0].data as Json).message.usage, delta: (delta.data as Json).usage };
+}
+
+/** nanoUSD of a Messages usage at the test prices. */
+const messagesCost = (u: Json) =>
+  u.input_tokens * RATE.input + (u.cache_read_input_tokens ?? 0) * RATE.cached +
+  (u.cache_creation_input_tokens ?? 0) * RATE.write + u.output_tokens * RATE.output;
+
+for (const upstream of UPSTREAMS.filter((u) => u.family !== "anthropic")) {
+  Deno.test(`a Messages stream on the ${upstream.family} upstream shows its input at message_start, the upstream's count in message_delta, billed`, async () => {
+    const { key } = await gateway.createKey(`start-usage-${upstream.family}`, "--credit", "5");
+    const prompt = "Tell me about the weather in Paris, in a few words.";
+    const { start, delta } = await messagesStreamUsage(key, upstream.model, prompt);
+    // LangChain reads input tokens only here: never 0 when the gateway knows better.
+    assert.ok(start.input_tokens > 0, JSON.stringify(start));
+    assert.ok(delta.input_tokens > 0, JSON.stringify(delta));
+    // Gemini counts the prompt on its first fragment: message_start shows that count (the
+    // emulator's first count is its last). Responses and chat count it only at the end:
+    // message_start shows the gateway's estimate, message_delta the upstream's count.
+    if (upstream.family === "gemini") assert.equal(start.input_tokens, delta.input_tokens);
+    // Billed on the upstream's figures, as message_delta shows them.
+    assert.equal(await spent(key, 0, 1), messagesCost(delta));
+
+    // An upstream that reports no usage at all: charged the hold's input estimate, shown in
+    // message_delta — the same figure message_start showed.
+    const none = await messagesStreamUsage(key, upstream.model, `${prompt} [[emulate usage=none]]`);
+    assert.ok(none.start.input_tokens > 0, JSON.stringify(none.start));
+    assert.equal(none.start.input_tokens, none.delta.input_tokens);
+    const before = messagesCost(delta);
+    assert.equal(await spent(key, before, 2), messagesCost(none.delta));
+  });
 }

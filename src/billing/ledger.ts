@@ -263,6 +263,16 @@ export class Bill {
   }
 
   /**
+   * The input tokens the call is taken to use until the upstream counts them: the typical
+   * estimate recorded with the hold, within the input held. A call whose upstream reports no input
+   * is charged it, and a translated stream shows it at its opening when its upstream counts the
+   * input only at the end.
+   */
+  get inputEstimate(): number {
+    return Math.min(this.call.estimate.inputTokens, this.call.inputBound ?? Infinity);
+  }
+
+  /**
    * What the call is charged, from what the upstream reported (`complete`: its final usage) and
    * the output relayed (`outputBytes`). A complete report in range is the charge. A call that ended
    * before — the client went away, the upstream cut it, a time limit or a drain — or whose answer
@@ -392,9 +402,9 @@ export class Bill {
   }
 
   #estimated(reported: Usage | null, outputTokens: number, running: boolean): Usage {
-    const { estimate, outputCap, inputBound, choices } = this.call;
+    const { estimate, outputCap, choices } = this.call;
     const u: Usage = { ...(reported ?? estimate) };
-    if (inputTotal(u) === 0) u.inputTokens = Math.min(estimate.inputTokens, inputBound ?? Infinity);
+    if (inputTotal(u) === 0) u.inputTokens = this.inputEstimate;
     const room = (outputCap ?? Infinity) * (choices ?? 1) - u.imageOutputTokens;
     const counted = running && u.outputTokens > 0;
     if (!counted) {

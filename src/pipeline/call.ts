@@ -53,8 +53,13 @@ export interface Call {
   framing?: "sse" | "json-array";
   /** The end of a stream the upstream cut, in the client's protocol. */
   errorTail?: (started: boolean) => Uint8Array | undefined;
-  /** Re-frames SSE events on the way back (see `relayStream`); absent: bytes pass unchanged. */
-  rewrite?: (event: SseEvent) => string | null;
+  /** A stream that ends in the client protocol's error is then aborted (see `AnswerForms`). */
+  abortFailed?: boolean;
+  /**
+   * Pass-through: the text to send instead of an SSE unit ("" for nothing), or null to pass it as
+   * it came (see `PreparedCall.strip`); absent: bytes pass unchanged, but for a usage shown.
+   */
+  strip?: (event: SseEvent) => string | null;
   /**
    * The upstream objects a JSON answer created (streams: the meter's), recorded as the caller's
    * (see `recordStep`); absent when the call creates none that can be named later.

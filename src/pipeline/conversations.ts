@@ -5,14 +5,21 @@
  * answer — the call's own input and the answer, as canonical messages — under the answer's id,
  * for the caller's account only, for the configured retention. A call naming such an id gets the
  * whole conversation put in front of its input (`instructions` are not carried over, as on
- * OpenAI). An id that is unknown, expired or another account's is a 404. Whether a body continues
- * one is `resolve.ts`'s `continuesKept`. A client WebSocket also keeps its last answer on the
- * connection (`SocketState.last`), whatever `store` says — its whole conversation, so the next
- * turn continues it without the store, as OpenAI's connection-local cache does.
+ * OpenAI). An id that is unknown, expired or another account's is a 404. The items of a kept
+ * answer can be referred to by id in a later call's input (`answer`). Whether a body continues
+ * one, or refers to one, is `resolve.ts`'s `continuesKept`. A client WebSocket also keeps its last
+ * answer on the connection (`SocketState.last`), whatever `store` says — its whole conversation,
+ * so the next turn continues it without the store, as OpenAI's connection-local cache does.
  */
 import type { RequestContext } from "../context.ts";
 import { GatewayError, notFound } from "../http/errors.ts";
-import type { CanonicalRequest, CanonicalResponse, Json, Message } from "../translate/ir.ts";
+import type {
+  AssistantPart,
+  CanonicalRequest,
+  CanonicalResponse,
+  Json,
+  Message,
+} from "../translate/ir.ts";
 import { log } from "../log.ts";
 import { keptStep, MAX_ID, MAX_STEPS, namedState } from "./resolve.ts";
 
@@ -33,6 +40,11 @@ export interface ConversationState {
     id: string,
     whole: CanonicalRequest,
   ): void;
+  /**
+   * The content of the kept answer `id`, if it is the caller's (its items can be referred to by
+   * id, see `protocols/responses/references.ts`).
+   */
+  answer(ctx: RequestContext, id: string): AssistantPart[] | undefined;
 }
 
 function previousId(body: Record<string, unknown>): string | undefined {
@@ -118,5 +130,16 @@ export const keptConversations: ConversationState = {
         error: String(error),
       })
     );
+  },
+
+  answer(ctx, id) {
+    const local = ctx.socket?.last;
+    if (local?.id === id) {
+      const last = local.messages.at(-1);
+      return last?.role === "assistant" ? last.content : undefined;
+    }
+    const step = keptStep(ctx, id);
+    const last = step ? (JSON.parse(step.items) as Message[]).at(-1) : undefined;
+    return last?.role === "assistant" ? last.content : undefined;
   },
 };

@@ -156,8 +156,12 @@ function relayAnswerStream(
     shown = charged;
     return charged;
   };
+  // The client's opening shows the hold's input estimate where the upstream has not counted it.
   const translated = p.translate
-    ? new Transcoder(p.translate, {
+    ? new Transcoder({
+      ...p.translate,
+      info: { ...p.translate.info, inputEstimate: bill.inputEstimate },
+    }, {
       shown: () => {
         const charged = showable();
         return charged && tokenUsageOf(charged.usage);
@@ -187,9 +191,8 @@ function relayAnswerStream(
   const tail = p.errorTail ?? (() => undefined);
   let out: UnitOutput;
   if (translated) out = new RewriteUnits(translated, redacted);
-  else if (p.rewrite) out = new RewriteUnits({ unit: p.rewrite, cut: tail }, redacted);
   else {
-    const view = p.showUsage?.event?.();
+    const view = p.strip ? undefined : p.showUsage?.event?.();
     out = new PassUnits({
       show: view
         ? (event) => {
@@ -197,7 +200,7 @@ function relayAnswerStream(
           const charged = showable();
           return charged && view.write(event, tokenUsageOf(charged.usage));
         }
-        : undefined,
+        : p.strip,
       redact: redacted,
       tail,
     });
@@ -207,6 +210,7 @@ function relayAnswerStream(
     idleMs: config.streamIdleTimeoutMs,
     maxMs: config.streamMaxMs,
     live: ctx.services.live,
+    abortFailed: p.abortFailed,
     onEnd: async (how, why) => {
       lease.release();
       if (how === "cut") log("warn", "stream cut", { request_id: ctx.requestId, reason: why });

@@ -24,6 +24,7 @@ import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
 import { planCall } from "../translate/plan.ts";
+import { toolForms } from "../translate/tool_forms.ts";
 import type { Call, Translation } from "./call.ts";
 import { keptConversations } from "./conversations.ts";
 import {
@@ -44,8 +45,9 @@ interface TextRequest {
   body: JsonBody;
   names: BodyNames | undefined;
   /**
-   * It must be translated whatever the upstream: it continues a conversation the gateway keeps
-   * (an upstream of the client's own protocol holds nothing of it), or carries gateway tokens of
+   * It must be translated whatever the upstream: it continues a conversation the gateway keeps,
+   * or refers to items of an answer it keeps (an upstream of the client's own protocol holds
+   * nothing of them), or carries gateway tokens of
    * opaque state (a conversation that moved between providers: each goes back to the provider
    * that issued it, or nowhere).
    */
@@ -96,7 +98,7 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
       ...callOf(request, model, prepared),
       ...(overSocket ? { call: (cap) => ({ ...prepared.call(cap), socket }) } : {}),
       errorTail: (started) => client.answers.errorTail(started, accepted.jsonArray),
-      rewrite: prepared.rewrite,
+      strip: prepared.strip,
       objectsFromJson: prepared.objectsFromJson,
       keepResponses: prepared.keepResponses,
       codec: client,
@@ -121,6 +123,7 @@ function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCa
     usageFromJson: prepared.usageFromJson,
     meter: prepared.meter,
     framing: prepared.framing,
+    abortFailed: request.client.answers.abortFailed,
   };
 }
 
@@ -139,8 +142,11 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
       { param: "generate", code: "unsupported_value" },
     );
   }
-  const own = client.decodeRequest(clientBody, { stream: accepted.stream });
   const conversation = client.names?.chained ? keptConversations : undefined;
+  const own = client.decodeRequest(clientBody, {
+    stream: accepted.stream,
+    ...(conversation ? { kept: (id: string) => conversation.answer(ctx, id) } : {}),
+  });
   const canonical = conversation ? conversation.restore(ctx, clientBody, own) : own;
   const encoded = upstream.encodeRequest(canonical, {
     model: model.upstreamId,
@@ -160,14 +166,10 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     created: Math.floor(Date.now() / 1000),
     usageChunk: accepted.usageChunk,
     jsonArray: accepted.jsonArray,
-    customTools: new Set(own.tools.filter((t) => t.kind === "custom").map((t) => t.name)),
-    namespaced: new Map(
-      own.tools.flatMap((t) =>
-        t.namespace
-          ? [[t.name, { namespace: t.namespace, name: t.name.slice(t.namespace.length + 2) }]]
-          : []
-      ),
-    ),
+    ...toolForms(own.tools),
+    ...(conversation && typeof request.names?.previous === "string"
+      ? { previousId: request.names.previous }
+      : {}),
     token: toToken,
   };
   const translation: Translation = {

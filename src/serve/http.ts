@@ -4,6 +4,7 @@
  */
 import type { Services } from "../context.ts";
 import { errorResponse, GatewayError } from "../http/errors.ts";
+import { BodyAborted } from "../http/relay.ts";
 import { log } from "../log.ts";
 import { createHandler, type Limiter } from "../server.ts";
 import { routes as defaultRoutes } from "../routes.ts";
@@ -46,6 +47,8 @@ export function startHttp(services: Services, options: HttpOptions = {}): Runnin
     counts: options.connections ?? connectionCounts(),
     keepUpgrades: services.config.webSockets,
     onError: (error) => {
+      // A stream aborted on purpose after its error (logged as the stream's end): no fault here.
+      if (error instanceof BodyAborted) return new Response(null, { status: 500 });
       log("error", "unhandled error", { error: String(error) });
       return errorResponse("openai", new GatewayError(500, "Internal error"));
     },

@@ -7,6 +7,7 @@
 import type { SseEvent } from "../http/sse.ts";
 import type { ProviderType } from "../config/schema.ts";
 import type {
+  AssistantPart,
   CanonicalEvent,
   CanonicalRequest,
   CanonicalResponse,
@@ -20,6 +21,12 @@ import type {
 export interface RouteInfo {
   /** The route streams (Gemini's `:streamGenerateContent`); else the body's `stream` decides. */
   stream?: boolean;
+  /**
+   * The content of an answer the gateway translated and keeps for the caller, by the answer's
+   * id (a Responses `item_reference` names one of its items); undefined when it keeps no such
+   * answer of the caller's. Absent: none is kept.
+   */
+  kept?(answerId: string): AssistantPart[] | undefined;
 }
 
 /** Where an encoded request goes: the upstream model id, the provider (for opaque state). */
@@ -39,6 +46,12 @@ export interface AnswerInfo {
   model: string;
   /** Unix seconds. */
   created: number;
+  /**
+   * The gateway's estimate of the input tokens (the one the call's hold charges when the upstream
+   * reports none): what a stream's opening shows as its input where the upstream has not counted
+   * it by its first event (Responses and chat count it only at the end). Absent: 0 is shown.
+   */
+  inputEstimate?: number;
   /** Chat: the client asked for a usage chunk. */
   usageChunk?: boolean;
   /** Gemini: the stream is one JSON array instead of SSE. */
@@ -50,6 +63,13 @@ export interface AnswerInfo {
   customTools?: ReadonlySet<string>;
   /** The client's namespaced functions by flattened name (see `FunctionTool.namespace`). */
   namespaced?: ReadonlyMap<string, { namespace: string; name: string }>;
+  /**
+   * The client's tools that it runs but are not functions, by function name: their Responses
+   * type (see `FunctionTool.clientType`), whose call items their calls are written as.
+   */
+  clientTools?: ReadonlyMap<string, string>;
+  /** The answer whose conversation this one continues (Responses `previous_response_id`). */
+  previousId?: string;
   /** The token a client carries for opaque state (see `opaque.ts`). */
   token(opaque: Opaque, text?: string): string;
 }

@@ -822,9 +822,14 @@ Deno.test("the recorded stream decodes identically at every byte split, SSE and 
   const events = decodeEverySplit(decoder, recorded);
   const usage1 = { input: 15, cacheRead: 0, cacheWrite: 0, output: 0, reasoning: 0 };
   const usage2 = { input: 13, cacheRead: 0, cacheWrite: 0, output: 8, reasoning: 0 };
+  // The start carries the first fragment's usage (Gemini counts the prompt from the first).
   assert.deepEqual(events, [
-    { type: "start", id: "w1peaMz6INOvnvgPgYfPiQY", model: "gemini-2.0-flash-exp" },
-    { type: "usage", usage: usage1 },
+    {
+      type: "start",
+      id: "w1peaMz6INOvnvgPgYfPiQY",
+      model: "gemini-2.0-flash-exp",
+      usage: usage1,
+    },
     { type: "text-start", id: "t0" },
     { type: "text-delta", id: "t0", delta: "The" },
     { type: "usage", usage: usage1 },
@@ -846,7 +851,12 @@ Deno.test("thoughts, signatures and parallel calls decode identically at every s
   const f = synthesizeId("resp-1:5:f");
   const g = synthesizeId("resp-1:6:g");
   assert.deepEqual(events.filter((e) => e.type !== "usage"), [
-    { type: "start", id: "resp-1", model: "gemini-3-pro-preview" },
+    {
+      type: "start",
+      id: "resp-1",
+      model: "gemini-3-pro-preview",
+      usage: { input: 10, cacheRead: 0, cacheWrite: 0, output: 0, reasoning: 0 },
+    },
     { type: "reasoning-start", id: "r0" },
     { type: "reasoning-delta", id: "r0", delta: "Hmm" },
     { type: "reasoning-delta", id: "r0", delta: " ok" },

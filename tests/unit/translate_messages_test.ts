@@ -5,10 +5,13 @@ import { encodeRequest } from "../../src/protocols/messages/encode_request.ts";
 import { decodeResponse } from "../../src/protocols/messages/decode_response.ts";
 import { encodeResponse } from "../../src/protocols/messages/encode_response.ts";
 import { messagesDecoder, messagesEncoder } from "../../src/protocols/messages/stream.ts";
+import { generateDecoder } from "../../src/protocols/generate/stream.ts";
+import { responsesDecoder } from "../../src/protocols/responses/stream.ts";
+import { chatDecoder } from "../../src/protocols/chat/stream.ts";
 import { SseScanner } from "../../src/http/sse.ts";
 import { GatewayError } from "../../src/http/errors.ts";
 import type { CanonicalEvent, CanonicalRequest } from "../../src/translate/ir.ts";
-import type { AnswerInfo } from "../../src/translate/codec.ts";
+import type { AnswerInfo, StreamDecoder } from "../../src/translate/codec.ts";
 import { fromToken, toToken } from "../../src/translate/opaque.ts";
 
 const TRANSCRIPTS = new URL("../fixtures/transcripts/anthropic/", import.meta.url);
@@ -31,9 +34,12 @@ function decodeSplit(text: string, at: number): CanonicalEvent[] {
 }
 
 /** The SSE events an encoder writes for `events`, parsed. */
-function encode(events: CanonicalEvent[]): { event: string; data: Record<string, unknown> }[] {
+function encode(
+  events: CanonicalEvent[],
+  answer: AnswerInfo = info,
+): { event: string; data: Record<string, unknown> }[] {
   let out = "";
-  const encoder = messagesEncoder((t) => out += t, info);
+  const encoder = messagesEncoder((t) => out += t, answer);
   for (const e of events) encoder.push(e);
   const parsed: { event: string; data: Record<string, unknown> }[] = [];
   new SseScanner((e) => parsed.push({ event: e.event, data: JSON.parse(e.data()) })).push(
@@ -406,4 +412,145 @@ Deno.test("no empty text block is written, and a failure ends with the error eve
     type: "error",
     error: { type: "api_error", message: "boom" },
   });
+});
+
+/** The canonical events of an upstream's SSE text, decoded by `decoder`. */
+function decoded(
+  decoder: (emit: (e: CanonicalEvent) => void, provider: string) => StreamDecoder,
+  sse: string,
+): CanonicalEvent[] {
+  const events: CanonicalEvent[] = [];
+  const d = decoder((e) => events.push(e), "up");
+  const scanner = new SseScanner((e) => d.push(e));
+  scanner.push(new TextEncoder().encode(sse));
+  scanner.end();
+  d.end();
+  return events;
+}
+
+const dataOf = (chunks: unknown[]) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("");
+
+Deno.test("message_start carries the input the upstream's first event counted, else the gateway's estimate; message_delta the final counts", () => {
+  const estimated: AnswerInfo = { ...info, inputEstimate: 42 };
+  const usageAt = (written: ReturnType<typeof encode>) => ({
+    start: (written[0].data.message as Record<string, unknown>).usage,
+    delta: written.find((e) => e.event === "message_delta")!.data.usage,
+  });
+
+  // Gemini counts the prompt on its first fragment: message_start shows that count.
+  const gemini = decoded(
+    generateDecoder,
+    dataOf([
+      {
+        candidates: [{ content: { role: "model", parts: [{ text: "Hi" }] }, index: 0 }],
+        usageMetadata: { promptTokenCount: 30, cachedContentTokenCount: 10, totalTokenCount: 30 },
+        responseId: "r",
+      },
+      {
+        candidates: [{
+          content: { role: "model", parts: [{ text: " there" }] },
+          finishReason: "STOP",
+          index: 0,
+        }],
+        usageMetadata: {
+          promptTokenCount: 31,
+          cachedContentTokenCount: 10,
+          candidatesTokenCount: 2,
+          totalTokenCount: 33,
+        },
+        responseId: "r",
+      },
+    ]),
+  );
+  assert.equal(encode(gemini, estimated)[0].event, "message_start");
+  assert.deepEqual(usageAt(encode(gemini, estimated)), {
+    start: {
+      input_tokens: 20,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 10,
+      output_tokens: 0,
+    },
+    delta: {
+      input_tokens: 21,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 10,
+      output_tokens: 2,
+    },
+  });
+
+  // Responses counts nothing at response.created (usage null), chat nothing before its last
+  // chunk: message_start shows the estimate, message_delta the upstream's count, input included.
+  const responses = decoded(
+    responsesDecoder,
+    [
+      ["response.created", { response: { id: "resp_1", status: "in_progress", usage: null } }],
+      ["response.output_item.added", {
+        output_index: 0,
+        item: { type: "message", id: "m1", role: "assistant", content: [] },
+      }],
+      ["response.output_text.delta", {
+        item_id: "m1",
+        output_index: 0,
+        content_index: 0,
+        delta: "Hi",
+      }],
+      ["response.completed", {
+        response: {
+          id: "resp_1",
+          status: "completed",
+          output: [{
+            type: "message",
+            id: "m1",
+            role: "assistant",
+            content: [{ type: "output_text", text: "Hi" }],
+          }],
+          usage: { input_tokens: 37, output_tokens: 1, input_tokens_details: { cached_tokens: 0 } },
+        },
+      }],
+    ].map(([event, data]) =>
+      `event: ${event}\ndata: ${JSON.stringify({ type: event, ...data as object })}\n\n`
+    ).join(""),
+  );
+  const chat = decoded(
+    chatDecoder,
+    dataOf([
+      {
+        id: "c",
+        choices: [{ index: 0, delta: { role: "assistant", content: "Hi" } }],
+        usage: null,
+      },
+      { id: "c", choices: [{ index: 0, delta: {}, finish_reason: "stop" }], usage: null },
+      { id: "c", choices: [], usage: { prompt_tokens: 37, completion_tokens: 1 } },
+    ]) + "data: [DONE]\n\n",
+  );
+  for (const events of [responses, chat]) {
+    const { start, delta } = usageAt(encode(events, estimated));
+    assert.equal((start as Record<string, number>).input_tokens, 42);
+    assert.equal((start as Record<string, number>).output_tokens, 0);
+    assert.equal((delta as Record<string, number>).input_tokens, 37);
+    assert.equal((delta as Record<string, number>).output_tokens, 1);
+  }
+
+  // A chat server that counts on every chunk: its first count is shown.
+  const counting = decoded(
+    chatDecoder,
+    dataOf([
+      {
+        id: "c",
+        choices: [{ index: 0, delta: { content: "Hi" } }],
+        usage: { prompt_tokens: 35, completion_tokens: 1 },
+      },
+      {
+        id: "c",
+        choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
+        usage: { prompt_tokens: 35, completion_tokens: 1 },
+      },
+    ]) + "data: [DONE]\n\n",
+  );
+  assert.equal(
+    (usageAt(encode(counting, estimated)).start as Record<string, number>).input_tokens,
+    35,
+  );
+  // No estimate given (a stream encoded outside a call): 0, as before anything is counted.
+  assert.equal((usageAt(encode(chat)).start as Record<string, number>).input_tokens, 0);
 });

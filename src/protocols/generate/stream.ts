@@ -1,8 +1,9 @@
 /**
  * generateContent streams (`gemini.md` §4): the translation of fragments to and from canonical
  * events. Each fragment is a partial answer with only its new parts; a call comes whole in one
- * part; usage and the finish reason come on the last, and the stream ends when the connection
- * closes (SSE) or the array does. Errors are in `errors.ts`.
+ * part; usage comes on every fragment (the prompt counted from the first, the last authoritative),
+ * the finish reason on the last, and the stream ends when the connection closes (SSE) or the array
+ * does. Errors are in `errors.ts`.
  */
 import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
@@ -24,7 +25,8 @@ import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
  * events. Text and thought parts continue their open block (switching kind closes the other); a
  * signature on a part ends its block with it (an empty part carrying only one ends the open
  * block); a call is whole in one part: start (with its signature), one delta of its arguments,
- * end. The finish comes when the upstream closes, with the last usage and finish reason.
+ * end. The start carries the first fragment's usage, later fragments' usage comes as updates; the
+ * finish comes when the upstream closes, with the last usage and finish reason.
  */
 export function generateDecoder(
   emit: (event: CanonicalEvent) => void,
@@ -96,19 +98,21 @@ export function generateDecoder(
       if (done) return;
       const chunk = eventJson(event);
       if (isObject(chunk.error)) return fail(chunk.error);
+      const counted = isObject(chunk.usageMetadata)
+        ? decodeTokenUsage(chunk.usageMetadata)
+        : undefined;
+      if (counted) usage = counted;
       if (!started) {
+        // The start carries the first fragment's usage: Gemini counts the prompt from the first.
         started = true;
         responseId = typeof chunk.responseId === "string" ? chunk.responseId : "";
         emit({
           type: "start",
           ...(responseId ? { id: responseId } : {}),
           ...(typeof chunk.modelVersion === "string" ? { model: chunk.modelVersion } : {}),
+          ...(counted ? { usage: counted } : {}),
         });
-      }
-      if (isObject(chunk.usageMetadata)) {
-        usage = decodeTokenUsage(chunk.usageMetadata);
-        emit({ type: "usage", usage });
-      }
+      } else if (counted) emit({ type: "usage", usage: counted });
       if (isObject(chunk.promptFeedback) && chunk.promptFeedback.blockReason) {
         blocked = chunk.promptFeedback.blockReason;
       }

@@ -2,6 +2,8 @@
  * Messages streams (`anthropic-messages.md` §5): the decoder reads an upstream's named events
  * into canonical events; the encoder writes the exact grammar — `message_start`, one content block
  * open at a time (start, deltas, stop), `message_delta` with the cumulative usage, `message_stop`.
+ * `message_start` carries the input as the upstream's first event counted it, else the gateway's
+ * estimate (`AnswerInfo.inputEstimate`); `message_delta` carries the final counts, input included.
  * Blocks never interleave: events of a block that arrive while another is open (parallel tool
  * calls whose arguments interleave) are held and written when that block's turn comes
  * (`translate/sequence.ts`). No empty text block is ever written. Errors are in `errors.ts`.
@@ -228,7 +230,11 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
   });
 
   return streamEncoder({
-    open(usage) {
+    open(counted) {
+      // The input as the upstream's first event counted it (Messages, Gemini); an upstream that
+      // counts it only at the end (Responses, chat) is shown the gateway's estimate here, and its
+      // own count in `message_delta` (clients that read input only here, LangChain, see a figure).
+      const usage = counted.input > 0 ? counted : { ...counted, input: info.inputEstimate ?? 0 };
       ev("message_start", {
         message: {
           id: info.id,
