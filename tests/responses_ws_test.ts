@@ -219,6 +219,7 @@ for (
       assert.equal(turn.at(-1)!.type, "response.completed");
     }
     assert.equal(deltas(first), "You said: the code word is teal");
+    assert.equal(second.at(-1)!.response.previous_response_id, first.at(-1)!.response.id);
     // The second turn went upstream with the first in front: the connection kept it (store: false
     // keeps nothing in the store).
     const upstream = (await stack.upstreamSince(since)).filter((r) => r.path.startsWith(path));
@@ -236,6 +237,39 @@ for (
     );
   });
 }
+
+Deno.test("the items of the socket's last translated answer can be referred to, store: false or not", async () => {
+  const { key } = await keyFor("ws-items");
+  const socket = await RawSocket.open(url, bearer(key));
+  const since = await stack.upstreamCount();
+  try {
+    const first = await socket.create({
+      model: "claude-test",
+      input: "the colour is mauve",
+      store: false,
+    });
+    const [message] = first.at(-1)!.response.output;
+    const second = await socket.create({
+      model: "claude-test",
+      input: [
+        { role: "user", content: "the colour is mauve" },
+        { type: "item_reference", id: message.id },
+        { role: "user", content: "which colour?" },
+      ],
+      store: false,
+    });
+    assert.equal(second.at(-1)!.type, "response.completed", JSON.stringify(second[0]));
+  } finally {
+    socket.close();
+  }
+  // The referred answer went upstream as the assistant's turn.
+  const [, sent] = (await stack.upstreamSince(since)).filter((r) =>
+    r.path === "/anthropic/v1/messages"
+  );
+  const messages = (sent.body as Json).messages as Json[];
+  assert.deepEqual(messages.map((m) => m.role), ["user", "assistant", "user"]);
+  assert.ok(JSON.stringify(messages[1]).includes("You said: the colour is mauve"));
+});
 
 Deno.test("a socket closed mid-turn is billed for what was relayed, and the upstream stops", async () => {
   const { key, id } = await keyFor("ws-hangup");
