@@ -251,16 +251,17 @@ export const recordStep: StepOf = ({ call, bill }) => {
   return {
     after(end) {
       if (end.outcome !== "charged" || !end.objects.length) return;
-      const kept = call.keepResponses === false
-        ? end.objects.filter((object) => object.kind !== "response")
-        : end.objects;
-      if (!kept.length) return;
       const { ctx } = call;
       const contextTokens = bill.contextTokens(end.charged, end.usage);
       const provider = call.model.provider.name;
       const accountId = ctx.principal!.accountId;
-      for (const { id, kind } of kept) {
+      // A WebSocket's turn: the connection knows them at once, `store: false` responses too (the
+      // upstream keeps the last on its socket; the store's record is written meanwhile).
+      const local = ctx.socket?.objects;
+      for (const { id, kind } of end.objects) {
         if (id.length > MAX_ID) continue;
+        local?.set(id, { id, accountId, kind, contextTokens, provider });
+        if (kind === "response" && call.keepResponses === false) continue;
         ctx.services.store.recordObject({ id, accountId, kind, contextTokens, provider })
           .catch((error) =>
             log("warn", "upstream object not recorded", {

@@ -71,6 +71,9 @@ export function textCall(client: WireProtocol): Handler {
   };
 }
 
+/** The provider types whose Responses API is also served over WebSocket. */
+const SOCKET_TYPES = new Set(["openai", "xai"]);
+
 /** The call of a text request as `model`'s provider takes it: passed through, or translated. */
 function callFor(request: TextRequest, model: ResolvedModel): Call {
   const { client, accepted } = request;
@@ -88,8 +91,12 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
       passthrough: true,
       usageChunk: accepted.usageChunk,
     });
+    // A WebSocket's turn goes over the upstream's WebSocket where it has one (OpenAI's, xAI's).
+    const socket = request.ctx.socket?.upstream;
+    const overSocket = socket && client.id === "responses" && SOCKET_TYPES.has(model.provider.type);
     return {
       ...callOf(request, model, prepared),
+      ...(overSocket ? { call: (cap) => ({ ...prepared.call(cap), socket }) } : {}),
       errorTail: (started) => client.answers.errorTail(started, accepted.jsonArray),
       strip: prepared.strip,
       objectsFromJson: prepared.objectsFromJson,
@@ -128,6 +135,13 @@ function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCa
 function translated(request: TextRequest, upstream: WireProtocol, model: ResolvedModel): Call {
   const { ctx, client, accepted } = request;
   const clientBody = request.body.value;
+  if (clientBody.generate === false) {
+    throw new GatewayError(
+      400,
+      `Invalid 'generate': a response that is not generated (warming up a WebSocket's state) is supported on OpenAI and xAI models only, not on \`${model.id}\`.`,
+      { param: "generate", code: "unsupported_value" },
+    );
+  }
   const conversation = client.names?.chained ? keptConversations : undefined;
   const own = client.decodeRequest(clientBody, {
     stream: accepted.stream,
@@ -166,7 +180,7 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     ...(conversation
       ? {
         onAnswer: (response: CanonicalResponse) =>
-          conversation.keep(ctx, clientBody, own, response, info.id),
+          conversation.keep(ctx, clientBody, own, response, info.id, canonical),
       }
       : {}),
   };
