@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { OpenAI } from "./deps.ts";
-import { eventually, startStack, usageOf } from "./helpers/setup.ts";
+import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
+import { bearer, type Json, post, readBody, sseEvents } from "./helpers/http.ts";
 
 const stack = await startStack();
 const { gateway } = stack;
@@ -204,4 +205,80 @@ Deno.test("a chat stream the upstream cuts ends with an error payload and is bil
   }, /ended the stream unexpectedly/);
   await eventually(async () => (await usageOf(gateway, key)).requests === 1);
   assert.ok((await usageOf(gateway, key)).spent_nanousd > 0);
+});
+
+Deno.test("a chat stream the upstream ends with its own error ends with that error, not a second one", async () => {
+  const { key, openai } = await client("chat-upstream-error");
+  const messages = [{ role: "user" as const, content: "[[emulate words=50 stream_error=6]]" }];
+  const res = await post(gateway.url, "/v1/chat/completions", bearer(key), {
+    model: "gpt-test",
+    stream: true,
+    messages,
+  });
+  assert.equal(res.status, 200);
+  const { text, failed } = await readBody(res);
+  assert.equal(failed, false, "the body ends cleanly, after the upstream's error");
+  const events = sseEvents(text);
+  const errors = events.filter((e) => typeof e.data === "object" && "error" in e.data);
+  assert.equal(errors.length, 1, `one error, the upstream's: ${text}`);
+  assert.equal(events.at(-1), errors[0], "and it is the stream's end");
+  const error = (errors[0].data as Json).error;
+  assert.equal(error.code, "rate_limit_exceeded");
+  // Redacted as an error answer is: the operator's organisation, the upstream's model id.
+  assert.match(error.message, /^Rate limit reached for gpt-test in organization org-\[redacted\]/);
+  assert.ok(!text.includes("[DONE]"));
+  assert.ok(events.length > 2, "content came before the error");
+  // The SDK raises the upstream's error.
+  const stream = await openai.chat.completions.create({
+    model: "gpt-test",
+    stream: true,
+    messages,
+  });
+  await assert.rejects(async () => {
+    for await (const _ of stream) { /* read until the error */ }
+  }, /Rate limit reached for gpt-test/);
+  // Billed for what was relayed, as any stream cut after output.
+  await eventually(async () => (await usageOf(gateway, key)).requests === 2);
+  const usage = await usageOf(gateway, key);
+  assert.ok(usage.spent_nanousd > 0);
+  assert.equal(usage.held_nanousd, 0);
+});
+
+Deno.test("a usage the upstream sends unasked passes through; only what include_usage caused is taken out", async () => {
+  const { key } = await gateway.createKey("chat-unasked-usage", "--credit", "5");
+  const messages = [{ role: "user", content: "count with me [[emulate finish_usage=1]]" }];
+  const res = await post(gateway.url, "/v1/chat/completions", bearer(key), {
+    model: "gpt-test",
+    stream: true,
+    messages,
+  });
+  assert.equal(res.status, 200);
+  const text = await res.text();
+  const seen = await lastUpstream();
+  assert.deepEqual((seen.body as Json).stream_options, { include_usage: true }, "asked to bill");
+  // What the upstream sends a client that did not ask: what this client must see, byte for byte
+  // (but the answer's id and time).
+  const direct = await post(
+    stack.emulatorUrl,
+    "/openai/v1/chat/completions",
+    bearer(UPSTREAM_KEY),
+    {
+      model: "gpt-5.4",
+      stream: true,
+      messages,
+    },
+  );
+  const same = (t: string) =>
+    t.replace(/"id":"chatcmpl-\w+"/g, '"id":"chatcmpl-X"').replace(/"created":\d+/g, '"created":0');
+  assert.equal(same(text), same(await direct.text()));
+  const events = sseEvents(text);
+  assert.equal(events.at(-1)!.data, "[DONE]");
+  const chunks = events.slice(0, -1).map((e) => e.data as Json);
+  assert.ok(chunks.every((c) => c.choices.length === 1), "no usage-only chunk");
+  assert.ok(chunks.slice(0, -1).every((c) => !("usage" in c)), "no usage: null members");
+  const last = chunks.at(-1)!;
+  assert.equal(last.choices[0].finish_reason, "stop");
+  assert.ok(last.usage.completion_tokens > 0, "the upstream's own usage, as it sent it");
+  await eventually(async () => (await usageOf(gateway, key)).requests === 1);
+  assert.equal((await usageOf(gateway, key)).spent_nanousd, cost(last.usage));
 });

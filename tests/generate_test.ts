@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { GoogleGenAI, Modality } from "./deps.ts";
 import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
+import { goog, type Json, post as postTo, readBody, sseEvents } from "./helpers/http.ts";
 
 const stack = await startStack();
 const { gateway } = stack;
@@ -372,4 +373,61 @@ Deno.test("structured output: a JSON response schema passes through and the answ
     },
   });
   assert.deepEqual(JSON.parse(response.text!), { reasoning: "Paris", model_choice: "flash" });
+});
+
+/** Each way a Gemini client streams, passed through and translated (to Messages, to Responses). */
+const STREAMS: { name: string; model: string; sse: boolean }[] = [
+  { name: "passed through, SSE", model: "gemini-test", sse: true },
+  { name: "passed through, JSON array", model: "gemini-test", sse: false },
+  { name: "translated, SSE", model: "claude-test", sse: true },
+  { name: "translated, JSON array", model: "gpt-test", sse: false },
+];
+
+for (const { name, model, sse } of STREAMS) {
+  Deno.test(`a stream the upstream cuts (${name}) ends in an error element, then a failed transfer`, async () => {
+    const { key } = await client(`gen-cut-${model}-${sse ? "sse" : "array"}`);
+    const path = `/v1beta/models/${model}:streamGenerateContent${sse ? "?alt=sse" : ""}`;
+    // Cut (the connection fails) or stopped early (closed cleanly before the end), past output.
+    for (const fault of ["cut=12", "stop=12"]) {
+      const res = await postTo(gateway.url, path, goog(key), {
+        contents: [{ role: "user", parts: [{ text: `words [[emulate words=60 ${fault}]]` }] }],
+      });
+      assert.equal(res.status, 200);
+      const { text, failed } = await readBody(res);
+      const elements = sse ? sseEvents(text).map((e) => e.data as Json) : JSON.parse(text);
+      const last = elements.at(-1);
+      assert.equal(
+        last.error?.code,
+        502,
+        `${fault}: the error element ends what was sent: ${text}`,
+      );
+      assert.ok(elements.slice(0, -1).some((e: Json) => e.candidates), `${fault}: text came first`);
+      assert.equal(elements.filter((e: Json) => e.error).length, 1, `${fault}: one error`);
+      // No clean end: a client that takes the end of the body for success sees a failure.
+      assert.equal(failed, true, `${fault}: the transfer fails after the error element`);
+    }
+    // Billed for what was relayed, as any cut stream.
+    await eventually(async () => (await usageOf(gateway, key)).requests === 2);
+    const usage = await usageOf(gateway, key);
+    assert.ok(usage.spent_nanousd > 0);
+    assert.equal(usage.held_nanousd, 0);
+    assert.ok(!gateway.errors.some((line) => line.includes("unhandled error")));
+  });
+}
+
+Deno.test("generateContentStream raises on a stream the upstream cuts, passed through or translated", async () => {
+  const { key, ai } = await client("gen-cut-sdk");
+  for (const model of ["gemini-test", "claude-test"]) {
+    const stream = await ai.models.generateContentStream({
+      model,
+      contents: "words [[emulate words=60 cut=12]]",
+    });
+    let text = "";
+    await assert.rejects(async () => {
+      for await (const chunk of stream) text += chunk.text ?? "";
+    }, `${model}: the SDK raises`);
+    assert.ok(text.length > 0, `${model}: after the text relayed`);
+  }
+  await eventually(async () => (await usageOf(gateway, key)).requests === 2);
+  assert.ok((await usageOf(gateway, key)).spent_nanousd > 0);
 });

@@ -24,6 +24,7 @@ import {
   type WireClient,
 } from "./helpers/wire_clients.ts";
 import { skippedWithout } from "./helpers/requires.ts";
+import { readBody } from "./helpers/http.ts";
 
 const ADMIN = "faults-admin-token-0123456789";
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -179,7 +180,7 @@ for (const { name: store, stack } of stacks) {
               headers: { "content-type": "application/json", ...route.client.headers(key) },
               body: JSON.stringify(body),
             });
-            const text = await res.text();
+            const { text, failed: aborted } = await readBody(res);
             const request = res.headers.get("x-request-id")!;
             if (!stream) {
               assert.equal(res.status, 502, `${label}: ${text.slice(0, 300)}`);
@@ -200,6 +201,8 @@ for (const { name: store, stack } of stacks) {
                 `${label}: ends in an error: ${JSON.stringify(text.slice(0, 600))}`,
               );
             }
+            // A generateContent stream that ends in its error is aborted after it; others end.
+            assert.equal(aborted, route.format === "google", `${label}: how the body ended`);
             failed.push(request);
           }
         }

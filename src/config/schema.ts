@@ -344,6 +344,12 @@ export const ConfigSchema = v.strictObject({
       maxConnections: v.optional(
         v.pipe(count(0), v.maxValue(1_000_000, "must be at most 1000000")),
       ),
+      /**
+       * Serve the Responses API over WebSocket (`GET /v1/responses`): on, the process serves with
+       * Deno's listener, which keeps upgraded connections but enforces neither `headerTimeoutMs`
+       * nor `maxConnections`; off, the upgrade is answered 426 and clients fall back to HTTP.
+       */
+      webSockets: v.optional(v.boolean("must be true or false")),
       /** Write one JSON access-log line per request to stdout. */
       accessLog: v.optional(v.boolean("must be true or false")),
       /** A second port, bound to 127.0.0.1 only, serving `GET /metrics` without a token. */

@@ -6,10 +6,14 @@
  * `text.ts` for steering them), JSON matching `response_format`'s schema (`json_object`: a small
  * object), and the real API's check that `tool` messages answer exactly the calls of the
  * assistant turn before them. The `local` route is an `openai-compatible` server (vLLM, Ollama)
- * that needs no key and ignores any `Authorization`.
+ * that needs no key and ignores any `Authorization`. Streams play two more upstreams on demand:
+ * `[[emulate stream_error=N]]` ends the stream after N chunks with a chunk carrying a top-level
+ * `error` (OpenAI's envelope of a rate limit) and no `[DONE]`; `[[emulate finish_usage=1]]` puts
+ * the usage on the chunk with the finish reason whether it was asked for or not, as some
+ * OpenAI-compatible servers do.
  */
 import { encodeSse } from "../http/sse.ts";
-import { openaiError, openaiFault, servedTier, unknownModel } from "./openai.ts";
+import { EMULATED_ORG, openaiError, openaiFault, servedTier, unknownModel } from "./openai.ts";
 import {
   answer,
   collectText,
@@ -123,6 +127,17 @@ function answerText(body: Json, messages: Message[], d: Directives): string {
   return answer(lastUserText(messages), d);
 }
 
+/** OpenAI's error envelope of a rate limit, as a chat stream's last chunk carries it. */
+function streamRateLimit(model: unknown): Json {
+  return {
+    message:
+      `Rate limit reached for ${model} in organization ${EMULATED_ORG} on tokens per min (TPM).`,
+    type: "tokens",
+    param: null,
+    code: "rate_limit_exceeded",
+  };
+}
+
 /** `POST /v1/chat/completions`; `vendor` is the route's prefix (`openai/v1`, `deepseek/compat`…). */
 export async function chatCompletions(
   req: Request,
@@ -234,7 +249,17 @@ export async function chatCompletions(
     logprobs: null,
     finish_reason: finishReason,
   });
+  let sent = 0;
   async function* events(): AsyncGenerator<string> {
+    for await (const event of answerEvents()) {
+      if (d.streamError !== undefined && sent++ >= d.streamError) {
+        yield encodeSse(JSON.stringify({ error: streamRateLimit(body.model) }));
+        return;
+      }
+      yield event;
+    }
+  }
+  async function* answerEvents(): AsyncGenerator<string> {
     if (toolCalls.length) {
       yield chunk([choice({ role: "assistant", content: null, refusal: null })]);
       for (const [index, call] of toolCalls.entries()) {
@@ -254,7 +279,7 @@ export async function chatCompletions(
       yield chunk([choice({ role: "assistant", content: "", refusal: null })]);
       for (const piece of pieces) yield chunk([choice({ content: piece })]);
     }
-    yield chunk([choice({}, finish)]);
+    yield chunk([choice({}, finish)], d.finishUsage ? { usage } : {});
     if (includeUsage) yield chunk([], { usage });
     yield encodeSse("[DONE]");
   }

@@ -2,7 +2,9 @@
  * The emulator's deterministic "model": a tokenizer, answers derived from the prompt, and the
  * fault directives a prompt can carry, e.g. `[[emulate status=429]]`, `[[emulate context=1]]` (the
  * input exceeds the context window), `[[emulate cut=5]]`,
- * `[[emulate stop=5]]` (a stream that ends cleanly before its end),
+ * `[[emulate stop=5]]` (a stream that ends cleanly before its end), `[[emulate stream_error=5]]`
+ * (the provider's error event after 5 events, ending the stream), `[[emulate finish_usage=1]]`
+ * (chat: usage on the finishing chunk, asked for or not),
  * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`, `[[emulate wait=500]]`,
  * and for video jobs `[[emulate ready=800 seconds=5]]`, `[[emulate fail=1]]`, `[[emulate expire=1]]`,
  * `[[emulate gone=1]]`; tool calls are steered with `[[emulate tool=NAME]]` (`tool=none`: no call),
@@ -64,8 +66,16 @@ export interface Directives {
   noUsage?: number;
   /** Images: `quality: auto` comes back `high` (1) instead of `medium`. */
   detail?: number;
-  /** Responses and chat streams: after this many events, the provider's error event (a rate limit). */
+  /**
+   * Responses and chat streams: after this many events, the provider's error event (a rate limit)
+   * ends the stream (chat: a chunk with a top-level `error`, and no `[DONE]`).
+   */
   streamError?: number;
+  /**
+   * Chat streams: the chunk with the finish reason carries the usage even when it was not asked
+   * for, as some OpenAI-compatible servers send it (Mistral's API among them).
+   */
+  finishUsage?: number;
   /** JSON answers: the body pauses this many milliseconds after its first bytes. */
   stall?: number;
   /** Call this function tool (by name) instead of the first one; `none`: call no tool. */
@@ -117,6 +127,7 @@ export function directives(texts: string[]): Directives {
         if (key === "null_usage" && Number.isFinite(n)) found.nullUsage = n;
         if (key === "no_usage" && Number.isFinite(n)) found.noUsage = n;
         if (key === "stream_error" && Number.isFinite(n)) found.streamError = n;
+        if (key === "finish_usage" && Number.isFinite(n)) found.finishUsage = n;
         if (key === "tool" && value) found.tool = value;
         if (key.startsWith("arg.") && value !== undefined) {
           found.args = { ...found.args, [key.slice(4)]: value };

@@ -7,8 +7,8 @@
  *   array), each handed on as it completes, then the chunk it came in;
  * - `ReadUnits`: reads every unit as it passes (a meter, a trace) and refuses to end a stream its
  *   reader did not see finish;
- * - `PassUnits`: the units' bytes as they are, whole units only (one may be shown differently:
- *   a usage the gateway decided), or
+ * - `PassUnits`: the units' bytes as they are, whole units only (a few may be shown differently:
+ *   a usage the gateway decided, what the gateway's own change to the request caused taken out), or
  * - `RewriteUnits`: each unit re-encoded (a translation: decode ∘ encode, see
  *   `translate/transcode.ts`).
  *
@@ -22,9 +22,14 @@
  * - `done`: the upstream ended and every stage saw it finish;
  * - `cut`: the upstream failed, ended unfinished, sent a unit that could not be read, went quiet
  *   for `idleMs`, ran past `maxMs`, or the server is draining — the client gets the last stage's
- *   error tail (the protocol's error event). A cut is settled at once, even while the client is
- *   not reading;
+ *   error tail (the protocol's error event), unless the upstream's own error unit was the last
+ *   one passed on: that error is the end, and no second one is added. A cut is settled at once,
+ *   even while the client is not reading;
  * - `cancel`: the client went away; the upstream request is aborted.
+ *
+ * With `abortFailed`, a body that ends in the protocol's error (a cut, or a finished stream whose
+ * last stage wrote an error) is then aborted — a transport error, not the clean end of the body —
+ * once the client has been handed every byte before it (see `BodyAborted`).
  */
 import { chunkReader } from "./bytes.ts";
 import { deadline } from "./deadlines.ts";
@@ -56,6 +61,19 @@ export interface LiveStream {
 export type UnitPart =
   | { kind: "unit"; event: SseEvent; end: number | undefined }
   | { kind: "chunk"; bytes: Uint8Array; boundary: number };
+
+/**
+ * The error a body ends with after its protocol's error when `RelayOptions.abortFailed` is set:
+ * the HTTP server aborts the response there (a chunked body gets no last chunk), so every client
+ * sees a failed transfer rather than a clean end. Expected, and already logged as the stream's
+ * end: the server's error handler, which hears of it, lets it pass.
+ */
+export class BodyAborted extends Error {
+  constructor() {
+    super("the stream ended in an error");
+    this.name = "BodyAborted";
+  }
+}
 
 /** A stream that ended before it finished (see `UnitFramer` and `ReadUnits`). */
 export class Unfinished extends Error {
@@ -113,19 +131,25 @@ export class ReadUnits implements Transformer<UnitPart, UnitPart> {
 export interface UnitOutput extends Transformer<UnitPart, Uint8Array> {
   /** The stream was cut: what was not sent yet is dropped, the error tail sent (`started`: bytes were). */
   cut(started: boolean, controller: TransformStreamDefaultController<Uint8Array>): void;
+  /** The stream finished, but what was sent ends in the protocol's error (a failed translation). */
+  failed?(): boolean;
 }
 
 /** How `PassUnits` passes the units on. */
 export interface PassOptions {
   /**
-   * The text to send instead of one unit, or null to pass it on as it is — for the rare unit that
-   * must change (a usage the gateway decided); the others keep their bytes. Asked only where the
-   * framing can place a unit in its chunk (SSE).
+   * The text to send instead of one unit ("" for nothing), or null to pass it on as it is — for
+   * the units that must change (a usage the gateway decided, what the gateway's own change to the
+   * request caused); the others keep their bytes. Asked only where the framing can place a unit
+   * in its chunk (SSE).
    */
   show?: (event: SseEvent) => string | null;
   /** Rewrites the text of units around an upstream error unit before they are sent. */
   redact?: (text: string) => string;
-  /** Bytes that end a cut stream in the client's protocol; `started` when units were sent. */
+  /**
+   * Bytes that end a cut stream in the client's protocol; `started` when units were sent. Not
+   * asked when the last unit was the upstream's own error (where the framing places units: SSE).
+   */
   tail?: (started: boolean) => Uint8Array | undefined;
 }
 
@@ -146,12 +170,22 @@ export class PassUnits implements UnitOutput {
   #unitStart = 0;
   /** An upstream error unit is among those about to be sent. */
   #errorSeen = false;
+  /**
+   * The last unit was the upstream's own error: `pending` in the chunk being framed, `sent` with
+   * it, `held` (it ended with the stream, unterminated) — null when it was not, or the framing
+   * cannot place units (a JSON array).
+   */
+  #errorEnd: "pending" | "sent" | "held" | null = null;
 
   constructor(private readonly options: PassOptions = {}) {}
 
   transform(part: UnitPart, controller: TransformStreamDefaultController<Uint8Array>): void {
     if (part.kind === "unit") {
-      if (this.options.redact && isErrorUnit(part.event)) this.#errorSeen = true;
+      const error = isErrorUnit(part.event);
+      if (this.options.redact && error) this.#errorSeen = true;
+      if (part.end !== undefined) {
+        this.#errorEnd = !error ? null : part.end < 0 ? "held" : "pending";
+      }
       const show = this.options.show;
       if (show && part.end !== undefined) {
         const text = show(part.event);
@@ -172,6 +206,7 @@ export class PassUnits implements UnitOutput {
       this.#replaced = [];
       this.#held = boundary < bytes.length ? [bytes.subarray(boundary)] : [];
       this.#send(units, controller);
+      if (this.#errorEnd === "pending") this.#errorEnd = "sent";
     }
     this.#unitStart = this.#held.length ? -1 : 0;
   }
@@ -183,8 +218,15 @@ export class PassUnits implements UnitOutput {
     this.#send(held, controller);
   }
 
+  /**
+   * What was not sent is dropped and the error tail sent — but a stream whose last unit was the
+   * upstream's own error ends with that error (sent now if it was held), not a second one.
+   */
   cut(started: boolean, controller: TransformStreamDefaultController<Uint8Array>): void {
+    const held = this.#held;
     this.#held = [];
+    if (this.#errorEnd === "held") return this.#send(held, controller);
+    if (this.#errorEnd === "sent") return;
     const tail = this.options.tail?.(started);
     if (tail) controller.enqueue(tail);
   }
@@ -212,6 +254,8 @@ export interface UnitRewriter {
   end?(): string;
   /** The stream was cut: its error tail (`started`: units were sent). */
   cut(started: boolean): Uint8Array | undefined;
+  /** Whether what was written ends in the protocol's error (the stream made no answer). */
+  failed?(): boolean;
 }
 
 /** Each unit re-encoded; the text of a chunk's units sent at once. */
@@ -248,6 +292,10 @@ export class RewriteUnits implements UnitOutput {
     this.#text = "";
     const tail = this.rewriter.cut(started);
     if (tail) controller.enqueue(tail);
+  }
+
+  failed(): boolean {
+    return this.rewriter.failed?.() ?? false;
   }
 }
 
@@ -335,6 +383,11 @@ class InStep {
       this.#controllers[last] as TransformStreamDefaultController<Uint8Array>,
     );
   }
+
+  /** Whether the last stage's output of a finished stream ends in the protocol's error. */
+  failed(): boolean {
+    return (this.#stages[this.#stages.length - 1] as UnitOutput).failed?.() ?? false;
+  }
 }
 
 /** The stages of a relay: the framer, any stages that read the units, and the client's bytes. */
@@ -352,6 +405,12 @@ export interface RelayOptions {
   maxMs: number;
   /** Live streams, so a draining server can cut them; the relay adds and removes itself. */
   live?: Set<LiveStream>;
+  /**
+   * A body that ends in the protocol's error (cut, or `UnitOutput.failed`) is aborted after it,
+   * with `BodyAborted`, instead of closed: for clients that take an error element followed by a
+   * clean end for a success (Google's older SDKs).
+   */
+  abortFailed?: boolean;
 }
 
 /** Relays an upstream streamed body through `stages` into the body we send to the client. */
@@ -380,6 +439,16 @@ export function relayStream(
   let closed = false;
   /** A pull is in progress: the client is reading. */
   let reading = false;
+  /** The body is to be aborted once the client has read what is queued (see `abortFailed`). */
+  let aborting = false;
+  /** Ends the client's body: closed, or — when it ends in an error — aborted (see `abortFailed`). */
+  const endBody = (failed: boolean) => {
+    if (!failed || !options.abortFailed) return controller.close();
+    // Erroring a stream drops what is still queued in it: with bytes queued, the error waits for
+    // the next pull, which comes once the client has taken them all.
+    if ((controller.desiredSize ?? 0) < 1) aborting = true;
+    else controller.error(new BodyAborted());
+  };
 
   let ended = false;
   const end = async (how: StreamEnd, why?: CutReason) => {
@@ -400,7 +469,7 @@ export function relayStream(
     closed = true;
     await end("cut", why);
     units.cut(started);
-    controller.close();
+    endBody(true);
   };
   const cut = (why: CutReason) => {
     if (cutReason || ended) return;
@@ -458,7 +527,7 @@ export function relayStream(
         }
         closed = true;
         await end("done");
-        controller.close();
+        endBody(units.failed());
         return;
       }
       sent = false;
@@ -476,6 +545,7 @@ export function relayStream(
       controller = c;
     },
     async pull() {
+      if (aborting) return controller.error(new BodyAborted());
       if (closed) return;
       reading = true;
       try {

@@ -54,8 +54,13 @@ export interface Call {
   framing?: "sse" | "json-array";
   /** The end of a stream the upstream cut, in the client's protocol. */
   errorTail?: (started: boolean) => Uint8Array | undefined;
-  /** Re-frames SSE events on the way back (see `relayStream`); absent: bytes pass unchanged. */
-  rewrite?: (event: SseEvent) => string | null;
+  /** A stream that ends in the client protocol's error is then aborted (see `AnswerForms`). */
+  abortFailed?: boolean;
+  /**
+   * Pass-through: the text to send instead of an SSE unit ("" for nothing), or null to pass it as
+   * it came (see `PreparedCall.strip`); absent: bytes pass unchanged, but for a usage shown.
+   */
+  strip?: (event: SseEvent) => string | null;
   /**
    * The upstream objects a JSON answer created (streams: the meter's), recorded as the caller's
    * (see `recordStep`); absent when the call creates none that can be named later.
@@ -249,16 +254,17 @@ export const recordStep: StepOf = ({ call, bill }) => {
   return {
     after(end) {
       if (end.outcome !== "charged" || !end.objects.length) return;
-      const kept = call.keepResponses === false
-        ? end.objects.filter((object) => object.kind !== "response")
-        : end.objects;
-      if (!kept.length) return;
       const { ctx } = call;
       const contextTokens = bill.contextTokens(end.charged, end.usage);
       const provider = call.model.provider.name;
       const accountId = ctx.principal!.accountId;
-      for (const { id, kind } of kept) {
+      // A WebSocket's turn: the connection knows them at once, `store: false` responses too (the
+      // upstream keeps the last on its socket; the store's record is written meanwhile).
+      const local = ctx.socket?.objects;
+      for (const { id, kind } of end.objects) {
         if (id.length > MAX_ID) continue;
+        local?.set(id, { id, accountId, kind, contextTokens, provider });
+        if (kind === "response" && call.keepResponses === false) continue;
         ctx.services.store.recordObject({ id, accountId, kind, contextTokens, provider })
           .catch((error) =>
             log("warn", "upstream object not recorded", {

@@ -49,8 +49,12 @@ export function countCall(client: WireProtocol): Handler {
     const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
     const target = upstream.count?.upstream.target(model, input);
     if (!target) return estimate(counting, body.value);
-    const own = client.decodeRequest(counting.request(body.value), {});
-    const canonical = client.names?.chained ? keptConversations.restore(ctx, body.value, own) : own;
+    const chained = client.names?.chained;
+    const own = client.decodeRequest(
+      counting.request(body.value),
+      chained ? { kept: (id) => keptConversations.answer(ctx, id) } : {},
+    );
+    const canonical = chained ? keptConversations.restore(ctx, body.value, own) : own;
     const encoded = upstream.encodeRequest(canonical, {
       model: model.upstreamId,
       provider: model.provider.name,

@@ -193,9 +193,8 @@ function relayAnswerStream(
   const tail = p.errorTail ?? (() => undefined);
   let out: UnitOutput;
   if (translated) out = new RewriteUnits(translated, redacted);
-  else if (p.rewrite) out = new RewriteUnits({ unit: p.rewrite, cut: tail }, redacted);
   else {
-    const view = p.showUsage?.event?.();
+    const view = p.strip ? undefined : p.showUsage?.event?.();
     out = new PassUnits({
       show: view
         ? (event) => {
@@ -203,7 +202,7 @@ function relayAnswerStream(
           const charged = showable();
           return charged && view.write(event, tokenUsageOf(charged.usage));
         }
-        : undefined,
+        : p.strip,
       redact: redacted,
       tail,
     });
@@ -213,6 +212,7 @@ function relayAnswerStream(
     idleMs: config.streamIdleTimeoutMs,
     maxMs: config.streamMaxMs,
     live: ctx.services.live,
+    abortFailed: p.abortFailed,
     onEnd: async (how, why) => {
       lease.release();
       if (how === "cut") log("warn", "stream cut", { request_id: ctx.requestId, reason: why });

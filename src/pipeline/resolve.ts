@@ -3,12 +3,12 @@
  * error in the route's format — unknown model 404, provider without a key 503, a model of another
  * kind (or an endpoint its provider does not offer) 400 with a pointer to the endpoint that serves
  * it, a model the key may not call 403. And the stored state its body names, as its protocol
- * declares it (see `BodyNames`): upstream objects (a `previous_response_id`, a container) and the
- * conversation the gateway keeps for a `previous_response_id`, read from the store once, before
- * the protocol code that checks it runs (that code is synchronous; the store is not). What the
- * request does not name is not read; what it names but the store does not hold is simply absent,
- * so the checks refuse it (404). Whose state is whose is this module's rule: the caller's
- * account's, or a 404 exactly as for an id that does not exist.
+ * declares it (see `BodyNames`): upstream objects (a `previous_response_id`, a container), the
+ * conversation the gateway keeps for a `previous_response_id`, and the kept answers whose items it
+ * refers to, read from the store once, before the protocol code that checks it runs (that code is
+ * synchronous; the store is not). What the request does not name is not read; what it names but
+ * the store does not hold is simply absent, so the checks refuse it. Whose state is whose is this
+ * module's rule: the caller's account's, or refused exactly as an id that does not exist.
  */
 import {
   isModelId,
@@ -21,7 +21,7 @@ import type { NamedState, RequestContext } from "../context.ts";
 import { GatewayError, notFound } from "../http/errors.ts";
 import { mayCall } from "../auth/model_access.ts";
 import type { BodyNames, CallInput } from "../protocols/wire.ts";
-import type { StoredResponse } from "../store/store.ts";
+import type { Store, StoredResponse } from "../store/store.ts";
 
 const byType = (...types: ProviderEntry["type"][]) => (p: ProviderEntry) => types.includes(p.type);
 
@@ -141,6 +141,10 @@ export const MAX_ID = 256;
 export const MAX_STEPS = 2_000;
 /** The most object ids one request may name (more are not read, so refused). */
 const MAX_NAMED = 64;
+/** The most answers whose items one request may refer to (more are not read, so refused). */
+const MAX_REFERRED = 256;
+/** How many of those are read at once. */
+const REFERRED_BATCH = 16;
 
 /** An id as a request may name it: a string, or an object's `id`. */
 function idOf(value: unknown): string | undefined {
@@ -150,6 +154,30 @@ function idOf(value: unknown): string | undefined {
 
 /** What a request that names nothing has (never written to). */
 const NOTHING: NamedState = { objects: new Map(), steps: new Map() };
+
+/**
+ * The kept steps of the answers `ids` (each one step, not its chain), read a batch at a time
+ * until about `bytes` of their items were read.
+ */
+async function referredSteps(
+  store: Store,
+  ids: string[],
+  bytes: number,
+): Promise<StoredResponse[]> {
+  const steps: StoredResponse[] = [];
+  let read = 0;
+  for (let i = 0; i < ids.length && read <= bytes; i += REFERRED_BATCH) {
+    const batch = ids.slice(i, i + REFERRED_BATCH);
+    const found = await Promise.all(
+      batch.map((id) => store.responseChain(id, { steps: 1, bytes })),
+    );
+    for (const step of found.flat()) {
+      steps.push(step);
+      read += step.items.length;
+    }
+  }
+  return steps;
+}
 
 /** Reads the stored state `names` names into `ctx.named` (see the module's doc). */
 export async function loadNamedState(
@@ -163,20 +191,24 @@ export async function loadNamedState(
     const id = idOf(value);
     if (id !== undefined && ids.size < MAX_NAMED) ids.add(id);
   }
-  if (!ids.size) {
+  const answers = (names?.answers ?? []).slice(0, MAX_REFERRED);
+  if (!ids.size && !answers.length) {
     ctx.named = NOTHING; // the common case: no query, nothing allocated
     return;
   }
   const named: NamedState = { objects: new Map(), steps: new Map() };
-  const [objects, chain] = await Promise.all([
-    Promise.all([...ids].map((id) => store.upstreamObject(id))),
-    previous === undefined ? [] : store.responseChain(previous, {
-      steps: MAX_STEPS + 1,
-      bytes: config.conversationMaxBytes * 4,
-    }),
+  const bytes = config.conversationMaxBytes * 4;
+  // A client WebSocket's own state first (see `SocketState`): the store may not hold it.
+  const socket = ctx.socket;
+  const [objects, chain, referred] = await Promise.all([
+    Promise.all([...ids].map((id) => socket?.objects.get(id) ?? store.upstreamObject(id))),
+    previous === undefined || previous === socket?.last?.id
+      ? []
+      : store.responseChain(previous, { steps: MAX_STEPS + 1, bytes }),
+    referredSteps(store, answers, bytes),
   ]);
   for (const object of objects) if (object) named.objects.set(object.id, object);
-  for (const step of chain) named.steps.set(step.id, step);
+  for (const step of [...referred, ...chain]) named.steps.set(step.id, step);
   ctx.named = named;
 }
 
@@ -240,10 +272,13 @@ export function keptStep(ctx: RequestContext, id: string): StoredResponse | unde
 }
 
 /**
- * Whether the body continues a conversation the gateway keeps (the call must then be translated,
- * see `conversations.ts`): the answer it names is a kept step of the caller's.
+ * Whether the body continues a conversation the gateway keeps, or refers to items of an answer
+ * it keeps (the call must then be translated, see `conversations.ts`): an answer it names is a
+ * kept step of the caller's, or the last one its WebSocket keeps.
  */
 export function continuesKept(ctx: RequestContext, names: BodyNames | undefined): boolean {
+  const kept = (id: string) => id === ctx.socket?.last?.id || keptStep(ctx, id) !== undefined;
   const id = names?.previous;
-  return typeof id === "string" && id.length <= MAX_ID && keptStep(ctx, id) !== undefined;
+  if (typeof id === "string" && id.length <= MAX_ID && kept(id)) return true;
+  return (names?.answers ?? []).some(kept);
 }

@@ -26,6 +26,7 @@ import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
 import { planCall } from "../translate/plan.ts";
+import { toolForms } from "../translate/tool_forms.ts";
 import type { Call, Translation } from "./call.ts";
 import { keptConversations } from "./conversations.ts";
 import {
@@ -47,8 +48,9 @@ interface TextRequest {
   body: JsonBody;
   names: BodyNames | undefined;
   /**
-   * It must be translated whatever the upstream: it continues a conversation the gateway keeps
-   * (an upstream of the client's own protocol holds nothing of it), or carries gateway tokens of
+   * It must be translated whatever the upstream: it continues a conversation the gateway keeps,
+   * or refers to items of an answer it keeps (an upstream of the client's own protocol holds
+   * nothing of them), or carries gateway tokens of
    * opaque state (a conversation that moved between providers: each goes back to the provider
    * that issued it, or nowhere).
    */
@@ -75,6 +77,9 @@ export function textCall(client: WireProtocol): Handler {
   };
 }
 
+/** The provider types whose Responses API is also served over WebSocket. */
+const SOCKET_TYPES = new Set(["openai", "xai"]);
+
 /** The call of a text request as `model`'s provider takes it: passed through, or translated. */
 function callFor(request: TextRequest, model: ResolvedModel): Call {
   const { client, accepted } = request;
@@ -92,10 +97,14 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
       passthrough: true,
       usageChunk: accepted.usageChunk,
     });
+    // A WebSocket's turn goes over the upstream's WebSocket where it has one (OpenAI's, xAI's).
+    const socket = request.ctx.socket?.upstream;
+    const overSocket = socket && client.id === "responses" && SOCKET_TYPES.has(model.provider.type);
     return {
       ...callOf(request, model, prepared),
+      ...(overSocket ? { call: (cap) => ({ ...prepared.call(cap), socket }) } : {}),
       errorTail: (started) => client.answers.errorTail(started, accepted.jsonArray),
-      rewrite: prepared.rewrite,
+      strip: prepared.strip,
       objectsFromJson: prepared.objectsFromJson,
       keepResponses: prepared.keepResponses,
       codec: client,
@@ -120,6 +129,7 @@ function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCa
     usageFromJson: prepared.usageFromJson,
     meter: prepared.meter,
     framing: prepared.framing,
+    abortFailed: request.client.answers.abortFailed,
   };
 }
 
@@ -131,11 +141,21 @@ function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCa
 function translated(request: TextRequest, upstream: WireProtocol, model: ResolvedModel): Call {
   const { ctx, client, accepted } = request;
   const clientBody = request.body.value;
+  if (clientBody.generate === false) {
+    throw new GatewayError(
+      400,
+      `Invalid 'generate': a response that is not generated (warming up a WebSocket's state) is supported on OpenAI and xAI models only, not on \`${model.id}\`.`,
+      { param: "generate", code: "unsupported_value" },
+    );
+  }
+  const conversation = client.names?.chained ? keptConversations : undefined;
   const decoded = collect((adapt) =>
-    client.decodeRequest(clientBody, { stream: accepted.stream }, adapt)
+    client.decodeRequest(clientBody, {
+      stream: accepted.stream,
+      ...(conversation ? { kept: (id: string) => conversation.answer(ctx, id) } : {}),
+    }, adapt)
   );
   const own = decoded.value;
-  const conversation = client.names?.chained ? keptConversations : undefined;
   const canonical = conversation ? conversation.restore(ctx, clientBody, own) : own;
   const target = {
     model: model.upstreamId,
@@ -163,14 +183,10 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     created: Math.floor(Date.now() / 1000),
     usageChunk: accepted.usageChunk,
     jsonArray: accepted.jsonArray,
-    customTools: new Set(own.tools.filter((t) => t.kind === "custom").map((t) => t.name)),
-    namespaced: new Map(
-      own.tools.flatMap((t) =>
-        t.namespace
-          ? [[t.name, { namespace: t.namespace, name: t.name.slice(t.namespace.length + 2) }]]
-          : []
-      ),
-    ),
+    ...toolForms(own.tools),
+    ...(conversation && typeof request.names?.previous === "string"
+      ? { previousId: request.names.previous }
+      : {}),
     token: toToken,
   };
   const translation: Translation = {
@@ -182,7 +198,7 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     ...(conversation
       ? {
         onAnswer: (response: CanonicalResponse) =>
-          conversation.keep(ctx, clientBody, own, response, info.id),
+          conversation.keep(ctx, clientBody, own, response, info.id, canonical),
       }
       : {}),
   };

@@ -46,6 +46,11 @@ export interface BodyNames {
   previous?: unknown;
   /** The names of upstream state it continues: the call goes to the provider holding it. */
   continues?: unknown[];
+  /**
+   * The answers the gateway issued whose items it refers to (Responses item references): their
+   * kept conversation steps are read, and a body referring to one of the caller's is translated.
+   */
+  answers?: string[];
 }
 
 /** The stored state a protocol's requests name. */
@@ -67,6 +72,12 @@ export interface AnswerForms {
   usage: UsageView;
   /** Bytes that end a pass-through stream the upstream cut, in this protocol. */
   errorTail(started: boolean, jsonArray?: boolean): Uint8Array;
+  /**
+   * A stream that ends in this protocol's error is then aborted (a transport error, not a clean
+   * end of the body): its clients may take a last error element followed by a clean end for a
+   * success (Google's older SDKs do).
+   */
+  abortFailed?: boolean;
 }
 
 /** Where a counting request goes on a provider of this protocol. */
@@ -135,8 +146,12 @@ export interface PreparedCall {
   /** The upstream request; `cap` is the output cap to send when the gateway imposes one. */
   call(cap: number | undefined): UpstreamCall;
   framing: "sse" | "json-array";
-  /** Pass-through only: re-frames stream events for the client (see `relayStream`). */
-  rewrite?: (event: SseEvent) => string | null;
+  /**
+   * Pass-through only: takes out of a stream unit what the gateway's own change to the request
+   * caused — the text to send instead of the unit ("" for nothing), or null to pass it as it came
+   * (see `PassOptions.show`).
+   */
+  strip?: (event: SseEvent) => string | null;
   /** Usage from a whole answer. */
   usageFromJson(body: unknown): Usage | null;
   /** A meter for the call's stream. */

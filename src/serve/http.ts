@@ -4,6 +4,7 @@
  */
 import type { Services } from "../context.ts";
 import { errorResponse, GatewayError } from "../http/errors.ts";
+import { BodyAborted } from "../http/relay.ts";
 import { log } from "../log.ts";
 import { createHandler, type Limiter } from "../server.ts";
 import { routes as defaultRoutes } from "../routes.ts";
@@ -44,11 +45,15 @@ export function startHttp(services: Services, options: HttpOptions = {}): Runnin
     reusePort: options.reusePort,
     limits: () => services.config,
     counts: options.connections ?? connectionCounts(),
+    keepUpgrades: services.config.webSockets,
     onError: (error) => {
+      // A stream aborted on purpose after its error (logged as the stream's end): no fault here.
+      if (error instanceof BodyAborted) return new Response(null, { status: 500 });
       log("error", "unhandled error", { error: String(error) });
       return errorResponse("openai", new GatewayError(500, "Internal error"));
     },
   }, handler);
+  services.upgrades = server.upgrades;
   return {
     addr: server.addr,
     finished: server.finished,

@@ -8,6 +8,7 @@ import type { SseEvent } from "../http/sse.ts";
 import type { ProviderType } from "../config/schema.ts";
 import type { Adapt } from "./adaptations.ts";
 import type {
+  AssistantPart,
   CanonicalEvent,
   CanonicalRequest,
   CanonicalResponse,
@@ -21,6 +22,12 @@ import type {
 export interface RouteInfo {
   /** The route streams (Gemini's `:streamGenerateContent`); else the body's `stream` decides. */
   stream?: boolean;
+  /**
+   * The content of an answer the gateway translated and keeps for the caller, by the answer's
+   * id (a Responses `item_reference` names one of its items); undefined when it keeps no such
+   * answer of the caller's. Absent: none is kept.
+   */
+  kept?(answerId: string): AssistantPart[] | undefined;
 }
 
 /** Where an encoded request goes: the upstream model id, the provider (for opaque state). */
@@ -57,6 +64,13 @@ export interface AnswerInfo {
   customTools?: ReadonlySet<string>;
   /** The client's namespaced functions by flattened name (see `FunctionTool.namespace`). */
   namespaced?: ReadonlyMap<string, { namespace: string; name: string }>;
+  /**
+   * The client's tools that it runs but are not functions, by function name: their Responses
+   * type (see `FunctionTool.clientType`), whose call items their calls are written as.
+   */
+  clientTools?: ReadonlyMap<string, string>;
+  /** The answer whose conversation this one continues (Responses `previous_response_id`). */
+  previousId?: string;
   /** The token a client carries for opaque state (see `opaque.ts`). */
   token(opaque: Opaque, text?: string): string;
 }

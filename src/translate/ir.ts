@@ -113,6 +113,12 @@ export interface FunctionTool {
    * name every protocol accepts, and the client sees its own two fields again.
    */
   namespace?: string;
+  /**
+   * A Responses tool the client runs that is not a function (`tool_search` with client
+   * execution, `local_shell`, `shell`, `apply_patch`, the computer tools): its type. It is offered
+   * as this function, and its calls go back to the client as that type's call items.
+   */
+  clientType?: string;
 }
 
 /** A hosted tool the request offers; `field` names it in the client's request (for errors). */

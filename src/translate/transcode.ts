@@ -42,6 +42,8 @@ export class Transcoder implements UnitRewriter {
   #answered = false;
   /** The client was sent the protocol's error: nothing more is encoded. */
   #failed = false;
+  /** The upstream's stream carried an error, which the client was sent in its protocol. */
+  #errored = false;
 
   constructor(sides: TranscodeSides, private readonly hooks: TranscodeHooks) {
     this.#collector = hooks.answer ? collect() : undefined;
@@ -59,12 +61,18 @@ export class Transcoder implements UnitRewriter {
       }
       this.#collector?.push(event);
       this.#encoder.push(event);
+      if (event.type === "error" && !this.#answered) this.#errored = true;
     }, sides.provider);
   }
 
   /** Whether the upstream's stream made an answer (else the client was sent an error). */
   answered(): boolean {
     return this.#answered;
+  }
+
+  /** Whether what the client was sent ends in its protocol's error. */
+  failed(): boolean {
+    return this.#failed || this.#errored;
   }
 
   unit(event: SseEvent): string | null {

@@ -78,8 +78,9 @@ async function denoRun(
   without: string[] = [],
 ): Promise<Deno.Command> {
   const flags = (await compiledPermissions()).filter((flag) => !without.includes(flag));
+  const config = await configWithout(dir, without);
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", ...flags, "--config", DENO_JSON, MAIN, ...args],
+    args: ["run", ...flags, "--config", config, MAIN, ...args],
     cwd: dir,
     env: { NO_COLOR: "1", ...env },
     clearEnv: true,
@@ -87,6 +88,22 @@ async function denoRun(
     stdout: "piped",
     stderr: "piped",
   });
+}
+
+/**
+ * The project's `deno.json`, or — when `without` leaves out an `--unstable-*` flag — a copy in
+ * `dir` that does not declare that feature either (with the lock file beside it), so the process
+ * really runs without it.
+ */
+async function configWithout(dir: string, without: string[]): Promise<string> {
+  const features = without.filter((f) => f.startsWith("--unstable-")).map((f) => f.slice(11));
+  if (features.length === 0) return DENO_JSON;
+  const config = JSON.parse(await Deno.readTextFile(DENO_JSON));
+  config.unstable = (config.unstable ?? []).filter((f: string) => !features.includes(f));
+  const at = await Deno.makeTempDir({ dir, prefix: "deno-config-" });
+  await Deno.copyFile(new URL("deno.lock", ROOT), `${at}/deno.lock`);
+  await Deno.writeTextFile(`${at}/deno.json`, JSON.stringify(config));
+  return `${at}/deno.json`;
 }
 
 /** A loopback port nothing listens on (yet). */

@@ -92,3 +92,26 @@ export function sseEvents(text: string): { event: string; data: Json | string }[
   }
   return out;
 }
+
+/** A body read to its end: its text, and whether the transfer failed instead of ending cleanly. */
+export interface BodyRead {
+  text: string;
+  /** The body's read failed (the server aborted it: no clean end of a chunked body). */
+  failed: boolean;
+}
+
+/** Reads a response's body to its end, or to the failure of its transfer (see `BodyRead`). */
+export async function readBody(res: Response): Promise<BodyRead> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { text: text + decoder.decode(), failed: false };
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch {
+    return { text: text + decoder.decode(), failed: true };
+  }
+}

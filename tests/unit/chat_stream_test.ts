@@ -8,12 +8,13 @@ const event = (data: string) => ({
   raw: () => new TextEncoder().encode(data),
 });
 
-Deno.test("withoutUsage drops the usage-only chunk and the usage members, keeping the rest", () => {
+Deno.test("withoutUsage takes out only what asking for usage caused: the usage chunk and usage: null", () => {
   assert.equal(
     withoutUsage(
       event('{"id":"c","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}'),
     ),
-    null,
+    "",
+    "the usage-only chunk is dropped",
   );
   assert.equal(
     withoutUsage(
@@ -27,16 +28,19 @@ Deno.test("withoutUsage drops the usage-only chunk and the usage members, keepin
     withoutUsage(event('{"usage":null,"id":"c","choices":[]}')),
     'data: {"id":"c","choices":[]}\n\n',
   );
-  const moonshot = withoutUsage(
-    event(
+  // A usage the upstream sends unasked (on its last content chunk, at the top or in the choice)
+  // is the upstream's own: the chunk passes as it came.
+  for (
+    const unasked of [
+      '{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3}}',
       '{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop","usage":{"prompt_tokens":3}}]}',
-    ),
-  );
-  assert.deepEqual(JSON.parse(moonshot!.slice(6)), {
-    id: "c",
-    choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
-  });
-  assert.equal(withoutUsage(event("[DONE]")), "data: [DONE]\n\n");
+    ]
+  ) {
+    assert.equal(withoutUsage(event(unasked)), null, unasked);
+  }
+  assert.equal(withoutUsage(event('{"id":"c","choices":[{"delta":{"content":"x"}}]}')), null);
+  assert.equal(withoutUsage(event("[DONE]")), null);
+  assert.equal(withoutUsage(event('{"error":{"message":"usage"}}')), null);
 });
 
 Deno.test("chat usage is read at the top level or inside a choice, with vendor cache fields", () => {

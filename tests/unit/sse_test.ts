@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
 import { encodeSse, type SseEvent, SseScanner } from "../../src/http/sse.ts";
 import { JsonArrayScanner } from "../../src/http/json_array.ts";
-import { PassUnits, ReadUnits, relayStream, UnitFramer } from "../../src/http/relay.ts";
+import {
+  PassUnits,
+  ReadUnits,
+  relayStream,
+  RewriteUnits,
+  UnitFramer,
+  type UnitOutput,
+} from "../../src/http/relay.ts";
+import { readBody } from "../helpers/http.ts";
 
 function scan(chunks: Uint8Array[]): { event: string; data: string }[] {
   const events: SseEvent[] = [];
@@ -124,17 +132,26 @@ Deno.test("the JSON-array framer hands over each element whole, strings and esca
   assert.equal(cut.closed(), false);
 });
 
-/** An SSE relay's stages: framed, read by a meter that says when it `finished`, passed as is. */
-function stages(finished: () => boolean): [UnitFramer, ReadUnits, PassUnits] {
-  return [
-    new UnitFramer("sse"),
-    new ReadUnits(() => {}, finished),
-    new PassUnits({ tail: () => new TextEncoder().encode("event: error\ndata: {}\n\n") }),
-  ];
+const TAIL = "event: error\ndata: {}\n\n";
+
+/** An SSE relay's stages: framed, read by a meter that says when it `finished`, then `out`. */
+function stages(
+  finished: () => boolean,
+  out: UnitOutput = new PassUnits({ tail: () => new TextEncoder().encode(TAIL) }),
+): [UnitFramer, ReadUnits, UnitOutput] {
+  return [new UnitFramer("sse"), new ReadUnits(() => {}, finished), out];
 }
 
-/** Relays `parts` (then an error, or the end) and returns what the client receives. */
-async function relayed(parts: string[], fail: boolean, finished: () => boolean) {
+/**
+ * Relays `parts` (then an error, or the end) and returns what the client receives: the text, and
+ * whether the body's transfer failed rather than ending cleanly.
+ */
+async function relayed(
+  parts: string[],
+  fail: boolean,
+  finished: () => boolean,
+  options: { abortFailed?: boolean; out?: UnitOutput } = {},
+) {
   let ended = "";
   let next = 0;
   const upstream = new ReadableStream<Uint8Array>({
@@ -144,13 +161,15 @@ async function relayed(parts: string[], fail: boolean, finished: () => boolean) 
       else controller.close();
     },
   });
-  const body = relayStream(upstream, stages(finished), {
+  const body = relayStream(upstream, stages(finished, options.out), {
     onEnd: (how) => void (ended = how),
     abort: () => {},
     idleMs: 0,
     maxMs: 0,
+    abortFailed: options.abortFailed,
   });
-  return { text: await new Response(body).text(), ended };
+  const { text, failed } = await readBody(new Response(body));
+  return { text, ended, failed };
 }
 
 Deno.test("the relay passes whole events only, and a cut stream ends in the error tail", async () => {
@@ -163,33 +182,113 @@ Deno.test("the relay passes whole events only, and a cut stream ends in the erro
   const done = await relayed(parts, false, () => true);
   assert.equal(done.text, parts.join(""), "a finished stream passes byte for byte");
   assert.equal(done.ended, "done");
+  assert.ok(!cut.failed && !early.failed && !done.failed, "each body ends cleanly");
+});
+
+Deno.test("a stream whose last unit is the upstream's own error ends with it: no second error", async () => {
+  const content = 'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\n';
+  for (
+    const error of [
+      'data: {"error":{"message":"Rate limit reached","code":"rate_limit_exceeded"}}\n\n',
+      'event: error\ndata: {"type":"error","error":{"type":"overloaded_error"}}\n\n',
+    ]
+  ) {
+    for (const fail of [false, true]) {
+      const { text, ended } = await relayed([content, error], fail, () => false);
+      assert.equal(text, content + error, `the upstream's error is the end (${error})`);
+      assert.equal(ended, "cut");
+    }
+  }
+  // An error the upstream did not terminate (it ends with the stream) is sent as the end too.
+  const unterminated = 'data: {"error":{"message":"gone"}}';
+  const held = await relayed([content, unterminated], false, () => false);
+  assert.equal(held.text, content + unterminated);
+  // Content after an error: the stream's end is not the upstream's error, and gets the tail.
+  const after = await relayed([content, 'data: {"error":{}}\n\n', content], false, () => false);
+  assert.equal(after.text, content + 'data: {"error":{}}\n\n' + content + TAIL);
+});
+
+Deno.test("abortFailed: a body that ends in its error is aborted after it, a clean one closed", async () => {
+  const parts = ["event: a\ndata: 1\n\n", "event: b\ndata: 2\n\n"];
+  for (const fail of [true, false]) {
+    const cut = await relayed(parts, fail, () => false, { abortFailed: true });
+    assert.equal(cut.text, parts.join("") + TAIL, "every byte up to the error tail arrives");
+    assert.equal(cut.failed, true, "then the transfer fails");
+    assert.equal(cut.ended, "cut");
+  }
+  const upstreamError = await relayed(
+    [parts[0], "event: error\ndata: {}\n\n"],
+    false,
+    () => false,
+    {
+      abortFailed: true,
+    },
+  );
+  assert.equal(upstreamError.text, parts[0] + "event: error\ndata: {}\n\n");
+  assert.equal(upstreamError.failed, true, "the upstream's own error ends it as a failure too");
+  const done = await relayed(parts, false, () => true, { abortFailed: true });
+  assert.equal(done.text, parts.join(""));
+  assert.equal(done.failed, false, "a finished stream ends cleanly");
+  // A finished stream whose output ends in the protocol's error (a translation without an answer).
+  const failing = (failed: boolean) =>
+    new RewriteUnits({
+      unit: (event) => `<${event.event}>`,
+      end: () => (failed ? "<error>" : "<end>"),
+      cut: () => new TextEncoder().encode("<cut>"),
+      failed: () => failed,
+    });
+  const noAnswer = await relayed(parts, false, () => true, {
+    abortFailed: true,
+    out: failing(true),
+  });
+  assert.deepEqual([noAnswer.text, noAnswer.failed], ["<a><b><error>", true]);
+  const answer = await relayed(parts, false, () => true, {
+    abortFailed: true,
+    out: failing(false),
+  });
+  assert.deepEqual([answer.text, answer.failed], ["<a><b><end>", false]);
+  const noTail = await relayed(parts, true, () => false, {
+    abortFailed: true,
+    out: new PassUnits(),
+  });
+  assert.deepEqual(
+    [noTail.text, noTail.failed],
+    [parts.join(""), true],
+    "no tail: aborted at once",
+  );
 });
 
 Deno.test("a stream cut while its client is not reading is settled at once", async () => {
-  let ended = "";
-  const upstream = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      controller.enqueue(new TextEncoder().encode("data: tick\n\n"));
-      return new Promise((r) => setTimeout(r, 20));
-    },
-  });
-  const body = relayStream(upstream, stages(() => false), {
-    onEnd: (how) => void (ended = how),
-    abort: () => {},
-    idleMs: 0,
-    maxMs: 100,
-  });
-  const reader = body.getReader();
-  await reader.read(); // then the client stops reading
-  await new Promise((r) => setTimeout(r, 300));
-  assert.equal(ended, "cut", "settled without another read");
-  let rest = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    rest += new TextDecoder().decode(value);
+  for (const abortFailed of [false, true]) {
+    let ended = "";
+    const upstream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(new TextEncoder().encode("data: tick\n\n"));
+        return new Promise((r) => setTimeout(r, 20));
+      },
+    });
+    const body = relayStream(upstream, stages(() => false), {
+      onEnd: (how) => void (ended = how),
+      abort: () => {},
+      idleMs: 0,
+      maxMs: 100,
+      abortFailed,
+    });
+    const reader = body.getReader();
+    await reader.read(); // then the client stops reading
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(ended, "cut", "settled without another read");
+    let rest = "";
+    let failed = false;
+    for (;;) {
+      const read = await reader.read().catch(() => null);
+      if (!read) failed = true;
+      if (!read || read.done) break;
+      rest += new TextDecoder().decode(read.value);
+    }
+    assert.match(rest, /event: error/, "the error tail still arrives");
+    assert.equal(failed, abortFailed, "then the body ends, or with abortFailed is aborted");
   }
-  assert.match(rest, /event: error/);
 });
 
 Deno.test("the relay's stages are Transformers: piped as TransformStreams, whole events pass as they are", async () => {

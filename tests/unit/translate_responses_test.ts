@@ -15,6 +15,10 @@ import type { GatewayError } from "../../src/http/errors.ts";
 import type { AnswerInfo } from "../../src/translate/codec.ts";
 import type { CanonicalEvent, CanonicalRequest, Opaque } from "../../src/translate/ir.ts";
 import { fromToken, toToken } from "../../src/translate/opaque.ts";
+import { toolForms } from "../../src/translate/tool_forms.ts";
+import { collect } from "../../src/translate/collect.ts";
+import { zeroUsage } from "../../src/translate/ir.ts";
+import { issuedIn, itemId } from "../../src/protocols/responses/item_ids.ts";
 import { decodeEverySplit, encodeAll, INFO, PARALLEL } from "../helpers/codec.ts";
 import { sseEvents } from "../helpers/http.ts";
 
@@ -619,6 +623,316 @@ Deno.test("a free-form tool round trip: Codex through Claude and back as custom_
   const completed = events.at(-1)!.data as any;
   assert.equal(completed.type, "response.completed");
   assert.deepEqual(completed.response.output[0].input, "*** Begin Patch\n");
+});
+
+Deno.test("tools the client runs that are not functions: functions elsewhere, their own items here", () => {
+  const body = {
+    model: "m",
+    tools: [
+      { type: "tool_search", execution: "client" },
+      { type: "local_shell" },
+      { type: "shell", environment: { type: "local" } },
+      { type: "apply_patch" },
+      {
+        type: "computer_use_preview",
+        display_width: 1024,
+        display_height: 768,
+        environment: "browser",
+      },
+      // Run by OpenAI: hosted tools, which other providers do not have.
+      { type: "tool_search" },
+      { type: "shell", environment: { type: "container_auto" } },
+    ],
+    input: [
+      { role: "user", content: "go" },
+      {
+        type: "tool_search_call",
+        call_id: "s1",
+        execution: "client",
+        arguments: { paths: ["crm"] },
+      },
+      {
+        type: "tool_search_output",
+        call_id: "s1",
+        execution: "client",
+        tools: [
+          { type: "function", name: "lookup", parameters: { type: "object", properties: {} } },
+          { type: "apply_patch" }, // already offered: not twice
+        ],
+      },
+      {
+        type: "local_shell_call",
+        id: "lsh_1",
+        call_id: "l1",
+        status: "completed",
+        action: { type: "exec", command: ["ls"], env: {} },
+      },
+      { type: "local_shell_call_output", id: "l1", output: "a.txt" },
+      {
+        type: "shell_call",
+        call_id: "h1",
+        action: { commands: ["pwd"], timeout_ms: null, max_output_length: null },
+      },
+      {
+        type: "shell_call_output",
+        call_id: "h1",
+        output: [{ stdout: "/", stderr: "", outcome: { type: "exit", exit_code: 0 } }],
+      },
+      {
+        type: "apply_patch_call",
+        call_id: "p1",
+        status: "completed",
+        operation: { type: "delete_file", path: "a.txt" },
+      },
+      { type: "apply_patch_call_output", call_id: "p1", status: "failed", output: "no such file" },
+      { type: "computer_call", call_id: "c1", action: { type: "screenshot" } },
+      {
+        type: "computer_call_output",
+        call_id: "c1",
+        output: { type: "computer_screenshot", image_url: "data:image/png;base64,iVBO" },
+      },
+    ],
+  };
+  const request = decodeRequest(body, {});
+  assert.deepEqual(request.tools.map((t) => [t.name, t.clientType]), [
+    ["tool_search", "tool_search"],
+    ["local_shell", "local_shell"],
+    ["shell", "shell"],
+    ["apply_patch", "apply_patch"],
+    ["computer", "computer_use_preview"],
+    ["lookup", undefined],
+  ]);
+  assert.deepEqual(request.tools[0].parameters.required, ["paths"], "OpenAI's default schema");
+  assert.match(request.tools[4].description!, /browser screen of 1024x768/);
+  assert.deepEqual(request.hostedTools.map((h) => h.field), ["tools[5]", "tools[6]"]);
+  const calls = request.messages.flatMap((m) =>
+    m.role === "assistant" ? m.content.filter((p) => p.type === "tool-call") : []
+  ) as any[];
+  assert.deepEqual(calls.map((c) => [c.id, c.name, c.input]), [
+    ["s1", "tool_search", { paths: ["crm"] }],
+    ["l1", "local_shell", { command: ["ls"], env: {} }],
+    ["h1", "shell", { commands: ["pwd"] }],
+    ["p1", "apply_patch", { type: "delete_file", path: "a.txt" }],
+    ["c1", "computer", { type: "screenshot" }],
+  ]);
+  const results = request.messages.flatMap((m) => m.role === "tool" ? m.content : []);
+  assert.deepEqual(results.map((r) => [r.id, r.name, r.isError ?? false]), [
+    ["s1", "tool_search", false],
+    ["l1", "local_shell", false],
+    ["h1", "shell", false],
+    ["p1", "apply_patch", true],
+    ["c1", "computer", false],
+  ]);
+  assert.match((results[0].content[0] as any).text, /"lookup"/);
+  assert.deepEqual(results[4].content[0], {
+    type: "file",
+    mediaType: "image/png",
+    data: { base64: "iVBO" },
+  });
+  // Forcing one, or allowing it, is forcing or allowing its function.
+  assert.deepEqual(
+    decodeRequest({ ...body, tool_choice: { type: "apply_patch" } }, {}).toolChoice,
+    { type: "tool", name: "apply_patch" },
+  );
+  const allowed = decodeRequest({
+    ...body,
+    input: [],
+    tool_choice: { type: "allowed_tools", mode: "auto", tools: [{ type: "tool_search" }] },
+  }, {});
+  assert.deepEqual(allowed.tools.map((t) => t.name), ["tool_search"]);
+
+  // To Claude they are functions (those OpenAI runs are refused by name); Claude's calls come
+  // back as the client's own call items.
+  assert.throws(() => messages.encodeRequest(request, anthropic), names("tools[5]"));
+  const upstream = messages.encodeRequest(
+    { ...request, hostedTools: [] },
+    anthropic,
+  ) as Record<string, any>;
+  assert.deepEqual(upstream.tools.map((t: any) => t.name), [
+    "tool_search",
+    "local_shell",
+    "shell",
+    "apply_patch",
+    "computer",
+    "lookup",
+  ]);
+  const info: AnswerInfo = { ...INFO, ...toolForms(request.tools) };
+  const answer = {
+    id: "up",
+    model: "claude-x",
+    content: calls.map((c) => ({ ...c, id: `new_${c.id}` })),
+    finish: { reason: "tool-calls" as const },
+    usage: { input: 1, cacheRead: 0, cacheWrite: 0, output: 1, reasoning: 0 },
+  };
+  const client = encodeResponse(answer, info) as Record<string, any>;
+  assert.deepEqual(client.output.map((i: any) => [i.type, i.id.split("_")[0], i.call_id]), [
+    ["tool_search_call", "tsc", "new_s1"],
+    ["local_shell_call", "lsh", "new_l1"],
+    ["shell_call", "sh", "new_h1"],
+    ["apply_patch_call", "apc", "new_p1"],
+    ["computer_call", "cu", "new_c1"],
+  ]);
+  assert.deepEqual(client.output[0].execution, "client");
+  assert.deepEqual(client.output[0].arguments, { paths: ["crm"] });
+  assert.deepEqual(client.output[1].action, { type: "exec", command: ["ls"], env: {} });
+  assert.deepEqual(client.output[2].action, {
+    commands: ["pwd"],
+    timeout_ms: null,
+    max_output_length: null,
+  });
+  assert.deepEqual(client.output[3].operation, { type: "delete_file", path: "a.txt" });
+  assert.deepEqual(client.output[4].action, { type: "screenshot" });
+  // Replayed as they came, they read as the same calls.
+  const again = decodeRequest({ ...body, input: client.output }, {});
+  assert.deepEqual(
+    (again.messages[0].content as any[]).map((c) => [c.id, c.name, c.input]),
+    answer.content.map((c) => [c.id, c.name, c.input]),
+  );
+
+  // Streamed: each added in progress and done whole, with no function-call events.
+  const events = sseEvents(encodeAll((w) => responsesEncoder(w, info), [
+    { type: "start" },
+    { type: "tool-input-start", id: "call_9", name: "tool_search" },
+    { type: "tool-input-delta", id: "call_9", delta: '{"paths":' },
+    { type: "tool-input-delta", id: "call_9", delta: '["crm"]}' },
+    { type: "tool-input-end", id: "call_9" },
+    { type: "finish", reason: "tool-calls", usage: answer.usage },
+  ])) as any[];
+  checkGrammar(events);
+  assert.ok(!events.some((e) => e.event.startsWith("response.function_call")));
+  const added = events.find((e) => e.event === "response.output_item.added")!.data.item;
+  assert.deepEqual([added.type, added.status], ["tool_search_call", "in_progress"]);
+  assert.deepEqual(events.at(-1)!.data.response.output[0], {
+    id: added.id,
+    type: "tool_search_call",
+    call_id: "call_9",
+    status: "completed",
+    execution: "client",
+    arguments: { paths: ["crm"] },
+  });
+});
+
+/** An answer id of the form the gateway issues (`resp_` and 48 hex digits). */
+const ISSUED: AnswerInfo = { ...INFO, id: `resp_${"ab12".repeat(12)}` };
+
+/** A translated answer with every kind of item, as canonical content. */
+const EVERY_ITEM: CanonicalEvent[] = [
+  { type: "start" },
+  { type: "reasoning-start", id: "r" },
+  { type: "reasoning-delta", id: "r", delta: "Hm." },
+  {
+    type: "reasoning-end",
+    id: "r",
+    opaque: { provider: "anthropic", kind: "thinking-signature", value: "SIG" },
+  },
+  { type: "text-start", id: "t1" },
+  { type: "text-delta", id: "t1", delta: "Hello " },
+  { type: "text-end", id: "t1" },
+  { type: "text-start", id: "empty" },
+  { type: "text-end", id: "empty" },
+  { type: "text-start", id: "t2" },
+  { type: "text-delta", id: "t2", delta: "world." },
+  { type: "text-end", id: "t2" },
+  { type: "hosted-call", part: { type: "hosted-call", tool: "web_search", id: "srv_1" } },
+  { type: "text-start", id: "t3" },
+  { type: "text-delta", id: "t3", delta: "Found." },
+  { type: "text-end", id: "t3" },
+  {
+    type: "tool-input-start",
+    id: "call_1",
+    name: "f",
+    opaque: { provider: "gemini", kind: "thought-signature", value: "TS" },
+  },
+  { type: "tool-input-delta", id: "call_1", delta: '{"a":1}' },
+  { type: "tool-input-end", id: "call_1" },
+  { type: "finish", reason: "tool-calls", usage: zeroUsage() },
+];
+
+Deno.test("item ids name the answer and the place they were issued in, stream and whole alike", () => {
+  assert.equal(itemId("msg", ISSUED.id, 10), `msg_${"ab12".repeat(12)}000a`);
+  assert.deepEqual(issuedIn(itemId("fc", ISSUED.id, 10)), { answerId: ISSUED.id, index: 10 });
+  assert.equal(issuedIn(itemId("msg", "ans_1", 0)), undefined, "another answer id: a hash");
+  assert.equal(issuedIn("msg_68af2b0c9e1d"), undefined);
+
+  // The stream writes the items the whole answer has, with the same ids.
+  const events = sseEvents(encodeAll((w) => responsesEncoder(w, ISSUED), EVERY_ITEM)) as any[];
+  checkGrammar(events);
+  const streamed = events.at(-1)!.data.response.output;
+  const collector = collect();
+  EVERY_ITEM.forEach((e) => collector.push(e));
+  const whole = encodeResponse(collector.result()!, ISSUED) as Record<string, any>;
+  assert.deepEqual(streamed, whole.output);
+  assert.deepEqual(whole.output.map((i: any) => i.type), [
+    "reasoning",
+    "message",
+    "web_search_call",
+    "message",
+    "reasoning",
+    "function_call",
+  ]);
+  assert.equal(whole.output[1].content[0].text, "Hello world.", "consecutive text: one message");
+  assert.deepEqual(whole.output.map((i: any) => issuedIn(i.id)?.index), [0, 1, 2, 3, 4, 5]);
+});
+
+Deno.test("an item reference reads as the item the gateway issued, from the answer it keeps", () => {
+  const collector = collect();
+  EVERY_ITEM.forEach((e) => collector.push(e));
+  const content = collector.result()!.content;
+  const output = (encodeResponse(collector.result()!, ISSUED) as any).output;
+  const kept = (id: string) => id === ISSUED.id ? structuredClone(content) : undefined;
+  const referred = decodeRequest({
+    model: "m",
+    input: [
+      { role: "user", content: "go" },
+      ...output.map((item: any) => ({ type: "item_reference", id: item.id })),
+    ],
+  }, { kept });
+  const inline = decodeRequest({
+    model: "m",
+    input: [{ role: "user", content: "go" }, ...output],
+  }, {});
+  assert.deepEqual(referred.messages, inline.messages, "the same as the items sent whole");
+  const parts = referred.messages[1].content as any[];
+  assert.deepEqual(parts[0].opaque, {
+    provider: "anthropic",
+    kind: "thinking-signature",
+    value: "SIG",
+  });
+  assert.deepEqual(parts.at(-1).opaque, {
+    provider: "gemini",
+    kind: "thought-signature",
+    value: "TS",
+  });
+
+  // Read in the forms the request's tools give: a free-form tool's call is a custom call.
+  const custom = decodeRequest({
+    model: "m",
+    tools: [{ type: "custom", name: "f" }],
+    input: [{ type: "item_reference", id: output[5].id }],
+  }, { kept });
+  assert.deepEqual(custom.messages[0].content, [
+    { type: "tool-call", id: "call_1", name: "f", input: { input: '{"a":1}' }, kind: "custom" },
+  ]);
+
+  // No such item, no such answer kept, or an id of another form: a 400 at the reference.
+  const beyond = itemId("msg", ISSUED.id, 6);
+  const elsewhere = itemId("msg", `resp_${"cd34".repeat(12)}`, 1);
+  for (const id of [beyond, elsewhere, "msg_68af2b0c9e1d", output[1].id.replace("msg_", "rs_")]) {
+    assert.throws(
+      () =>
+        decodeRequest({
+          model: "m",
+          input: [{ role: "user", content: "go" }, { type: "item_reference", id }],
+        }, { kept }),
+      names("input[1]"),
+      id,
+    );
+  }
+  assert.throws(
+    () => decodeRequest({ model: "m", input: [{ type: "item_reference", id: output[1].id }] }, {}),
+    names("input[0]"),
+    "nothing is kept",
+  );
 });
 
 Deno.test("answers: usage arithmetic, refusals, incomplete is length over tool calls", () => {
@@ -1270,12 +1584,14 @@ Deno.test("reasoning, signatures, free-form and namespaced calls, search: each i
     '{"path":"a"}',
   ]);
   assert.equal(output[5].arguments, "{}");
+  // Under the gateway's id, as every item of the answer (the provider's is not the client's).
   assert.deepEqual(output[6], {
-    id: "srvtoolu_1",
+    id: output[6].id,
     type: "web_search_call",
     status: "completed",
     action: { type: "search", query: "q" },
   });
+  assert.match(output[6].id, /^ws_/);
   assert.deepEqual(events.at(-1)!.data.response.usage.input_tokens, 7);
   assert.deepEqual(events.at(-1)!.data.response.usage.output_tokens, 9);
 

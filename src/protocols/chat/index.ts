@@ -3,7 +3,7 @@
  * the client's request, and calls to a chat upstream — OpenAI, xAI, the Anthropic-type vendors'
  * OpenAI-compatible surfaces and `openai-compatible` servers. Streams always ask the upstream for
  * usage (`stream_options.include_usage`), so every stream can be billed; on pass-through, a client
- * that did not ask gets the stream without the usage chunk.
+ * that did not ask gets the stream without what asking caused (the usage chunk, `usage: null`).
  */
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
@@ -85,8 +85,8 @@ export const chat: WireProtocol = {
       },
       usageFromJson: (json) => chatUsage(json, webSearch),
       meter: () => chatMeter(webSearch),
-      // A pass-through client that did not ask for usage does not get the chunk asked for it.
-      rewrite: options.passthrough && stream && !options.usageChunk ? withoutUsage : undefined,
+      // A pass-through client that did not ask for usage does not get what asking for it caused.
+      strip: options.passthrough && stream && !options.usageChunk ? withoutUsage : undefined,
     };
   },
 };

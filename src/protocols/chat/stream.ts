@@ -1,6 +1,6 @@
 /**
- * Chat-completions streams (`openai-other.md` §1.4): dropping the usage chunk the gateway asked
- * the upstream for when the client did not, and the translation of chunks to and from canonical
+ * Chat-completions streams (`openai-other.md` §1.4): taking out what the gateway's asking the
+ * upstream for usage caused when the client did not ask, and the translation of chunks to and from canonical
  * events (errors are in `errors.ts`). Chat streams are flat deltas of one
  * choice with no `event:` lines: blocks are implicit (text after reasoning starts a new block),
  * tool calls are told apart by `index`, the finish reason comes in a chunk of its own, the usage
@@ -11,6 +11,7 @@
  * vendors' field; opaque state has no slot in a chat stream and is not written.
  */
 import { isObject } from "../../http/json.ts";
+import { hasMember, memberName } from "../../http/json_bytes.ts";
 import { encodeSse, type SseEvent } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import { isCustomCall } from "../../translate/custom_tools.ts";
@@ -24,24 +25,32 @@ import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
 
 /** `"usage":null` as a member of a compact JSON object (quotes inside strings are escaped). */
 const NULL_USAGE = /,\s*"usage"\s*:\s*null(?=\s*[,}])|"usage"\s*:\s*null\s*,/g;
+const USAGE = memberName("usage");
 
 /**
- * Re-encodes one chunk for a client that did not ask for usage, as the upstream would have sent
- * it: the usage-only chunk (`choices: []`) is dropped, and the `usage` member (null, or the
- * usage some vendors put in the last choice) removed; everything else is unchanged.
+ * One chunk for a pass-through client that did not ask for usage, as the upstream would have sent
+ * it had the gateway not asked (`stream_options.include_usage`): the usage-only chunk
+ * (`choices: []` with a `usage` object) is dropped (""), the `usage: null` members asking put on
+ * every chunk are removed (the chunk re-encoded); null — the chunk passes as the upstream sent
+ * it — for any other, a usage the upstream sends unasked (on its last content chunk) included.
  */
 export function withoutUsage(event: SseEvent): string | null {
-  const data = event.data().replace(NULL_USAGE, "");
-  if (/"usage"\s*:\s*\{/.test(data)) {
-    try {
-      const chunk = JSON.parse(data);
-      if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return null;
-      delete chunk.usage;
-      for (const choice of chunk.choices ?? []) delete choice.usage;
-      return encodeSse(JSON.stringify(chunk), event.event || undefined);
-    } catch { /* not a JSON chunk: relayed as it is */ }
+  if (!hasMember(event.raw(), USAGE)) return null;
+  const data = event.data();
+  const stripped = data.replace(NULL_USAGE, "");
+  if (stripped !== data) return encodeSse(stripped, event.event || undefined);
+  return isUsageChunk(data) ? "" : null;
+}
+
+/** Whether a chunk's data is the usage-only chunk: no choices, a `usage` object. */
+function isUsageChunk(data: string): boolean {
+  if (!/"usage"\s*:\s*\{/.test(data)) return false;
+  try {
+    const chunk = JSON.parse(data);
+    return Array.isArray(chunk?.choices) && chunk.choices.length === 0 && isObject(chunk.usage);
+  } catch {
+    return false; // not a JSON chunk: relayed as it is
   }
-  return encodeSse(data, event.event || undefined);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ export const generate: WireProtocol = {
     id: () => newId("", 11),
     usage: generateUsageView,
     errorTail: (started, jsonArray) => jsonArray ? streamErrorElement(started) : streamErrorEvent(),
+    // Older Google SDKs return the text before a last error element as a success.
+    abortFailed: true,
   },
   count: { client: generateCountClient, upstream: generateCountUpstream },
 

@@ -9,10 +9,16 @@
  * - functions grouped in a `namespace` tool (Codex) are flattened to `<namespace>__<name>`;
  * - a free-form (`custom`) tool is a function with one string `input`, its grammar given to the
  *   model as that field's description;
+ * - a tool the client runs that is not a function (`tool_search` with `execution: "client"`,
+ *   `local_shell`, `shell`, `apply_patch`, the computer tools; see `tool_types.ts`) is a function
+ *   of its own name; its call and output items are a call and its result, and the tools a tool
+ *   search loaded are offered from then on;
  * - `tool_choice: allowed_tools` offers the model only the allowed tools, with its mode (the same
  *   effect; only OpenAI's caching of the whole list is lost);
- * - stored state only OpenAI holds (`conversation`, a stored `prompt`, `item_reference`,
- *   `compaction` and other hosted items), file ids and log probabilities are refused by name;
+ * - an `item_reference` to an item of an answer the gateway translated and keeps for the caller
+ *   is read as that item (`references.ts`); stored state only OpenAI holds (`conversation`, a
+ *   stored `prompt`, other item references, `compaction` and other hosted items), file ids and
+ *   log probabilities are refused by name;
  * - `safety_identifier` (else `user`) is the end-user id; web search records a client replays are
  *   kept as hosted-call parts;
  * - options with no canonical field that change the answer — `text.verbosity`, a `service_tier`
@@ -51,19 +57,14 @@ import { fromToken, readOpaque, signaturesOntoCalls } from "../../translate/opaq
 import { readEffort } from "../../translate/reasoning.ts";
 import { decodeSampling } from "../../translate/sampling.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
+import { type ToolForms, toolForms } from "../../translate/tool_forms.ts";
 import { hostedCall } from "./decode_response.ts";
 import { mediaTypeOf } from "./file_types.ts";
 import { flatName } from "./namespaces.ts";
+import { type References, references } from "./references.ts";
+import { type ClientForm, clientForm, formOf, isWebSearch, itemForm } from "./tool_types.ts";
 
 const ELSEWHERE = "another protocol";
-
-/** Hosted tool types that are web search. */
-const WEB_SEARCH = new Set([
-  "web_search",
-  "web_search_preview",
-  "web_search_2025_08_26",
-  "web_search_preview_2025_03_11",
-]);
 
 /** A part naming a file by id is refused: provider file ids are not portable. */
 function refuseFileId(part: Json, at: string): void {
@@ -174,8 +175,31 @@ interface Turns {
   tool: ToolResultPart[];
 }
 
-/** The input items (or the input string) as canonical messages. */
-function decodeInput(input: unknown, system: TextPart[]): Message[] {
+/** A tool declaration found in the input (loaded by a tool search), with where it stands. */
+interface Loaded {
+  tool: unknown;
+  at: string;
+}
+
+/** A call item of a client-run tool that is not a function, as a canonical call. */
+function clientCall(item: Json, at: string, form: ClientForm): ToolCallPart {
+  if (typeof item.call_id !== "string" || !item.call_id) {
+    // A tool search OpenAI ran itself has no call id: nothing of it can be replayed elsewhere.
+    throw inexpressible(at, `a \`${form.call}\` item the provider ran`, ELSEWHERE);
+  }
+  return { type: "tool-call", id: item.call_id, name: form.name, input: form.input(item, at) };
+}
+
+/**
+ * The input items (or the input string) as canonical messages; the tools the client's tool
+ * searches loaded go into `loaded`.
+ */
+function decodeInput(
+  input: unknown,
+  system: TextPart[],
+  loaded: Loaded[],
+  referred: References,
+): Message[] {
   if (typeof input === "string") {
     return input ? [{ role: "user", content: [{ type: "text", text: input }] }] : [];
   }
@@ -191,9 +215,8 @@ function decodeInput(input: unknown, system: TextPart[]): Message[] {
     return content;
   };
   const assistant = () => turn("assistant");
-  list(input, "input").forEach((raw, i) => {
-    const at = `input[${i}]`;
-    const item = object(raw, at);
+  /** One item, at `at` (a referred item at its reference's place). */
+  const addItem = (item: Json, at: string): void => {
     const type = item.type ?? "message";
     switch (type) {
       case "message": {
@@ -248,10 +271,32 @@ function decodeInput(input: unknown, system: TextPart[]): Message[] {
       case "web_search_call":
         assistant().push(hostedCall(item));
         return;
-      default:
-        throw inexpressible(at, `a \`${String(type)}\` item`, ELSEWHERE);
+      case "item_reference":
+        return addItem(referred(item, at), at);
     }
-  });
+    const client = itemForm(String(type));
+    if (client?.role === "call") {
+      const call = clientCall(item, at, client.form);
+      names.set(call.id, call.name);
+      assistant().push(call);
+    } else if (client) {
+      const { form } = client;
+      const id = form.answers ? form.answers(item) : item.call_id;
+      if (typeof id !== "string" || !id) {
+        throw inexpressible(at, `a \`${form.output}\` item the provider made`, ELSEWHERE);
+      }
+      const { output, isError } = form.result(item, at);
+      turn("tool").push({
+        type: "tool-result",
+        id,
+        name: form.name,
+        content: resultContent(output, `${at}.output`),
+        ...(isError ? { isError } : {}),
+      });
+      form.loads?.(item).forEach((tool, j) => loaded.push({ tool, at: `${at}.tools[${j}]` }));
+    } else throw inexpressible(at, `a \`${String(type)}\` item`, ELSEWHERE);
+  };
+  list(input, "input").forEach((raw, i) => addItem(object(raw, `input[${i}]`), `input[${i}]`));
   // A Gemini signature carried on an empty reasoning item goes back onto the call after it.
   return messages.map((m) =>
     m.role === "assistant" ? { role: "assistant", content: signaturesOntoCalls(m.content) } : m
@@ -300,24 +345,41 @@ function functionTool(tool: Json, at: string, namespace?: string): FunctionTool 
   };
 }
 
-function decodeTools(value: unknown): { tools: FunctionTool[]; hosted: HostedTool[] } {
-  const tools: FunctionTool[] = [];
-  const hosted: HostedTool[] = [];
+/** A client-run tool that is not a function, as the function other protocols are offered. */
+function clientFunction(tool: Json, form: ClientForm): FunctionTool {
+  return { name: form.name, ...form.declare(tool), clientType: String(tool.type) };
+}
+
+/** A request's tools: the functions the client runs, and the hosted tools. */
+interface Tools {
+  tools: FunctionTool[];
+  hosted: HostedTool[];
+}
+
+/**
+ * The tools declared in `value` (`tools`), and those the client's tool searches loaded —
+ * callable from then on; one already declared is not added twice.
+ */
+function decodeTools(value: unknown, loaded: Loaded[]): { declared: Tools; loaded: Tools } {
+  const declared: Tools = { tools: [], hosted: [] };
+  const found: Tools = { tools: [], hosted: [] };
+  let out = declared;
   const seen = new Set<string>();
   const add = (tool: FunctionTool, at: string) => {
     if (seen.has(tool.name)) {
+      if (out === found) return;
       throw invalid(
         at,
         `the tool name \`${tool.name}\` is given twice (a namespaced function is named \`<namespace>__<name>\` for other providers)`,
       );
     }
     seen.add(tool.name);
-    tools.push(tool);
+    out.tools.push(tool);
   };
-  list(value, "tools").forEach((raw, i) => {
-    const at = `tools[${i}]`;
+  const declare = (raw: unknown, at: string) => {
     const tool = object(raw, at);
     const type = String(tool.type ?? "");
+    const form = clientForm(tool);
     if (type === "function" || type === "custom") add(functionTool(tool, at), at);
     else if (type === "namespace") {
       const namespace = string(tool.name, `${at}.name`);
@@ -325,10 +387,14 @@ function decodeTools(value: unknown): { tools: FunctionTool[]; hosted: HostedToo
         const field = `${at}.tools[${j}]`;
         add(functionTool(object(inner, field), field, namespace), field);
       });
-    } else if (WEB_SEARCH.has(type)) hosted.push({ type: "web_search", field: at });
-    else hosted.push({ type: "other", field: at, name: type });
-  });
-  return { tools, hosted };
+    } else if (form) add(clientFunction(tool, form), at);
+    else if (isWebSearch(type)) out.hosted.push({ type: "web_search", field: at });
+    else out.hosted.push({ type: "other", field: at, name: type });
+  };
+  list(value, "tools").forEach((raw, i) => declare(raw, `tools[${i}]`));
+  out = found;
+  for (const { tool, at } of loaded) declare(tool, at);
+  return { declared, loaded: found };
 }
 
 /** Which tools `allowed_tools` lets the model use. */
@@ -352,6 +418,9 @@ function decodeChoice(value: unknown): { choice?: ToolChoice; allowed?: Allowed 
       },
     };
   }
+  // A client-run tool that is not a function is forced as the function it is offered as.
+  const form = formOf(String(choice.type));
+  if (form) return { choice: { type: "tool", name: form.name } };
   if (choice.type === "allowed_tools") {
     const allowed: Allowed = { functions: new Set(), namespaces: new Set(), hosted: new Set() };
     list(choice.tools, "tool_choice.tools").forEach((raw, i) => {
@@ -361,7 +430,7 @@ function decodeChoice(value: unknown): { choice?: ToolChoice; allowed?: Allowed 
         allowed.functions.add(flatName(tool.name, tool.namespace));
       } else if (type === "namespace" && typeof tool.name === "string") {
         allowed.namespaces.add(tool.name);
-      } else allowed.hosted.add(WEB_SEARCH.has(type) ? "web_search" : type);
+      } else allowed.hosted.add(isWebSearch(type) ? "web_search" : formOf(type)?.name ?? type);
     });
     return { choice: { type: choice.mode === "required" ? "required" : "auto" }, allowed };
   }
@@ -376,7 +445,8 @@ function allowedOnly(
 ): { tools: FunctionTool[]; hosted: HostedTool[] } {
   return {
     tools: tools.filter((t) =>
-      allowed.functions.has(t.name) || (!!t.namespace && allowed.namespaces.has(t.namespace))
+      allowed.functions.has(t.name) || (!!t.namespace && allowed.namespaces.has(t.namespace)) ||
+      (!!t.clientType && allowed.hosted.has(t.name))
     ),
     hosted: hosted.filter((h) => allowed.hosted.has(h.type === "web_search" ? h.type : h.name)),
   };
@@ -441,7 +511,7 @@ function noteUncarried(body: Json, adapt: Adapt): void {
   }
   if (!Array.isArray(body.tools)) return;
   body.tools.forEach((tool, i) => {
-    if (!isObject(tool) || !WEB_SEARCH.has(String(tool.type))) return;
+    if (!isObject(tool) || !isWebSearch(String(tool.type))) return;
     if (Object.entries(tool).some(([k, v]) => k !== "type" && v !== undefined && v !== null)) {
       adapt("search_options_dropped", `tools[${i}]`);
     }
@@ -455,19 +525,27 @@ function noteUncarried(body: Json, adapt: Adapt): void {
  */
 export function decodeRequest(
   body: Json,
-  _route: RouteInfo,
+  route: RouteInfo,
   adapt: Adapt = IGNORED,
 ): CanonicalRequest {
   refuseStoredState(body);
   const system: TextPart[] = [];
   const instructions = optionalString(body.instructions, "instructions");
   if (instructions) system.push({ type: "text", text: instructions });
-  const messages = decodeInput(body.input, system);
-  const declared = decodeTools(body.tools);
+  const loaded: Loaded[] = [];
+  // Items referred to are written again in the forms of the tools the request declares.
+  let forms: ToolForms | undefined;
+  const referred = references(
+    route,
+    () => forms ??= toolForms(decodeTools(body.tools, []).declared.tools),
+  );
+  const messages = decodeInput(body.input, system, loaded, referred);
   const { choice, allowed } = decodeChoice(body.tool_choice);
-  const { tools, hosted } = allowed
-    ? allowedOnly(declared.tools, declared.hosted, allowed)
-    : declared;
+  const { declared, loaded: found } = decodeTools(body.tools, loaded);
+  const offered = allowed ? allowedOnly(declared.tools, declared.hosted, allowed) : declared;
+  // What the client's tool searches loaded is callable besides.
+  const tools = [...offered.tools, ...found.tools];
+  const hosted = [...offered.hosted, ...found.hosted];
   const parallel = optionalBoolean(body.parallel_tool_calls, "parallel_tool_calls");
   const request: CanonicalRequest = {
     system,

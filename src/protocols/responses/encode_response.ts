@@ -4,26 +4,25 @@
  * `encrypted_content` token of a reasoning item (a Gemini signature on a call on an empty
  * reasoning item just before it; one on a text part has no slot and is not carried), calls as the
  * client declared their tools (free-form calls as `custom_tool_call`s, namespaced ones with their
- * `namespace`), and the response object around them. The stream encoder writes items with the
+ * `namespace`, those of a client-run tool that is not a function as that tool's call items), and
+ * the response object around them, echoing the `previous_response_id` it continues. The stream encoder writes items with the
  * same functions.
  */
 import type { AnswerInfo } from "../../translate/codec.ts";
 import { customInput, isCustomCall } from "../../translate/custom_tools.ts";
 import type {
+  AssistantPart,
   CanonicalResponse,
   HostedCallPart,
   Json,
   Opaque,
   TokenUsage,
 } from "../../translate/ir.ts";
-import { shortHash, stringifyArguments } from "../../translate/tool_ids.ts";
+import { parseArguments, stringifyArguments } from "../../translate/tool_ids.ts";
+import { itemId } from "./item_ids.ts";
+import { type ClientForm, formOf } from "./tool_types.ts";
 import { encodeStatus } from "./status.ts";
 import { encodeTokenUsage } from "./token_usage.ts";
-
-/** An output item id derived from the answer's id and the item's place (pure, stable). */
-export function itemId(prefix: string, info: AnswerInfo, index: number): string {
-  return `${prefix}_${shortHash(`${info.id}#${index}`)}${shortHash(`${index}#${info.id}`)}`;
-}
 
 /** A reasoning item for the client, its opaque state as a token. */
 export function reasoningItem(
@@ -51,15 +50,43 @@ export function messageItem(id: string, text: string): Json {
   };
 }
 
-/** A call as the client declared its tool: custom or function, with its namespace. */
+/** How a call is written for the client: as its own tool type's call item, custom, or function. */
+export function callForm(
+  part: { name: string; kind?: string },
+  info: AnswerInfo,
+): ClientForm | "custom" | "function" {
+  const type = info.clientTools?.get(part.name);
+  const form = type ? formOf(type) : undefined;
+  return form ?? (isCustomCall(part, info) ? "custom" : "function");
+}
+
+/** The id prefix of the items of a call of this form. */
+export function callPrefix(form: ReturnType<typeof callForm>): string {
+  return form === "custom" ? "ctc" : form === "function" ? "fc" : form.prefix;
+}
+
+/**
+ * A call as the client declared its tool: the call item of a tool it runs that is not a function
+ * (a `tool_search_call`…), custom, or function, with its namespace.
+ */
 export function callItem(
   id: string,
   part: { id: string; name: string; input: unknown; kind?: string },
   info: AnswerInfo,
 ): Json {
+  const form = callForm(part, info);
+  if (typeof form === "object") {
+    return {
+      id,
+      type: form.call,
+      call_id: part.id,
+      status: "completed",
+      ...form.item(parseArguments(part.input)),
+    };
+  }
   const named = info.namespaced?.get(part.name);
   const name = named ? { name: named.name, namespace: named.namespace } : { name: part.name };
-  if (isCustomCall(part, info)) {
+  if (form === "custom") {
     return {
       id,
       type: "custom_tool_call",
@@ -79,10 +106,10 @@ export function callItem(
   };
 }
 
-/** A finished web search record. */
+/** A finished web search record (under the gateway's id: the provider's is not the client's). */
 export function webSearchItem(id: string, part: HostedCallPart): Json {
   return {
-    id: part.id || id,
+    id,
     type: "web_search_call",
     status: "completed",
     action: { type: "search", query: part.query ?? "" },
@@ -117,7 +144,7 @@ export function responseObject(
     model: info.model,
     output,
     parallel_tool_calls: true,
-    previous_response_id: null,
+    previous_response_id: info.previousId ?? null,
     prompt_cache_key: null,
     reasoning: { effort: null, summary: null },
     safety_identifier: null,
@@ -136,19 +163,22 @@ export function responseObject(
   };
 }
 
-/** A canonical answer as a Responses `response` object. */
-export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): Json {
+/**
+ * An answer's content as output items, with their ids: consecutive text is one message; another
+ * provider's opaque state rides on reasoning items. The stream encoder writes the same items.
+ */
+export function outputItems(content: AssistantPart[], info: AnswerInfo): Json[] {
   const output: Json[] = [];
   /** The message item consecutive text parts go into. */
   let message: Json | null = null;
-  for (const part of response.content) {
+  for (const part of content) {
     if (part.type === "text") {
       if (!part.text) continue;
       if (message) {
         const content = (message.content as Json[])[0];
         content.text = String(content.text) + part.text;
       } else {
-        message = messageItem(itemId("msg", info, output.length), part.text);
+        message = messageItem(itemId("msg", info.id, output.length), part.text);
         output.push(message);
       }
       continue;
@@ -158,26 +188,28 @@ export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): J
       case "reasoning":
         if (part.text || part.opaque) {
           output.push(
-            reasoningItem(itemId("rs", info, output.length), part.text, part.opaque, info),
+            reasoningItem(itemId("rs", info.id, output.length), part.text, part.opaque, info),
           );
         }
         break;
       case "tool-call":
         if (part.opaque) {
-          output.push(reasoningItem(itemId("rs", info, output.length), "", part.opaque, info));
+          output.push(reasoningItem(itemId("rs", info.id, output.length), "", part.opaque, info));
         }
         output.push(
-          callItem(
-            itemId(isCustomCall(part, info) ? "ctc" : "fc", info, output.length),
-            part,
-            info,
-          ),
+          callItem(itemId(callPrefix(callForm(part, info)), info.id, output.length), part, info),
         );
         break;
       case "hosted-call":
-        output.push(webSearchItem(itemId("ws", info, output.length), part));
+        output.push(webSearchItem(itemId("ws", info.id, output.length), part));
         break;
     }
   }
+  return output;
+}
+
+/** A canonical answer as a Responses `response` object. */
+export function encodeResponse(response: CanonicalResponse, info: AnswerInfo): Json {
+  const output = outputItems(response.content, info);
   return responseObject(info, output, response.finish, response.usage);
 }

@@ -4,11 +4,15 @@
  * (whose objects they are is the pipeline's rule):
  * `previous_response_id` must be the caller's (its conversation's size is returned, for the hold),
  * a `conversation` cannot be the caller's (none is created through the gateway), item references
- * are refused, and a code interpreter container must be the caller's.
+ * are refused on a call passed through (one naming an item the gateway issued and keeps for the
+ * caller is translated instead, see `references.ts`), and a code interpreter container must be
+ * the caller's.
  */
-import { GatewayError, notFound } from "../../http/errors.ts";
+import { notFound } from "../../http/errors.ts";
 import { textOf } from "../../http/json.ts";
 import type { BodyNames, CallInput } from "../wire.ts";
+import { issuedIn } from "./item_ids.ts";
+import { unknownItem } from "./references.ts";
 
 type Json = Record<string, unknown>;
 
@@ -24,11 +28,7 @@ export function responsesState(input: CallInput, body: Json): { contextTokens?: 
   if (Array.isArray(body.input)) {
     body.input.forEach((item, i) => {
       if ((item as { type?: unknown } | null)?.type === "item_reference") {
-        throw new GatewayError(
-          400,
-          `Invalid 'input[${i}]': item references are not supported through this gateway; send the item itself.`,
-          { param: `input[${i}]`, code: "unsupported_value" },
-        );
+        throw unknownItem(`input[${i}]`, (item as { id?: unknown }).id);
       }
     });
   }
@@ -49,10 +49,23 @@ export function responsesState(input: CallInput, body: Json): { contextTokens?: 
   };
 }
 
+/** The answers the gateway issued whose items `input` refers to (each once, in order). */
+function referredAnswers(input: unknown): string[] {
+  const answers = new Set<string>();
+  for (const item of Array.isArray(input) ? input : []) {
+    const reference = item as { type?: unknown; id?: unknown } | null;
+    if (reference?.type !== "item_reference" || typeof reference.id !== "string") continue;
+    const issued = issuedIn(reference.id);
+    if (issued) answers.add(issued.answerId);
+  }
+  return [...answers];
+}
+
 /**
  * What a Responses-family body names: the caller's `previous_response_id` and code interpreter
  * containers (an id, or `{id}`), and — continued upstream, so the call goes to the provider holding
- * them — the previous response and the containers named by id.
+ * them — the previous response and the containers named by id; and the gateway's own answers
+ * whose items it refers to.
  */
 export function responsesNames(body: Json): BodyNames {
   const containers = Array.isArray(body.tools)
@@ -60,5 +73,10 @@ export function responsesNames(body: Json): BodyNames {
     : [];
   const previous = body.previous_response_id;
   const named = typeof previous === "string" ? previous : undefined;
-  return { objects: [named, ...containers], previous, continues: [previous, ...containers] };
+  return {
+    objects: [named, ...containers],
+    previous,
+    continues: [previous, ...containers],
+    answers: referredAnswers(body.input),
+  };
 }

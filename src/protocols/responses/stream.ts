@@ -3,26 +3,29 @@
  * canonical events; the encoder writes the exact grammar — `response.created`,
  * `response.in_progress`, each output item added, its parts and deltas, done, one item at a time
  * (see `translate/sequence.ts`), then `response.completed` (or `response.incomplete`) carrying
- * every item and the usage; every event has its `sequence_number`. Errors are in `errors.ts`.
+ * every item and the usage; every event has its `sequence_number`. Its items are those of the
+ * same answer whole (`encode_response.ts`), with the same ids: consecutive text is one message.
+ * Errors are in `errors.ts`.
  */
 import { eventJson, isObject } from "../../http/json.ts";
 import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
-import { isCustomCall } from "../../translate/custom_tools.ts";
 import type { CanonicalEvent, Json, Opaque } from "../../translate/ir.ts";
 import { type Block, sequencedContent } from "../../translate/sequence.ts";
 import { streamEncoder } from "../../translate/stream_encoder.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 import { encryptedReasoning, hostedCall, isRefusal, outputSummary } from "./decode_response.ts";
 import {
+  callForm,
   callItem,
-  itemId,
+  callPrefix,
   messageItem,
   reasoningItem,
   responseObject,
   webSearchItem,
 } from "./encode_response.ts";
 import { errorData, readError } from "./errors.ts";
+import { itemId } from "./item_ids.ts";
 import { flatName } from "./namespaces.ts";
 import { decodeStatus } from "./status.ts";
 import { decodeTokenUsage } from "./token_usage.ts";
@@ -303,7 +306,8 @@ interface ItemData {
   /** The item was added (reasoning is added at its first text, or at its end with state). */
   added: boolean;
   name?: string;
-  custom?: boolean;
+  /** A call's: how it is written (see `callForm`). */
+  form?: ReturnType<typeof callForm>;
   text: string;
   /** Opaque state: a reasoning item's, or a call's (written on a reasoning item before it). */
   opaque?: Opaque;
@@ -321,7 +325,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
   /** Writes `output_item.added` for the next output place; returns the place. */
   const add = (prefix: string, item: (id: string) => Json): { itemId: string; index: number } => {
     const index = output.length;
-    const id = itemId(prefix, info, index);
+    const id = itemId(prefix, info.id, index);
     const added = item(id);
     output.push(added);
     ev("response.output_item.added", { output_index: index, item: added });
@@ -357,13 +361,41 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
       id: block.id,
       name: block.data.name ?? "",
       input,
-      ...(block.data.custom ? { kind: "custom" } : {}),
+      ...(block.data.form === "custom" ? { kind: "custom" } : {}),
     }, info);
+
+  /**
+   * The message item whose text ended last, while nothing else has begun: text that follows goes
+   * on in it (one message of consecutive text, as in a whole answer); it is finished when another
+   * item begins, or at the end.
+   */
+  let message: ItemData | null = null;
+
+  const closeMessage = () => {
+    const d = message;
+    if (!d) return;
+    message = null;
+    ev("response.output_text.done", at(d, { content_index: 0, text: d.text, logprobs: [] }));
+    ev(
+      "response.content_part.done",
+      at(d, {
+        content_index: 0,
+        part: { type: "output_text", text: d.text, annotations: [], logprobs: [] },
+      }),
+    );
+    finishItem(d.index, messageItem(d.itemId, d.text));
+  };
 
   const blocks = sequencedContent<ItemData>({
     begin(block) {
       const d = block.data;
-      if (block.kind === "text") {
+      if (block.kind !== "text") closeMessage();
+      if (block.kind === "text" && message) {
+        // Consecutive text: the same message goes on.
+        const { itemId, index, text } = message;
+        Object.assign(d, { itemId, index, text, added: true });
+        message = null;
+      } else if (block.kind === "text") {
         Object.assign(
           d,
           add("msg", (id) => ({
@@ -386,12 +418,13 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
         if (d.opaque) callState(d.opaque);
         Object.assign(
           d,
-          add(d.custom ? "ctc" : "fc", (id) => {
+          add(callPrefix(d.form!), (id) => {
             const item = callOf(block, {}, id);
             return {
               ...item,
               status: "in_progress",
-              ...(d.custom ? { input: "" } : { arguments: "" }),
+              ...(d.form === "custom" ? { input: "" } : {}),
+              ...(d.form === "function" ? { arguments: "" } : {}),
             };
           }),
         );
@@ -419,25 +452,15 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
         ev("response.reasoning_summary_text.delta", at(d, { summary_index: 0, delta: text }));
       } else {
         d.text += text;
-        if (!d.custom) ev("response.function_call_arguments.delta", at(d, { delta: text }));
+        if (d.form === "function") {
+          ev("response.function_call_arguments.delta", at(d, { delta: text }));
+        }
       }
     },
     end(block) {
       const d = block.data;
-      if (block.kind === "text") {
-        ev(
-          "response.output_text.done",
-          at(d, { content_index: 0, text: d.text, logprobs: [] }),
-        );
-        ev(
-          "response.content_part.done",
-          at(d, {
-            content_index: 0,
-            part: { type: "output_text", text: d.text, annotations: [], logprobs: [] },
-          }),
-        );
-        finishItem(d.index, messageItem(d.itemId, d.text));
-      } else if (block.kind === "reasoning") {
+      if (block.kind === "text") message = d; // finished once something else begins
+      else if (block.kind === "reasoning") {
         if (d.text) {
           ev("response.reasoning_summary_text.done", at(d, { summary_index: 0, text: d.text }));
           ev(
@@ -449,10 +472,10 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
         finishItem(d.index, reasoningItem(d.itemId, d.text, d.opaque, info));
       } else {
         const item = callOf(block, parseArguments(d.text), d.itemId);
-        if (item.type === "custom_tool_call") {
+        if (d.form === "custom") {
           ev("response.custom_tool_call_input.delta", at(d, { delta: item.input }));
           ev("response.custom_tool_call_input.done", at(d, { input: item.input }));
-        } else {
+        } else if (d.form === "function") {
           if (!d.text) {
             ev("response.function_call_arguments.delta", at(d, { delta: item.arguments }));
           }
@@ -473,13 +496,14 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
       ...(event.type === "tool-input-start"
         ? {
           name: event.name,
-          custom: isCustomCall(event, info),
+          form: callForm(event, info),
           ...(event.opaque ? { opaque: event.opaque } : {}),
         }
         : {}),
     }),
     ended: (d, opaque) => ({ ...d, opaque }),
     hosted(part) {
+      closeMessage();
       const place = add("ws", (id) => ({ ...webSearchItem(id, part), status: "in_progress" }));
       finishItem(place.index, webSearchItem(place.itemId, part));
     },
@@ -493,6 +517,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
     content: blocks.content,
     finish(event, usage) {
       blocks.closeAll();
+      closeMessage();
       const response = responseObject(info, [...output], { reason: event.reason }, usage);
       ev(`response.${response.status}`, { response });
     },
