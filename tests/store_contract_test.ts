@@ -899,7 +899,7 @@ const tokensCharge = (amount: number, tokens: number) => ({
 });
 
 contract(
-  "keys keep names, metadata, expiry and limits; they change, rotate and record use",
+  "keys keep names, metadata, expiry, limits and strict mode; they change, rotate and record use",
   async (place) => {
     const store = await place.open();
     const other = await place.open();
@@ -910,6 +910,7 @@ contract(
       assert.deepEqual(key.metadata, { team: "research" });
       assert.deepEqual(key.limits, { tpm: 5_000, models: { allow: ["claude-*"] } });
       assert.deepEqual([key.expiresAt, key.disabledAt, key.lastUsedAt], [null, null, null]);
+      assert.equal(key.strict, false, "not strict unless set");
       const expires = Date.now() + 86_400_000;
       const budgets = [{ period: "month" as const, amount: 20_000_000_000 }];
       key = (await store.updateKey("key_fields", {
@@ -923,7 +924,29 @@ contract(
         maxConcurrent: 3,
       }]);
       assert.ok(key.disabledAt !== null);
+      assert.equal(key.strict, false, "a change leaves out strict mode: it stays");
       assert.equal((await store.updateKey("key_fields", { disabled: false }))!.disabledAt, null);
+      // Strict mode: set, kept by other changes, cleared, set again (read by another handle below).
+      assert.equal((await store.updateKey("key_fields", { strict: true }))!.strict, true);
+      assert.equal((await store.updateKey("key_fields", { name: "intern" }))!.strict, true);
+      assert.equal((await store.updateKey("key_fields", { strict: false }))!.strict, false);
+      assert.equal((await store.findKey("key_fields"))!.strict, false);
+      assert.equal((await store.updateKey("key_fields", { strict: true }))!.strict, true);
+      // A key made strict.
+      await store.insertKey({
+        id: "key_fields_strict",
+        accountId: key.accountId,
+        hash: new Uint8Array(32).fill(8),
+        prefix: "sy-str",
+        rpm: null,
+        createdAt: Date.now(),
+        strict: true,
+      });
+      assert.equal((await store.findKey("key_fields_strict"))!.strict, true);
+      assert.equal(
+        (await store.listKeys()).find((k) => k.id === "key_fields_strict")!.strict,
+        true,
+      );
       const states = await store.budgets("key_fields", key.accountId, utcWindows(Date.now()));
       assert.deepEqual(states.map((b) => [b.owner, b.period, b.amount, b.spent, b.held]), [
         ["key", "month", 20_000_000_000, 0, 0],
@@ -935,6 +958,7 @@ contract(
         return key?.accountLimits.models !== undefined && key;
       }, { what: "the other handle seeing the account's limits" });
       assert.deepEqual(seen.accountLimits, { models: { deny: ["gpt-*"] } });
+      assert.equal(seen.strict, true);
       // Rotation: a new secret, the old one's hash kept until its grace ends.
       const rotated = new Uint8Array(32).fill(9);
       assert.equal(await store.rotateKey("key_fields", rotated, "sy-new", expires), true);

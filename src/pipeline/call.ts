@@ -16,6 +16,7 @@ import type { SseEvent } from "../http/sse.ts";
 import { metrics, UPSTREAM_SECONDS } from "../metrics/gateway.ts";
 import { providerName } from "../metrics/trace.ts";
 import type { UpstreamCall } from "../providers/index.ts";
+import type { AdaptationKind } from "../translate/adaptations.ts";
 import type { AnswerInfo, Codec, UsageView } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import type { TokenRequest } from "../billing/reserve.ts";
@@ -89,6 +90,8 @@ export interface Translation {
   /** The provider's name, which tags the opaque state of its answer. */
   provider: string;
   info: AnswerInfo;
+  /** The kinds of adaptation the translation made (see `adapted.ts`). */
+  adapted?: readonly AdaptationKind[];
   /** Runs with the whole answer once the call completed (the conversation state kept). */
   onAnswer?(response: CanonicalResponse): void;
 }

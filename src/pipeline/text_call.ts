@@ -4,8 +4,9 @@
  * stored state, see `resolve.ts`), then route it (`route.ts`: admit, send, relay, settle), which
  * takes from `callFor` the call each deployment it tries gets, planned for its provider (see
  * `translate/plan.ts`): the body as it is when the provider speaks the client's protocol, or
- * decoded into the canonical form and encoded in the provider's. Everything after is metered on
- * the upstream's side.
+ * decoded into the canonical form and encoded in the provider's, with the adaptations that made
+ * (shown, or refused in strict mode: see `adapted.ts`). Everything after is metered on the
+ * upstream's side.
  */
 import type { Handler, RequestContext } from "../context.ts";
 import { type JsonBody, readJsonObject } from "../http/body.ts";
@@ -20,6 +21,7 @@ import type {
   WireProtocol,
 } from "../protocols/wire.ts";
 import { protocolsOf } from "../providers/index.ts";
+import { collect } from "../translate/adaptations.ts";
 import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
@@ -35,6 +37,7 @@ import {
   resolveModel,
 } from "./resolve.ts";
 import { routeCall } from "./route.ts";
+import { adaptedOrRefused, strictMode } from "./adapted.ts";
 
 /** A text request as read and resolved, before any deployment is chosen. */
 interface TextRequest {
@@ -52,6 +55,8 @@ interface TextRequest {
    * that issued it, or nowhere).
    */
   held: boolean;
+  /** Adaptations are refused (strict mode). */
+  strict: boolean;
 }
 
 /** The handler of a text route whose clients speak `client`. */
@@ -64,7 +69,8 @@ export function textCall(client: WireProtocol): Handler {
     await loadNamedState(ctx, names);
     const model = resolveModel(ctx, accepted.model, "text");
     const held = continuesKept(ctx, names) || body.text.includes(TOKEN_PREFIX);
-    const request: TextRequest = { ctx, client, input, accepted, body, names, held };
+    const strict = strictMode(ctx);
+    const request: TextRequest = { ctx, client, input, accepted, body, names, held, strict };
     // A body continuing upstream state (a stored response) goes to the provider holding it.
     const pin = continuedProvider(ctx, names);
     return await routeCall(ctx, model, (target) => callFor(request, target), true, pin);
@@ -143,16 +149,27 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     );
   }
   const conversation = client.names?.chained ? keptConversations : undefined;
-  const own = client.decodeRequest(clientBody, {
-    stream: accepted.stream,
-    ...(conversation ? { kept: (id: string) => conversation.answer(ctx, id) } : {}),
-  });
+  const decoded = collect((adapt) =>
+    client.decodeRequest(clientBody, {
+      stream: accepted.stream,
+      ...(conversation ? { kept: (id: string) => conversation.answer(ctx, id) } : {}),
+    }, adapt)
+  );
+  const own = decoded.value;
   const canonical = conversation ? conversation.restore(ctx, clientBody, own) : own;
-  const encoded = upstream.encodeRequest(canonical, {
+  const target = {
     model: model.upstreamId,
     provider: model.provider.name,
     family: model.provider.type,
-  });
+  };
+  const { value: encoded, adaptations } = collect((adapt) =>
+    upstream.encodeRequest(canonical, target, adapt)
+  );
+  const adapted = adaptedOrRefused(
+    [...decoded.adaptations, ...adaptations],
+    request.strict,
+    upstream.id,
+  );
   const prepared = upstream.prepare(
     request.input,
     { text: JSON.stringify(encoded), value: encoded },
@@ -177,6 +194,7 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     client,
     provider: model.provider.name,
     info,
+    adapted,
     ...(conversation
       ? {
         onAnswer: (response: CanonicalResponse) =>

@@ -86,9 +86,11 @@ const TABLES: Table[] = [
       ["in_flight", "integer"],
       ["tpm_minute", "bigint"],
       ["tpm_tokens", "bigint"],
+      ["strict", "boolean"],
     ],
     row: (r) => ({
       ...r,
+      strict: Number(r.strict) === 1,
       hash: toHex(r.hash as Uint8Array),
       previous_hash: r.previous_hash ? toHex(r.previous_hash as Uint8Array) : null,
       metadata: json(r.metadata),

@@ -30,7 +30,7 @@ export const ACCOUNT_COLUMNS = "id, name, balance, spent, held, created_at, limi
 /** What `toKey` reads, from `keys k` joined with their `accounts a`. */
 export const KEY_COLUMNS = `k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm,
   k.created_at, k.revoked_at, k.name, k.metadata, k.expires_at, k.disabled_at, k.last_used_at,
-  k.limits, a.limits AS account_limits, k.previous_hash, k.previous_until`;
+  k.limits, a.limits AS account_limits, k.previous_hash, k.previous_until, k.strict`;
 /** What `toBudgetRow` reads, from `budgets`. */
 export const BUDGET_COLUMNS = "owner, period, amount, held, window_start, window_spent";
 /** What `toLedgerEntry` reads, from `ledger l` joined with its `accounts a`. */
@@ -77,6 +77,7 @@ export function toKey(row: Row): KeyRecord {
     metadata: metadataOf(row.metadata),
     expiresAt: num(row.expires_at),
     disabledAt: num(row.disabled_at),
+    strict: row.strict === true || Number(row.strict) === 1,
     lastUsedAt: num(row.last_used_at),
     limits: keyLimitsOf(row.limits),
     accountLimits: accountLimitsOf(row.account_limits),

@@ -204,6 +204,13 @@ export const MIGRATIONS: string[] = [
    CREATE INDEX alerts_account ON alerts (account_id, id);
    CREATE INDEX keys_expiry ON keys (expires_at)
      WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
+  // A key's strict mode: its translated calls refuse adaptations (see `translate/adaptations.ts`).
+  // A change to it is a key change like the others.
+  `ALTER TABLE keys ADD COLUMN strict INTEGER NOT NULL DEFAULT 0;
+   DROP TRIGGER keys_updated;
+   CREATE TRIGGER keys_updated AFTER UPDATE OF account_id, hash, prefix, rpm, revoked_at, name,
+     metadata, expires_at, disabled_at, limits, previous_hash, previous_until, strict ON keys
+   BEGIN UPDATE key_changes SET n = n + 1; END;`,
 ];
 
 /** Runs the migrations `db` has not had yet. */

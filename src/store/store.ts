@@ -78,6 +78,8 @@ export interface KeyRecord {
   expiresAt: number | null;
   /** When it was disabled (it may be enabled again); null: enabled. */
   disabledAt: number | null;
+  /** Its translated calls refuse to adapt what the target cannot express exactly (strict mode). */
+  strict: boolean;
   /** When it was last used (kept to about a minute). */
   lastUsedAt: number | null;
   limits: KeyLimits;
@@ -91,7 +93,7 @@ export interface KeyRecord {
 /** A key as it is created: what the store does not default. */
 export type NewKey =
   & Pick<KeyRecord, "id" | "accountId" | "hash" | "prefix" | "rpm" | "createdAt">
-  & Partial<Pick<KeyRecord, "name" | "metadata" | "expiresAt" | "limits">>;
+  & Partial<Pick<KeyRecord, "name" | "metadata" | "expiresAt" | "limits" | "strict">>;
 
 /** A change to a key: only the fields given change. */
 export interface KeyPatch {
@@ -102,6 +104,7 @@ export interface KeyPatch {
   disabled?: boolean;
   rpm?: number | null;
   limits?: KeyLimits;
+  strict?: boolean;
 }
 
 /**

@@ -208,6 +208,7 @@ function principal(accountId: number, limited = false): Principal {
     limits: {},
     accountLimits: {},
     limited,
+    strict: false,
   };
 }
 

@@ -48,7 +48,8 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
       ALTER TABLE keys DROP COLUMN last_used_at; ALTER TABLE keys DROP COLUMN limits;
       ALTER TABLE keys DROP COLUMN previous_hash; ALTER TABLE keys DROP COLUMN previous_until;
       ALTER TABLE keys DROP COLUMN in_flight; ALTER TABLE keys DROP COLUMN tpm_minute;
-      ALTER TABLE keys DROP COLUMN tpm_tokens; ALTER TABLE accounts DROP COLUMN limits;
+      ALTER TABLE keys DROP COLUMN tpm_tokens; ALTER TABLE keys DROP COLUMN strict;
+      ALTER TABLE accounts DROP COLUMN limits;
       ALTER TABLE ledger DROP COLUMN limits;
       DROP TRIGGER ledger_hold; DROP TRIGGER ledger_settle; DROP TRIGGER ledger_release;
       DROP TRIGGER keys_inserted; DROP TRIGGER keys_deleted;

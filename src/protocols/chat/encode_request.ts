@@ -15,8 +15,17 @@
  * - the output cap is `max_completion_tokens` for OpenAI itself, `max_tokens` for every other
  *   server (vLLM, Ollama, llama.cpp and most vendors read only that one); `top_k`, a reasoning
  *   budget's exact size (sent as the nearest effort) and `visible` have no field and are not sent;
- * - streams ask for the usage chunk (`stream_options.include_usage`).
+ * - streams ask for the usage chunk (`stream_options.include_usage`);
+ * - each adaptation is noted (see `translate/adaptations.ts`).
  */
+import {
+  type Adapt,
+  failedResults,
+  fieldOf,
+  hostedRecords,
+  IGNORED,
+  unreplayed,
+} from "../../translate/adaptations.ts";
 import type { Target } from "../../translate/codec.ts";
 import { CUSTOM_INPUT } from "../../translate/custom_tools.ts";
 import { dataUrl } from "../../translate/data_url.ts";
@@ -171,8 +180,25 @@ function encodeFormat(format: NonNullable<CanonicalRequest["responseFormat"]>): 
   };
 }
 
+/** Notes what `request` loses on its way to a chat upstream (see `adaptations.ts`). */
+function noteAdaptations(request: CanonicalRequest, adapt: Adapt): void {
+  const field = request.fields.messages;
+  // Chat takes no reasoning and no provider state at all.
+  if (unreplayed(request.messages, "", [])) adapt("reasoning_not_replayed", field);
+  if (hostedRecords(request.messages)) adapt("hosted_history_dropped", field);
+  if (failedResults(request.messages)) adapt("error_flag_as_text", field);
+  const reasoning = request.reasoning;
+  if (reasoning?.off || reasoning?.budgetTokens !== undefined || reasoning?.visible) {
+    adapt("reasoning_approximated", fieldOf(request, "reasoning"));
+  }
+}
+
 /** A canonical request as a chat body for `target`. */
-export function encodeRequest(request: CanonicalRequest, target: Target): Json {
+export function encodeRequest(
+  request: CanonicalRequest,
+  target: Target,
+  adapt: Adapt = IGNORED,
+): Json {
   oneAnswer(request, PROTOCOL);
   const hosted = request.hostedTools[0];
   if (hosted) {
@@ -188,9 +214,17 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
     }
   }
   // The output cap is `max_completion_tokens` for OpenAI itself, `max_tokens` for every other.
-  encodeSampling("chat", request, body, {
-    maxOutputTokens: target.family === "openai" ? "max_completion_tokens" : "max_tokens",
-  });
+  encodeSampling(
+    "chat",
+    request,
+    body,
+    {
+      maxOutputTokens: target.family === "openai" ? "max_completion_tokens" : "max_tokens",
+    },
+    adapt,
+    request,
+  );
+  noteAdaptations(request, adapt);
   if (request.responseFormat) body.response_format = encodeFormat(request.responseFormat);
   const reasoning = request.reasoning;
   if (reasoning && !reasoning.off) {
