@@ -10,10 +10,21 @@ import assert from "node:assert/strict";
 import { requestLogged } from "./helpers/gateway.ts";
 import { anthropic, bearer, goog, type Json, post, postJson } from "./helpers/http.ts";
 import { booksOf, ledgerOf } from "./helpers/store.ts";
-import { startStack } from "./helpers/setup.ts";
+import { MAX_OUT, startStack, TEST_PRICE } from "./helpers/setup.ts";
 
 const ADMIN = "adapted-admin-token-0123456789";
-const stack = await startStack({ admin: { token: ADMIN } });
+const stack = await startStack({
+  admin: { token: ADMIN },
+  models: {
+    // A chat-only upstream with web search priced: a call may offer it (it is not sent).
+    "local-search": {
+      provider: "local",
+      upstream: "qwen3-coder",
+      price: { ...TEST_PRICE, tools: { web_search: 0.01 } },
+      ...MAX_OUT,
+    },
+  },
+});
 const { gateway } = stack;
 Deno.test.afterAll(() => stack.stop());
 
@@ -267,4 +278,36 @@ Deno.test("keys are made strict by the CLI and the admin API, and listed with it
   const wrong = await api("PATCH", `/keys/${created.json.id}`, { strict: "yes" });
   assert.equal(wrong.status, 400);
   assert.equal(wrong.json.error.param, "strict");
+});
+
+Deno.test("web search offered to a chat-only upstream: answered without it and said so; strict refuses", async () => {
+  // What Codex does on every turn: its function tools and a hosted web search.
+  const body = {
+    model: "local-search",
+    input: "Say hi.",
+    max_output_tokens: 64,
+    tools: [
+      { type: "function", name: "f", parameters: { type: "object", properties: {} } },
+      { type: "web_search" },
+    ],
+  };
+  const { key } = await gateway.createKey("adapted-search", "--credit", "5");
+  const seen = await stack.upstreamCount();
+  const json = await postJson(gateway.url, "/v1/responses", bearer(key), body);
+  assert.equal(json.status, 200, json.text);
+  assert.equal(json.headers.get(ADAPTED), "web_search_dropped");
+  const [sent] = await upstreamBodies(seen);
+  assert.deepEqual((sent.tools as Json[]).map((t) => (t.function as Json).name), ["f"]);
+  assert.equal(sent.web_search_options, undefined);
+  // Billed for what ran: no search call.
+  const [entry] = await ledgerOf(gateway, { requestId: idOf(json) });
+  assert.ok(!entry.units.some((u: { unit: string }) => u.unit.includes("search")));
+
+  const strict = await postJson(gateway.url, "/v1/responses", {
+    ...bearer(key),
+    [STRICT]: "true",
+  }, body);
+  assert.equal(strict.status, 400, strict.text);
+  assert.equal(strict.json.error.param, "tools[1]");
+  assert.match(strict.json.error.message, /web_search_dropped|web search/);
 });

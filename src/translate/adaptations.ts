@@ -41,6 +41,8 @@ export const ADAPTATIONS = {
     "a tool result's error flag, sent as text starting `Error:` (Responses, chat have no flag)",
   parallel_calls_dropped: "`parallel_tool_calls: false`, which the target cannot say (Gemini)",
   user_dropped: "an end-user id the target has no field for (Gemini), not sent",
+  web_search_dropped:
+    "web search offered to a target that cannot search (chat completions), not offered: the model answers without it",
   search_options_dropped:
     "web search options the target has no field for (allowed domains, location, context size, maximum uses), not sent",
   file_details_dropped:

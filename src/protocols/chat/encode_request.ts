@@ -10,8 +10,9 @@
  *   client's history: it does not survive a chat client's round trip (the other encoders cope
  *   with its absence);
  * - records of hosted work (`hosted-call` parts) are not sent: a chat upstream cannot replay them;
- * - hosted tools cannot run on a chat upstream and are refused by the client's field name;
- *   free-form (custom) tools are offered to a chat upstream as functions taking `{input}`;
+ * - web search is not offered (a chat upstream cannot search: noted as `web_search_dropped`), other
+ *   hosted tools cannot run there and are refused by the client's field name; and free-form
+ *   (custom) tools are offered to a chat upstream as functions taking `{input}`;
  * - the output cap is `max_completion_tokens` for OpenAI itself, `max_tokens` for every other
  *   server (vLLM, Ollama, llama.cpp and most vendors read only that one); `top_k`, a reasoning
  *   budget's exact size (sent as the nearest effort) and `visible` have no field and are not sent;
@@ -200,10 +201,13 @@ export function encodeRequest(
   adapt: Adapt = IGNORED,
 ): Json {
   oneAnswer(request, PROTOCOL);
-  const hosted = request.hostedTools[0];
-  if (hosted) {
-    const name = hosted.type === "web_search" ? "web_search" : hosted.name;
-    throw inexpressible(hosted.field, `the hosted tool \`${name}\``, PROTOCOL);
+  // Web search is offered, never forced (a forced hosted tool is refused where it is read): a
+  // chat upstream cannot search, so the model answers without it — noted, and refused when strict.
+  for (const hosted of request.hostedTools) {
+    if (hosted.type !== "web_search") {
+      throw inexpressible(hosted.field, `the hosted tool \`${hosted.name}\``, PROTOCOL);
+    }
+    adapt("web_search_dropped", hosted.field);
   }
   const body: Json = { model: target.model, messages: encodeMessages(request) };
   if (request.tools.length) {
