@@ -261,6 +261,15 @@ export const MIGRATIONS: string[] = [
    CREATE INDEX alerts_account ON alerts (account_id, id);
    CREATE INDEX keys_expiry ON keys (expires_at)
      WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
+  // Messages threads the gateway holds itself (translated calls), one row per turn.
+  `CREATE TABLE thread_turns (
+     id text PRIMARY KEY,
+     account_id bigint NOT NULL REFERENCES accounts (id),
+     previous_id text,
+     turn text NOT NULL,
+     created_at bigint NOT NULL
+   );
+   CREATE INDEX thread_turns_age ON thread_turns (created_at);`,
 ];
 
 /** Runs the migrations the database has not had yet (once, whichever replica comes first). */

@@ -204,6 +204,15 @@ export const MIGRATIONS: string[] = [
    CREATE INDEX alerts_account ON alerts (account_id, id);
    CREATE INDEX keys_expiry ON keys (expires_at)
      WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
+  // Messages threads the gateway holds itself (translated calls), one row per turn under its
+  // answer's id, in creation order like stored_responses.
+  `CREATE TABLE thread_turns (
+     id TEXT NOT NULL UNIQUE,
+     account_id INTEGER NOT NULL REFERENCES accounts(id),
+     previous_id TEXT,
+     turn TEXT NOT NULL,
+     created_at INTEGER NOT NULL
+   );`,
 ];
 
 /** Runs the migrations `db` has not had yet. */
