@@ -34,6 +34,7 @@ import {
   resolveModel,
 } from "./resolve.ts";
 import { routeCall } from "./route.ts";
+import { openThread, type ThreadCall } from "./threads.ts";
 
 /** A text request as read and resolved, before any deployment is chosen. */
 interface TextRequest {
@@ -50,6 +51,8 @@ interface TextRequest {
    * that issued it, or nowhere).
    */
   held: boolean;
+  /** The Messages thread it creates or continues (see `threads.ts`). */
+  thread?: ThreadCall;
 }
 
 /** The handler of a text route whose clients speak `client`. */
@@ -61,8 +64,9 @@ export function textCall(client: WireProtocol): Handler {
     const names = client.names?.of(body.value);
     await loadNamedState(ctx, names);
     const model = resolveModel(ctx, accepted.model, "text");
-    const held = continuesKept(ctx, names) || body.text.includes(TOKEN_PREFIX);
-    const request: TextRequest = { ctx, client, input, accepted, body, names, held };
+    const thread = await openThread(ctx, names);
+    const held = continuesKept(ctx, names) || body.text.includes(TOKEN_PREFIX) || !!thread?.held;
+    const request: TextRequest = { ctx, client, input, accepted, body, names, held, thread };
     // A body continuing upstream state (a stored response) goes to the provider holding it.
     const pin = continuedProvider(ctx, names);
     return await routeCall(ctx, model, (target) => callFor(request, target), true, pin);
@@ -127,7 +131,12 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
   const clientBody = request.body.value;
   const own = client.decodeRequest(clientBody, { stream: accepted.stream });
   const conversation = client.names?.chained ? keptConversations : undefined;
-  const canonical = conversation ? conversation.restore(ctx, clientBody, own) : own;
+  const thread = request.thread;
+  const canonical = thread
+    ? thread.restore(own)
+    : conversation
+    ? conversation.restore(ctx, clientBody, own)
+    : own;
   const encoded = upstream.encodeRequest(canonical, {
     model: model.upstreamId,
     provider: model.provider.name,
@@ -146,9 +155,9 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     created: Math.floor(Date.now() / 1000),
     usageChunk: accepted.usageChunk,
     jsonArray: accepted.jsonArray,
-    customTools: new Set(own.tools.filter((t) => t.kind === "custom").map((t) => t.name)),
+    customTools: new Set(canonical.tools.filter((t) => t.kind === "custom").map((t) => t.name)),
     namespaced: new Map(
-      own.tools.flatMap((t) =>
+      canonical.tools.flatMap((t) =>
         t.namespace
           ? [[t.name, { namespace: t.namespace, name: t.name.slice(t.namespace.length + 2) }]]
           : []
@@ -161,7 +170,9 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     client,
     provider: model.provider.name,
     info,
-    ...(conversation
+    ...(thread
+      ? { onAnswer: (response: CanonicalResponse) => thread.keep(own, response, info.id) }
+      : conversation
       ? {
         onAnswer: (response: CanonicalResponse) =>
           conversation.keep(ctx, clientBody, own, response, info.id),
