@@ -83,7 +83,9 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
       code: "model_not_supported",
     });
   }
-  if (plan.kind === "passthrough" && !request.held) {
+  // A thread goes as it is only to a provider that holds threads; the gateway holds it for others.
+  const holdsThread = !request.thread || model.provider.messageThreads === true;
+  if (plan.kind === "passthrough" && !request.held && holdsThread) {
     const prepared = client.prepare(request.input, request.body, model, {
       stream: accepted.stream,
       jsonArray: accepted.jsonArray,
