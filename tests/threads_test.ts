@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { Anthropic } from "./deps.ts";
-import { eventually, startStack } from "./helpers/setup.ts";
+import { eventually, startStack, UPSTREAM_KEY } from "./helpers/setup.ts";
 import { WEATHER } from "./helpers/wire_clients.ts";
 import { answerOf, anthropic, post, sseEvents } from "./helpers/http.ts";
 import { ledgerOf } from "./helpers/store.ts";
@@ -90,11 +90,12 @@ const units = (entry: { units: { unit: string; quantity: number }[] }, unit: str
 
 for (const stream of [false, true]) {
   Deno.test(
-    `a tool loop across a continue on Gemini, Responses and chat upstreams${
+    `a tool loop across a continue on Gemini, Responses, chat and Anthropic-compatible upstreams${
       stream ? " (streamed)" : ""
     }: the gateway holds the thread, the upstream sees it whole, each turn billed once`,
     async () => {
-      for (const model of ["gemini-test", "gpt-test", "local-test"]) {
+      // DeepSeek's Anthropic-compatible API speaks Messages but holds no threads.
+      for (const model of ["gemini-test", "gpt-test", "local-test", "deepseek-test"]) {
         const account = `thread-loop-${model}-${stream}`;
         const key = await keyFor(account);
         const first = await send(key, {
@@ -415,4 +416,60 @@ Deno.test("the SDK's tool runner threads through the gateway on a translated rou
     assert.deepEqual(sent[1].body.messages.map((m: any) => m.content[0].type), ["tool_result"]);
     assert.equal((await charges(account, 2)).length, 2);
   }
+});
+
+Deno.test("the emulator holds threads as Anthropic documents them", async () => {
+  const call = (body: Record<string, unknown>, beta = BETA) =>
+    post(stack.emulatorUrl, "/anthropic/v1/messages", {
+      "x-api-key": UPSTREAM_KEY,
+      "anthropic-version": "2023-06-01",
+      ...(beta ? { "anthropic-beta": `interleaved-thinking-2025-05-14, ${beta}` } : {}),
+    }, { model: "claude-sonnet-4-5", max_tokens: 256, ...body });
+  const code = async (res: Response) => {
+    const answer = await answerOf(res);
+    return [answer.status, answer.json?.error?.details?.error_code ?? answer.json?.error?.type];
+  };
+  const hello = [{ role: "user", content: "Hello." }];
+  assert.deepEqual(
+    await code(await call({ messages: hello, thread: { type: "create" } }, "")),
+    [400, "invalid_request_error"],
+    "without the beta `thread` is an unknown field",
+  );
+  const created = await answerOf(
+    await call({ system: "Be brief.", messages: hello, thread: { type: "create" } }),
+  );
+  assert.equal(created.status, 200, created.text);
+  const next = (id: string, content: string, extra: Record<string, unknown> = {}) =>
+    call({
+      messages: [{ role: "user", content }],
+      thread: { type: "continue", previous_message_id: id },
+      ...extra,
+    });
+  const id = created.json.id;
+  assert.deepEqual(await code(await next("msg_nope", "Hi.")), [404, "thread_not_found"]);
+  assert.deepEqual(await code(await next(id, "Hi.", { system: "Other." })), [
+    400,
+    "invalid_request_error",
+  ]);
+  assert.deepEqual(await code(await next(id, "Hi.", { model: "claude-opus-4-5" })), [
+    400,
+    "thread_fingerprint_mismatch",
+  ]);
+  // A continuation in flight holds the answer; one cut short or cancelled lets it go again.
+  const cut = await next(id, "Hi. [[emulate cut=3]]", { stream: true });
+  assert.equal(cut.status, 200);
+  await assert.rejects(cut.text(), "the stream was cut");
+  const slow = await next(id, "Hi. [[emulate delay=1000]]", { stream: true });
+  const reader = slow.body!.getReader();
+  await reader.read();
+  assert.deepEqual(await code(await next(id, "Hi.")), [400, "thread_continue_in_flight"]);
+  await reader.cancel();
+  let answered: any;
+  await eventually(async () => {
+    answered = await answerOf(await next(id, "Who are you?"));
+    return answered.status === 200;
+  });
+  assert.equal(answered.json.usage.input_tokens > created.json.usage.input_tokens, true);
+  assert.deepEqual(await code(await next(id, "Again?")), [400, "thread_already_continued"]);
+  assert.equal((await answerOf(await next(answered.json.id, "And?"))).status, 200);
 });
