@@ -125,8 +125,8 @@ function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCa
 
 /**
  * A translated call: the client's request decoded (with the conversation the gateway keeps put in
- * front, for a client that chains calls) and encoded for the upstream; its answer decoded and
- * encoded back, and kept when the client may continue it.
+ * front, for a client that chains calls or continues a thread) and encoded for the upstream; its
+ * answer decoded and encoded back, and kept when the client may continue it.
  */
 function translated(request: TextRequest, upstream: WireProtocol, model: ResolvedModel): Call {
   const { ctx, client, accepted } = request;
