@@ -6,7 +6,9 @@
  * reaches the model with the whole conversation — a tool loop across a continue works, each turn
  * billed once for what the upstream reports. What cannot be honoured is refused in the form the
  * SDK recovers from; another account's id is a 404 that reaches no upstream and charges nothing.
- * And the official SDK's tool runner, which threads by default, runs through the gateway.
+ * And the official SDK's tool runner, which threads by default, runs through the gateway; its
+ * thread helpers recover from the gateway's refusals as from Anthropic's (a replay under a new
+ * thread after `thread_not_found`, no thread after `thread_unsupported_request`).
  */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
@@ -359,49 +361,57 @@ Deno.test("what the gateway cannot hold is refused as thread_unsupported_request
   assert.equal((await charges(account, 3)).length, 3, "the answered calls only");
 });
 
+/**
+ * The official SDK's tool runner (which threads by default) asked `prompt` with the weather tool on
+ * `model`: the final message, the tool's runs, and each request as the SDK sent it.
+ */
+async function runWeather(key: string, model: string, stream: boolean, prompt: string) {
+  const sent: { beta: string | null; body: any }[] = [];
+  const client = new Anthropic({
+    apiKey: key,
+    baseURL: gateway.url,
+    maxRetries: 0,
+    fetch: (url: string | URL | Request, init?: RequestInit) => {
+      sent.push({
+        beta: new Headers(init?.headers).get("anthropic-beta"),
+        body: JSON.parse(String(init?.body)),
+      });
+      return fetch(url, init);
+    },
+  });
+  const ran: unknown[] = [];
+  const weather = {
+    type: "custom" as const,
+    name: WEATHER.name,
+    description: WEATHER.description,
+    input_schema: WEATHER.parameters as any,
+    parse: (input: unknown) => input as { city: string },
+    run: (input: { city: string }) => {
+      ran.push(input);
+      return `18C in ${input.city}`;
+    },
+  };
+  const runner = client.beta.messages.toolRunner({
+    model,
+    max_tokens: 512,
+    system: "Answer briefly.",
+    messages: [{ role: "user", content: prompt }],
+    tools: [weather],
+    stream,
+  } as any);
+  const final = await runner.runUntilDone();
+  const text = final.content.find((b: any) => b.type === "text") as any;
+  return { text: text?.text as string, ran, sent };
+}
+
 Deno.test("the SDK's tool runner threads through the gateway on a translated route", async () => {
   for (const [model, stream] of [["gemini-test", false], ["gpt-test", true]] as const) {
     const account = `thread-sdk-${model}`;
     const key = await keyFor(account);
-    // What the SDK sends, as it sends it.
-    const sent: { beta: string | null; body: any }[] = [];
-    const client = new Anthropic({
-      apiKey: key,
-      baseURL: gateway.url,
-      maxRetries: 0,
-      fetch: (url: string | URL | Request, init?: RequestInit) => {
-        sent.push({
-          beta: new Headers(init?.headers).get("anthropic-beta"),
-          body: JSON.parse(String(init?.body)),
-        });
-        return fetch(url, init);
-      },
-    });
-    const ran: unknown[] = [];
-    const weather = {
-      type: "custom" as const,
-      name: WEATHER.name,
-      description: WEATHER.description,
-      input_schema: WEATHER.parameters as any,
-      parse: (input: unknown) => input as { city: string },
-      run: (input: { city: string }) => {
-        ran.push(input);
-        return `18C in ${input.city}`;
-      },
-    };
     const since = await stack.upstreamCount();
-    const runner = client.beta.messages.toolRunner({
-      model,
-      max_tokens: 512,
-      system: "Answer briefly.",
-      messages: [{ role: "user", content: "Weather in Paris?" }],
-      tools: [weather],
-      stream,
-    } as any);
-    const final = await runner.runUntilDone();
+    const { text, ran, sent } = await runWeather(key, model, stream, "Weather in Paris?");
     assert.deepEqual(ran, [{ city: "Paris" }]);
-    const text = final.content.find((b: any) => b.type === "text") as any;
-    assert.match(text.text, /the tool returned 18C in Paris/);
+    assert.match(text, /the tool returned 18C in Paris/);
     // Two turns, each one call upstream, the second with the whole conversation.
     const upstream = await stack.upstreamSince(since);
     assert.equal(upstream.length, 2, JSON.stringify(upstream.map((r) => r.path)));
@@ -416,6 +426,19 @@ Deno.test("the SDK's tool runner threads through the gateway on a translated rou
     assert.deepEqual(sent[1].body.messages.map((m: any) => m.content[0].type), ["tool_result"]);
     assert.equal((await charges(account, 2)).length, 2);
   }
+});
+
+Deno.test("a conversation too large for the gateway to hold: the SDK's tool runner goes on without a thread", async () => {
+  const account = "thread-sdk-large";
+  const key = await keyFor(account);
+  const prompt = `${"word ".repeat(MAX_BYTES / 4)} Weather in Paris?`;
+  const { text, ran, sent } = await runWeather(key, "gemini-test", false, prompt);
+  assert.deepEqual(ran, [{ city: "Paris" }]);
+  assert.match(text, /the tool returned 18C in Paris/);
+  // Refused as thread_unsupported_request, the runner sent the whole conversation, unthreaded.
+  assert.deepEqual(sent.map((s) => s.body.thread?.type ?? null), ["create", null, null]);
+  assert.equal(sent[2].body.messages.length, 3);
+  assert.equal((await charges(account, 2)).length, 2, "the refused request charged nothing");
 });
 
 Deno.test("the emulator holds threads as Anthropic documents them", async () => {
@@ -472,4 +495,32 @@ Deno.test("the emulator holds threads as Anthropic documents them", async () => 
   assert.equal(answered.json.usage.input_tokens > created.json.usage.input_tokens, true);
   assert.deepEqual(await code(await next(id, "Again?")), [400, "thread_already_continued"]);
   assert.equal((await answerOf(await next(answered.json.id, "And?"))).status, 200);
+});
+
+Deno.test("a thread the gateway no longer holds: the SDK's thread helper replays it under a new one", async () => {
+  const key = await keyFor("thread-sdk-replay");
+  const sent: any[] = [];
+  const client = new Anthropic({
+    apiKey: key,
+    baseURL: gateway.url,
+    maxRetries: 0,
+    fetch: (url: string | URL | Request, init?: RequestInit) => {
+      sent.push(JSON.parse(String(init?.body)));
+      return fetch(url, init);
+    },
+  });
+  const thread = client.beta.messages.thread({ model: "gemini-test", max_tokens: 256 });
+  const first = await thread.send({ role: "user", content: "Remember: blue." });
+  const db = new DatabaseSync(`${gateway.dir}/data/switchyard.db`);
+  db.prepare("UPDATE thread_turns SET created_at = ? WHERE id = ?").run(
+    Date.now() - 25 * 3600 * 1000,
+    first.id,
+  );
+  db.close();
+  const second = await thread.send({ role: "user", content: "Colour?" });
+  assert.match((second.content[0] as any).text, /Colour\?/);
+  // The continuation was refused (404 thread_not_found); the replay sent everything, anew.
+  assert.deepEqual(sent.map((b) => b.thread.type), ["create", "continue", "create"]);
+  assert.equal(sent[2].messages.length, 3);
+  assert.equal(thread.previousMessageId, second.id);
 });
