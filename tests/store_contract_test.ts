@@ -399,6 +399,49 @@ contract(
   },
 );
 
+contract("Messages thread turns are kept once, walked back and pruned", async (place) => {
+  const store = await place.open();
+  try {
+    const account = await store.ensureAccount("t");
+    const turn = (id: string, previousId: string | null, createdAt: number, text = id) => ({
+      id,
+      accountId: account.id,
+      previousId,
+      turn: JSON.stringify({ messages: [{ role: "user", content: [{ type: "text", text }] }] }),
+      createdAt,
+    });
+    await store.saveThreadTurn(turn("msg_1", null, 1_000));
+    await store.saveThreadTurn(turn("msg_2", "msg_1", 2_000));
+    await store.saveThreadTurn(turn("msg_3", "msg_2", 5_000));
+    // A branch from msg_1: both continue it.
+    await store.saveThreadTurn(turn("msg_4", "msg_1", 6_000));
+    await store.saveThreadTurn(turn("msg_2", null, 9_000, "again"));
+    const bound = { steps: 10, bytes: 1_000_000 };
+    assert.deepEqual(await store.threadChain("msg_3", bound), [
+      turn("msg_3", "msg_2", 5_000),
+      turn("msg_2", "msg_1", 2_000),
+      turn("msg_1", null, 1_000),
+    ], "an id kept once keeps its first turn");
+    assert.deepEqual((await store.threadChain("msg_4", bound)).map((t) => t.id), [
+      "msg_4",
+      "msg_1",
+    ]);
+    assert.equal((await store.threadChain("msg_3", { steps: 2, bytes: 1e6 })).length, 2);
+    assert.equal(
+      (await store.threadChain("msg_3", { steps: 10, bytes: 100 })).length,
+      2,
+      "one turn past the byte bound",
+    );
+    // Kept apart from Responses conversations: neither walks the other's ids.
+    assert.deepEqual(await store.responseChain("msg_3", bound), []);
+    assert.equal(await store.pruneThreadTurns(3_000), 2);
+    assert.deepEqual((await store.threadChain("msg_3", bound)).map((t) => t.id), ["msg_3"]);
+    assert.deepEqual(await store.threadChain("nope", bound), []);
+  } finally {
+    await store.close();
+  }
+});
+
 /** 2^53 − 1 as a bigint, for the exact figures past it. */
 const MAX = BigInt(MAX_BALANCE);
 

@@ -38,6 +38,7 @@ import {
 } from "./resolve.ts";
 import { routeCall } from "./route.ts";
 import { adaptedOrRefused, strictMode } from "./adapted.ts";
+import { openThread, type ThreadCall } from "./threads.ts";
 
 /** A text request as read and resolved, before any deployment is chosen. */
 interface TextRequest {
@@ -57,6 +58,8 @@ interface TextRequest {
   held: boolean;
   /** Adaptations are refused (strict mode). */
   strict: boolean;
+  /** The Messages thread it creates or continues (see `threads.ts`). */
+  thread?: ThreadCall;
 }
 
 /** The handler of a text route whose clients speak `client`. */
@@ -68,9 +71,20 @@ export function textCall(client: WireProtocol): Handler {
     const names = client.names?.of(body.value);
     await loadNamedState(ctx, names);
     const model = resolveModel(ctx, accepted.model, "text");
-    const held = continuesKept(ctx, names) || body.text.includes(TOKEN_PREFIX);
+    const thread = await openThread(ctx, names);
+    const held = continuesKept(ctx, names) || body.text.includes(TOKEN_PREFIX) || !!thread?.held;
     const strict = strictMode(ctx);
-    const request: TextRequest = { ctx, client, input, accepted, body, names, held, strict };
+    const request: TextRequest = {
+      ctx,
+      client,
+      input,
+      accepted,
+      body,
+      names,
+      held,
+      strict,
+      thread,
+    };
     // A body continuing upstream state (a stored response) goes to the provider holding it.
     const pin = continuedProvider(ctx, names);
     return await routeCall(ctx, model, (target) => callFor(request, target), true, pin);
@@ -90,7 +104,9 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
       code: "model_not_supported",
     });
   }
-  if (plan.kind === "passthrough" && !request.held) {
+  // A thread goes as it is only to a provider that holds threads; the gateway holds it for others.
+  const holdsThread = !request.thread || model.provider.messageThreads === true;
+  if (plan.kind === "passthrough" && !request.held && holdsThread) {
     const prepared = client.prepare(request.input, request.body, model, {
       stream: accepted.stream,
       jsonArray: accepted.jsonArray,
@@ -135,8 +151,8 @@ function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCa
 
 /**
  * A translated call: the client's request decoded (with the conversation the gateway keeps put in
- * front, for a client that chains calls) and encoded for the upstream; its answer decoded and
- * encoded back, and kept when the client may continue it.
+ * front, for a client that chains calls or continues a thread) and encoded for the upstream; its
+ * answer decoded and encoded back, and kept when the client may continue it.
  */
 function translated(request: TextRequest, upstream: WireProtocol, model: ResolvedModel): Call {
   const { ctx, client, accepted } = request;
@@ -156,7 +172,12 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     }, adapt)
   );
   const own = decoded.value;
-  const canonical = conversation ? conversation.restore(ctx, clientBody, own) : own;
+  const thread = request.thread;
+  const canonical = thread
+    ? thread.restore(own)
+    : conversation
+    ? conversation.restore(ctx, clientBody, own)
+    : own;
   const target = {
     model: model.upstreamId,
     provider: model.provider.name,
@@ -183,7 +204,8 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     created: Math.floor(Date.now() / 1000),
     usageChunk: accepted.usageChunk,
     jsonArray: accepted.jsonArray,
-    ...toolForms(own.tools),
+    // A thread's continuation names no tools: they are the thread's.
+    ...toolForms(thread ? canonical.tools : own.tools),
     ...(conversation && typeof request.names?.previous === "string"
       ? { previousId: request.names.previous }
       : {}),
@@ -195,7 +217,9 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     provider: model.provider.name,
     info,
     adapted,
-    ...(conversation
+    ...(thread
+      ? { onAnswer: (response: CanonicalResponse) => thread.keep(own, response, info.id) }
+      : conversation
       ? {
         onAnswer: (response: CanonicalResponse) =>
           conversation.keep(ctx, clientBody, own, response, info.id, canonical),

@@ -268,6 +268,15 @@ export const MIGRATIONS: string[] = [
      revoked_at, name, metadata, expires_at, disabled_at, limits, previous_hash, previous_until,
      strict
      ON keys FOR EACH STATEMENT EXECUTE FUNCTION switchyard_key_changed();`,
+  // Messages threads the gateway holds itself (translated calls), one row per turn.
+  `CREATE TABLE thread_turns (
+     id text PRIMARY KEY,
+     account_id bigint NOT NULL REFERENCES accounts (id),
+     previous_id text,
+     turn text NOT NULL,
+     created_at bigint NOT NULL
+   );
+   CREATE INDEX thread_turns_age ON thread_turns (created_at);`,
 ];
 
 /** Runs the migrations the database has not had yet (once, whichever replica comes first). */

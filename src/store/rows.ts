@@ -14,6 +14,7 @@ import type {
   LowBalance,
   SpentBudget,
   StoredResponse,
+  ThreadTurn,
   UpstreamObject,
   UsageSummary,
   VideoJob,
@@ -105,6 +106,16 @@ export function toStoredResponse(row: Row): StoredResponse {
     previousId: text(row.previous_id),
     items: String(row.items),
     contextTokens: Number(row.context_tokens),
+    createdAt: Number(row.created_at),
+  };
+}
+
+export function toThreadTurn(row: Row): ThreadTurn {
+  return {
+    id: String(row.id),
+    accountId: Number(row.account_id),
+    previousId: text(row.previous_id),
+    turn: String(row.turn),
     createdAt: Number(row.created_at),
   };
 }

@@ -211,6 +211,15 @@ export const MIGRATIONS: string[] = [
    CREATE TRIGGER keys_updated AFTER UPDATE OF account_id, hash, prefix, rpm, revoked_at, name,
      metadata, expires_at, disabled_at, limits, previous_hash, previous_until, strict ON keys
    BEGIN UPDATE key_changes SET n = n + 1; END;`,
+  // Messages threads the gateway holds itself (translated calls), one row per turn under its
+  // answer's id, in creation order like stored_responses.
+  `CREATE TABLE thread_turns (
+     id TEXT NOT NULL UNIQUE,
+     account_id INTEGER NOT NULL REFERENCES accounts(id),
+     previous_id TEXT,
+     turn TEXT NOT NULL,
+     created_at INTEGER NOT NULL
+   );`,
 ];
 
 /** Runs the migrations `db` has not had yet. */

@@ -41,7 +41,7 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
     const db = new DatabaseSync(path);
     // The schema as it was (version 7), with a call held the way it used to be: the account's
     // `held` raised by its own statement.
-    db.exec(`DROP TABLE alerts; DROP INDEX keys_expiry;
+    db.exec(`DROP TABLE thread_turns; DROP TABLE alerts; DROP INDEX keys_expiry;
       DROP TRIGGER accounts_limits; DROP TABLE budgets; DROP TRIGGER keys_updated;
       ALTER TABLE keys DROP COLUMN name; ALTER TABLE keys DROP COLUMN metadata;
       ALTER TABLE keys DROP COLUMN expires_at; ALTER TABLE keys DROP COLUMN disabled_at;
