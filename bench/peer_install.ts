@@ -74,7 +74,8 @@ export async function installPeer(pkg: PeerPackage, cache = peerCache()): Promis
     const timer = setTimeout(() => child.kill("SIGKILL"), INSTALL_MS);
     const out = await child.output().finally(() => clearTimeout(timer));
     if (!out.success) {
-      const said = new TextDecoder().decode(out.stderr).trim().split("\n").slice(-6).join("\n");
+      // npm's first lines say what went wrong (`npm error code ETARGET`, …), the last where its log is.
+      const said = new TextDecoder().decode(out.stderr).trim().split("\n").slice(0, 3).join(" / ");
       throw new Error(`npm install ${pkg.name}@${pkg.version} failed (exit ${out.code}): ${said}`);
     }
     try {
@@ -93,9 +94,11 @@ export async function installPeer(pkg: PeerPackage, cache = peerCache()): Promis
 export async function nodeMajor(): Promise<number | string> {
   try {
     const out = await new Deno.Command("node", { args: ["--version"], stderr: "null" }).output();
-    const version = new TextDecoder().decode(out.stdout).trim();
+    const version = new TextDecoder().decode(out.stdout).trim().split("\n")[0];
     const major = Number(/^v(\d+)\./.exec(version)?.[1]);
-    return out.success && major ? major : `node --version said "${version}"`;
+    return out.success && major
+      ? major
+      : `the node on PATH is not Node.js (--version: "${version}")`;
   } catch {
     return "no node on PATH";
   }
