@@ -5,6 +5,7 @@
  * `reasoning` is set (a summary when asked, `encrypted_content` with `include` — sealed by the
  * emulator and verified when replayed — and `reasoning_tokens` in usage), hosted tool calls,
  * JSON matching `text.format`'s schema, call outputs checked against the calls of the input,
+ * item references to the items of stored responses (others are not found),
  * `incomplete` at `max_output_tokens`, errors in OpenAI's envelope (`openai.ts`); and
  * `input_tokens` and `compact` beside it.
  */
@@ -78,12 +79,25 @@ const SUMMARY = "Thinking it through.";
 /** The prefix of the emulator's `encrypted_content` (as OpenAI's Fernet-like tokens start). */
 const ENCRYPTED = "gAAAAB";
 
+const NOT_PERSISTED =
+  "Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.";
+
 /**
- * Input items the real API rejects: reasoning whose encrypted content it did not issue, and a
- * call output that answers no call of the input (without a stored previous response).
+ * Input items the real API rejects: a reference to an item of no stored response, reasoning whose
+ * encrypted content it did not issue, and a call output that answers no call of the input (a
+ * referred one counts; without a stored previous response).
  */
 function invalidInput(body: Json): Response | undefined {
-  const items = Array.isArray(body.input) ? body.input as Json[] : [];
+  const given = Array.isArray(body.input) ? body.input as Json[] : [];
+  for (const item of given) {
+    if (item.type === "item_reference" && !storedItems.has(String(item.id))) {
+      const message = `Item with id '${String(item.id)}' not found. ${NOT_PERSISTED}`;
+      return Response.json({
+        error: { message, type: "invalid_request_error", param: "input", code: null },
+      }, { status: 404 });
+    }
+  }
+  const items = given.map((i) => i.type === "item_reference" ? storedItems.get(String(i.id))! : i);
   const calls = new Set(
     items.flatMap((i) =>
       i.type === "function_call" || i.type === "custom_tool_call" ? [String(i.call_id)] : []
@@ -143,6 +157,8 @@ function inputTokenCount(body: Json, texts: string[]): number {
 
 /** Stored responses: id → the tokens of the conversation they end (input and output). */
 const stored = new Map<string, number>();
+/** The output items of stored responses, by id (an `item_reference` names one). */
+const storedItems = new Map<string, Json>();
 
 /**
  * What a WebSocket connection keeps of its last response (OpenAI's connection-local cache): a
@@ -242,6 +258,8 @@ export async function responses(req: Request, connection?: ConnectionCache): Pro
   if (body.store !== false) {
     if (stored.size >= 10_000) stored.clear();
     stored.set(id, inputTokens + outputTokens);
+    if (storedItems.size >= 50_000) storedItems.clear();
+    for (const item of outputItems) storedItems.set(String(item.id), item);
   }
   if (connection) connection.last = { id, tokens: inputTokens + outputTokens };
   const usage = {

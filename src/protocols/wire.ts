@@ -14,7 +14,7 @@ import type { SseEvent } from "../http/sse.ts";
 import type { Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
 import type { TokenRequest } from "../billing/reserve.ts";
-import type { CreatedObject } from "../billing/usage.ts";
+import type { CreatedObject, ObjectKind } from "../billing/usage.ts";
 import type { UpstreamCall } from "../providers/index.ts";
 import type { Codec, UsageView } from "../translate/codec.ts";
 import type { Json } from "../translate/ir.ts";
@@ -36,6 +36,8 @@ export interface CallInput {
   params: Record<string, string>;
   /** The caller's own upstream object `id` of `kind`, or a thrown 404 naming `field`. */
   own(id: unknown, kind: "response" | "container", field: string): OwnedObject;
+  /** The caller's own upstream object `id` of `kind`, or undefined (the protocol then decides). */
+  owned(id: unknown, kind: ObjectKind): OwnedObject | undefined;
 }
 
 /**
@@ -60,6 +62,11 @@ export interface BodyNames {
   answers?: string[];
   /** The thread it creates or continues, if any. */
   thread?: ThreadName;
+  /**
+   * The upstream items it refers to by id (Responses item references to items of a stored answer
+   * passed through): read like `objects`, but more of them (a long conversation refers to many).
+   */
+  items?: string[];
 }
 
 /** The stored state a protocol's requests name. */

@@ -283,11 +283,14 @@ export interface VideoOutcome {
   result: string;
 }
 
-/** An upstream object (a stored response, a container) and the account whose call created it. */
+/**
+ * An upstream object (a stored response, a container, an item of a stored response) and the
+ * account whose call created it.
+ */
 export interface UpstreamObject {
   id: string;
   accountId: number;
-  kind: "response" | "container";
+  kind: "response" | "container" | "item";
   /** For a response: the tokens of the conversation it ends (its input and output). */
   contextTokens: number;
   /** The provider (config name) that holds it; null for objects recorded before migration 12. */
