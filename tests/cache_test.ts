@@ -214,6 +214,14 @@ Deno.test("/v1/usage and the admin API show hit rate, writes, savings and losses
   ];
   await entryOf(await call(other.key, "messages", "claude-test", false, "[[emulate cached=100]]"));
   await seedMiss("cache-team", two.id);
+  // Embeddings go through no prompt cache: charged, but not in the cache's figures.
+  const embedded = await post(gateway.url, "/v1/embeddings", bearer(one.key), {
+    model: "embed-test",
+    input: "no cache here",
+  });
+  assert.equal(embedded.status, 200);
+  assert.equal((await entryOf(embedded.headers.get("x-request-id")!)).cache, null);
+  await embedded.body?.cancel();
 
   const usage = await usageOf(gateway, one.key);
   const cache = usage.cache;

@@ -12,9 +12,17 @@
  *   Who knows of such a miss (the routing side) tells the call's bill (`Bill.cacheMiss`); it is
  *   kept with the call's ledger entry.
  */
-import type { Prices } from "../catalog/catalog.ts";
+import type { ModelKind, Prices } from "../catalog/catalog.ts";
 import type { CacheCharge } from "../store/store.ts";
 import { inputTotal, ratesFor, tokenCost, type Usage } from "./price.ts";
+
+/**
+ * Whether calls to models of `kind` go through a prompt cache — text and image models (their text
+ * input); embeddings have none, videos are billed by the second — and so have cache figures.
+ */
+export function hasPromptCache(kind: ModelKind): boolean {
+  return kind === "text" || kind === "image";
+}
 
 /** Why a call missed a prompt cache it could have read, when the gateway caused it. */
 export const CACHE_MISS_CAUSES = [

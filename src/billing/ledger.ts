@@ -21,7 +21,7 @@ import { log } from "../log.ts";
 import { tokensForBytes } from "./estimate.ts";
 import { recordCharge } from "../metrics/gateway.ts";
 import { noteSpent } from "./spend_notes.ts";
-import { cacheCharge, type CacheMiss } from "./cache.ts";
+import { cacheCharge, type CacheMiss, hasPromptCache } from "./cache.ts";
 
 /**
  * Where a request keeps its bills, so that whatever way the request ends, none stays open (see
@@ -327,7 +327,9 @@ export class Bill {
       });
     }
     const charge = price(usage, prices);
-    const cache = cacheCharge(usage, prices, this.#miss);
+    const cache = hasPromptCache(this.call.model.kind)
+      ? cacheCharge(usage, prices, this.#miss)
+      : undefined;
     let settled: boolean;
     try {
       settled = await this.store.settle(

@@ -3,7 +3,7 @@
  * show them (`billing/cache_report.ts`): pure, exact to the nanoUSD.
  */
 import assert from "node:assert/strict";
-import { cacheCharge, readDiscount } from "../../src/billing/cache.ts";
+import { cacheCharge, hasPromptCache, readDiscount } from "../../src/billing/cache.ts";
 import { cacheFigures, cacheReport, cacheReportByKey } from "../../src/billing/cache_report.ts";
 import { emptyUsage, price, tokenCost } from "../../src/billing/price.ts";
 import type { Prices, TokenRates } from "../../src/catalog/catalog.ts";
@@ -90,6 +90,13 @@ Deno.test("a miss the gateway caused loses what its tokens would have saved, at 
   assert.equal(capped.saved, 5_400_000);
   const none = cacheCharge(usage, prices, { cause: "translation", tokens: -5 });
   assert.deepEqual(none.miss, { cause: "translation", tokens: 0, lost: 0 });
+});
+
+Deno.test("text and image models go through a prompt cache; embeddings and video do not", () => {
+  assert.deepEqual(
+    (["text", "image", "embedding", "video"] as const).map(hasPromptCache),
+    [true, true, false, false],
+  );
 });
 
 Deno.test("a free model saves and loses nothing, but its tokens are counted", () => {
