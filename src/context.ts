@@ -8,6 +8,8 @@ import type { CallSpan } from "./metrics/trace.ts";
 import { Board } from "./routing/board.ts";
 import { CallRoute } from "./routing/attempts.ts";
 import type { StoredResponse, UpstreamObject } from "./store/store.ts";
+import type { SocketSender } from "./providers/transport.ts";
+import type { Message } from "./translate/ir.ts";
 
 /** The stored state a request names, as the store holds it (see `pipeline/resolve.ts`). */
 export interface NamedState {
@@ -31,6 +33,11 @@ export interface Services {
   board?: Board;
   /** The metrics' bounds the process's threads share (see `shareMetricBounds`). */
   metricBounds?: SharedArrayBuffer;
+  /**
+   * Whether this thread's server keeps upgraded connections, so WebSockets can be served (see
+   * `serve/connections.ts`); absent: it does not.
+   */
+  upgrades?: boolean;
 }
 
 /** The services' routing board, made on first use when none was given. */
@@ -47,6 +54,25 @@ export function callRoute(ctx: RequestContext): CallRoute {
 export interface RequestScope {
   /** Ends it; `failed`: the client is told the request failed. Never throws. */
   close(failed: boolean): Promise<void>;
+}
+
+/**
+ * What the turns of one client WebSocket share (see `pipeline/responses_socket.ts`): the
+ * connection-local state a `previous_response_id` may name besides the store's.
+ */
+export interface SocketState {
+  /** The connection's upstream WebSockets (OpenAI's and xAI's WebSocket mode). */
+  upstream: SocketSender;
+  /**
+   * Upstream responses made on this connection that the store does not record (`store: false`:
+   * the upstream keeps the last one on its socket), by id: the caller's, as recorded ones are.
+   */
+  objects: Map<string, UpstreamObject>;
+  /**
+   * The last answer of a translated turn, kept on the connection whatever `store` says: its id,
+   * and its whole conversation (the messages before it, its request's and its answer).
+   */
+  last?: { id: string; messages: Message[]; bytes: number };
 }
 
 /** One request as its handler sees it: what was asked, by whom, and what it has opened. */
@@ -72,6 +98,14 @@ export interface RequestContext {
   scope?: RequestScope;
   /** The stored state the request names (see `pipeline/resolve.ts`). */
   named?: NamedState;
+  /** A turn of a client WebSocket: the connection's state (see `SocketState`). */
+  socket?: SocketState;
+  /**
+   * The server's own handler, for the requests a handler makes of it: a WebSocket's turns, each
+   * handled as the `POST` it stands for (authenticated, counted, routed, held and settled as one),
+   * with the connection's state.
+   */
+  serve?: (req: Request, socket: SocketState) => Promise<Response>;
 }
 
 /** A route's handler. Throws `GatewayError` for anything the client should see as an error. */

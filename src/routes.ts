@@ -14,6 +14,7 @@ import { getOpenApi, OPENAPI_PATH } from "./endpoints/openapi.ts";
 import { listAlerts } from "./endpoints/alerts.ts";
 import { PROTOCOLS } from "./protocols/index.ts";
 import { textCall } from "./pipeline/text_call.ts";
+import { responsesSocket } from "./pipeline/responses_socket.ts";
 import { createEmbeddings } from "./endpoints/embeddings.ts";
 import { compactResponse } from "./endpoints/compact.ts";
 import { search } from "./endpoints/search.ts";
@@ -39,6 +40,11 @@ export interface Route {
    */
   errors: ErrorFormat | ((req: Request) => ErrorFormat);
   handle: Handler;
+  /**
+   * False: the request is authenticated but not counted against the key's requests per minute
+   * (a WebSocket's upgrade: each of its turns is).
+   */
+  perMinute?: false;
 }
 
 export const routes: Route[] = [
@@ -79,6 +85,15 @@ export const routes: Route[] = [
     auth: "bearer",
     errors: "openai",
     handle: textCall(PROTOCOLS.responses),
+  },
+  // The Responses API over WebSocket: the upgrade is authenticated, each turn is a call.
+  {
+    method: "GET",
+    path: "/v1/responses",
+    auth: "bearer",
+    errors: "openai",
+    handle: responsesSocket,
+    perMinute: false,
   },
   // The responses-protocol family's auxiliary endpoints (spec §4.1), all Bearer-authenticated.
   ...([

@@ -5,7 +5,7 @@
 import { authenticate, presentedKey } from "./auth/authenticate.ts";
 import { type RateDecision, RateLimiter, rateLimitHeaders, UNLIMITED } from "./auth/ratelimit.ts";
 import { type Store, StoreUnavailable } from "./store/store.ts";
-import type { RequestContext, Services } from "./context.ts";
+import type { RequestContext, Services, SocketState } from "./context.ts";
 import { type ErrorFormat, errorResponse, formatForPath, GatewayError } from "./http/errors.ts";
 import { Router } from "./router.ts";
 import { type Route, routes as defaultRoutes } from "./routes.ts";
@@ -108,7 +108,11 @@ export function createHandler(
   }, LAST_USED_FLUSH_MS);
   Deno.unrefTimer(touching);
 
-  return async (req, info) => {
+  const handle = async (
+    req: Request,
+    info?: Deno.ServeHandlerInfo,
+    socket?: SocketState,
+  ): Promise<Response> => {
     const started = performance.now();
     // The config of this request (a reload replaces `services.config` for the next ones).
     const config = services.config;
@@ -130,7 +134,12 @@ export function createHandler(
       services,
       log: {},
       now: requestClock(req),
+      socket,
+      // The turns keep the address the upgrade came from (its own request is closed by then).
+      serve: (turn, state) =>
+        handle(turn, remote && { remoteAddr: remote, completed: Promise.resolve() }, state),
     };
+    let remote: Deno.Addr | undefined;
     let extraHeaders: Record<string, string> = {};
     let response: Response;
     try {
@@ -159,12 +168,15 @@ export function createHandler(
       const route = match.route;
       if (route.auth !== "none") {
         const key = presentedKey(req, url, route.auth);
-        const address = (info?.remoteAddr as Deno.NetAddr | undefined)?.hostname;
+        remote = info?.remoteAddr;
+        const address = (remote as Deno.NetAddr | undefined)?.hostname;
         let principal = authenticate(store, key, config.defaultRpm, { address, now: ctx.now() });
         if (principal instanceof Promise) principal = await principal;
         ctx.principal = principal;
         lastUsed.note(principal.keyId, Date.now());
-        let decision = limiter.check(principal.keyId, principal.rpm);
+        let decision = route.perMinute === false
+          ? UNLIMITED
+          : limiter.check(principal.keyId, principal.rpm);
         if (decision instanceof Promise) decision = await decision;
         extraHeaders = rateLimitHeaders(decision);
         if (!decision.allowed) {
@@ -190,7 +202,10 @@ export function createHandler(
     }
     try {
       faultPoint(req, "respond");
-      setServerHeaders(response, ctx, format, requestId, extraHeaders);
+      // A WebSocket's handshake (101) is Deno's own, its headers immutable.
+      if (response.status !== 101) {
+        setServerHeaders(response, ctx, format, requestId, extraHeaders);
+      }
     } catch (error) {
       // The answer cannot be sent as it is: the client is told the call failed instead (its holds
       // released first, so that cancelling the answer's stream charges nothing).
@@ -231,4 +246,5 @@ export function createHandler(
     }
     return response;
   };
+  return (req, info) => handle(req, info);
 }

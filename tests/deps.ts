@@ -3,5 +3,7 @@
  * the server never resolves them.
  */
 export { default as OpenAI, toFile } from "npm:openai@^7.55.0";
+// The SDK's Responses WebSocket (its transport-neutral base: see tests/helpers/responses_ws.ts).
+export { ResponsesWSBase } from "npm:openai@^7.55.0/resources/responses/ws-base";
 export { default as Anthropic } from "npm:@anthropic-ai/sdk@^1.11.0";
 export { GoogleGenAI, Modality } from "npm:@google/genai@^3.1.0";

@@ -500,6 +500,49 @@ contract(
   },
 );
 
+contract("Messages thread turns are kept once, walked back and pruned", async (place) => {
+  const store = await place.open();
+  try {
+    const account = await store.ensureAccount("t");
+    const turn = (id: string, previousId: string | null, createdAt: number, text = id) => ({
+      id,
+      accountId: account.id,
+      previousId,
+      turn: JSON.stringify({ messages: [{ role: "user", content: [{ type: "text", text }] }] }),
+      createdAt,
+    });
+    await store.saveThreadTurn(turn("msg_1", null, 1_000));
+    await store.saveThreadTurn(turn("msg_2", "msg_1", 2_000));
+    await store.saveThreadTurn(turn("msg_3", "msg_2", 5_000));
+    // A branch from msg_1: both continue it.
+    await store.saveThreadTurn(turn("msg_4", "msg_1", 6_000));
+    await store.saveThreadTurn(turn("msg_2", null, 9_000, "again"));
+    const bound = { steps: 10, bytes: 1_000_000 };
+    assert.deepEqual(await store.threadChain("msg_3", bound), [
+      turn("msg_3", "msg_2", 5_000),
+      turn("msg_2", "msg_1", 2_000),
+      turn("msg_1", null, 1_000),
+    ], "an id kept once keeps its first turn");
+    assert.deepEqual((await store.threadChain("msg_4", bound)).map((t) => t.id), [
+      "msg_4",
+      "msg_1",
+    ]);
+    assert.equal((await store.threadChain("msg_3", { steps: 2, bytes: 1e6 })).length, 2);
+    assert.equal(
+      (await store.threadChain("msg_3", { steps: 10, bytes: 100 })).length,
+      2,
+      "one turn past the byte bound",
+    );
+    // Kept apart from Responses conversations: neither walks the other's ids.
+    assert.deepEqual(await store.responseChain("msg_3", bound), []);
+    assert.equal(await store.pruneThreadTurns(3_000), 2);
+    assert.deepEqual((await store.threadChain("msg_3", bound)).map((t) => t.id), ["msg_3"]);
+    assert.deepEqual(await store.threadChain("nope", bound), []);
+  } finally {
+    await store.close();
+  }
+});
+
 /** 2^53 − 1 as a bigint, for the exact figures past it. */
 const MAX = BigInt(MAX_BALANCE);
 
@@ -1000,7 +1043,7 @@ const tokensCharge = (amount: number, tokens: number) => ({
 });
 
 contract(
-  "keys keep names, metadata, expiry and limits; they change, rotate and record use",
+  "keys keep names, metadata, expiry, limits and strict mode; they change, rotate and record use",
   async (place) => {
     const store = await place.open();
     const other = await place.open();
@@ -1011,6 +1054,7 @@ contract(
       assert.deepEqual(key.metadata, { team: "research" });
       assert.deepEqual(key.limits, { tpm: 5_000, models: { allow: ["claude-*"] } });
       assert.deepEqual([key.expiresAt, key.disabledAt, key.lastUsedAt], [null, null, null]);
+      assert.equal(key.strict, false, "not strict unless set");
       const expires = Date.now() + 86_400_000;
       const budgets = [{ period: "month" as const, amount: 20_000_000_000 }];
       key = (await store.updateKey("key_fields", {
@@ -1024,7 +1068,29 @@ contract(
         maxConcurrent: 3,
       }]);
       assert.ok(key.disabledAt !== null);
+      assert.equal(key.strict, false, "a change leaves out strict mode: it stays");
       assert.equal((await store.updateKey("key_fields", { disabled: false }))!.disabledAt, null);
+      // Strict mode: set, kept by other changes, cleared, set again (read by another handle below).
+      assert.equal((await store.updateKey("key_fields", { strict: true }))!.strict, true);
+      assert.equal((await store.updateKey("key_fields", { name: "intern" }))!.strict, true);
+      assert.equal((await store.updateKey("key_fields", { strict: false }))!.strict, false);
+      assert.equal((await store.findKey("key_fields"))!.strict, false);
+      assert.equal((await store.updateKey("key_fields", { strict: true }))!.strict, true);
+      // A key made strict.
+      await store.insertKey({
+        id: "key_fields_strict",
+        accountId: key.accountId,
+        hash: new Uint8Array(32).fill(8),
+        prefix: "sy-str",
+        rpm: null,
+        createdAt: Date.now(),
+        strict: true,
+      });
+      assert.equal((await store.findKey("key_fields_strict"))!.strict, true);
+      assert.equal(
+        (await store.listKeys()).find((k) => k.id === "key_fields_strict")!.strict,
+        true,
+      );
       const states = await store.budgets("key_fields", key.accountId, utcWindows(Date.now()));
       assert.deepEqual(states.map((b) => [b.owner, b.period, b.amount, b.spent, b.held]), [
         ["key", "month", 20_000_000_000, 0, 0],
@@ -1036,6 +1102,7 @@ contract(
         return key?.accountLimits.models !== undefined && key;
       }, { what: "the other handle seeing the account's limits" });
       assert.deepEqual(seen.accountLimits, { models: { deny: ["gpt-*"] } });
+      assert.equal(seen.strict, true);
       // Rotation: a new secret, the old one's hash kept until its grace ends.
       const rotated = new Uint8Array(32).fill(9);
       assert.equal(await store.rotateKey("key_fields", rotated, "sy-new", expires), true);

@@ -26,7 +26,15 @@ Deno.test({
     let next: Awaited<ReturnType<typeof startStack>> | null = null;
     try {
       const gw = old.gateway;
-      const { key } = await gw.createKey("moving", "--credit", "3", "--rpm", "0");
+      const { key, id } = await gw.createKey(
+        "moving",
+        "--credit",
+        "3",
+        "--rpm",
+        "0",
+        "--strict",
+        "on",
+      );
       const revoked = await gw.createKey("moving", "--rpm", "0");
       assert.equal((await gw.cli("keys", "revoke", revoked.id)).code, 0);
       const answer = async (url: string, body: unknown) => {
@@ -58,6 +66,8 @@ Deno.test({
       const after = await usageOf(moved, key);
       assert.deepEqual(after, before, "same balance, usage and spend");
       assert.equal((await moved.cli("accounts", "list", "--json")).stdout, ledger);
+      const keys = JSON.parse((await moved.cli("keys", "list", "--json")).stdout);
+      assert.equal(keys.find((k: { id: string }) => k.id === id).strict, true, "strict mode moved");
       const refused = await fetch(`${moved.url}/v1/usage`, {
         headers: { authorization: `Bearer ${revoked.key}` },
       });

@@ -25,18 +25,21 @@ export const DEFAULT_PROVIDERS: Record<string, ProviderInput> = {
     baseUrl: "https://api.deepseek.com/anthropic",
     chatBaseUrl: "https://api.deepseek.com",
     apiKey: "env:DEEPSEEK_API_KEY",
+    messageThreads: false,
   },
   moonshot: {
     type: "anthropic",
     baseUrl: "https://api.moonshot.ai/anthropic",
     chatBaseUrl: "https://api.moonshot.ai/v1",
     apiKey: "env:MOONSHOT_API_KEY",
+    messageThreads: false,
   },
   zhipu: {
     type: "anthropic",
     baseUrl: "https://api.z.ai/api/anthropic",
     chatBaseUrl: "https://api.z.ai/api/paas/v4",
     apiKey: "env:ZHIPU_API_KEY",
+    messageThreads: false,
   },
   gemini: {
     type: "gemini",

@@ -59,6 +59,11 @@ export interface Config {
   maxHeaderBytes: number;
   /** Open client connections the process keeps at most, across its threads (0: no cap). */
   maxConnections: number;
+  /**
+   * Whether the Responses API is served over WebSocket (`GET /v1/responses`); the process then
+   * serves with Deno's listener, without the header deadline and the connection cap.
+   */
+  webSockets: boolean;
   /** Serving threads sharing the port (1: the process serves on its main thread alone). */
   workers: number;
   /**
@@ -266,6 +271,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       keys,
       enabled,
       surfaces: surfacesOf(p.type, baseUrl, p.chatBaseUrl?.replace(/\/+$/, ""), p.headers),
+      messageThreads: p.type === "anthropic" && p.messageThreads !== false,
     };
   });
   const providerNames = new Set(providers.map((p) => p.name));
@@ -374,6 +380,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     headerTimeoutMs: file.server?.headerTimeoutMs ?? 10_000,
     maxHeaderBytes: file.server?.maxHeaderBytes ?? 32 * 1024,
     maxConnections: file.server?.maxConnections ?? 10_000,
+    webSockets: file.server?.webSockets ?? false,
     workers: workers ?? Math.min(MAX_WORKERS, Math.max(1, navigator.hardwareConcurrency || 1)),
     workersSet: workers !== undefined,
     accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,

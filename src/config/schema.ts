@@ -175,6 +175,12 @@ export const ProviderSchema = v.strictObject({
    */
   chatBaseUrl: v.optional(url),
   /**
+   * For an `anthropic`-type provider: whether it holds Messages threads itself (the
+   * `message-threads-2026-08-12` beta), so a request's `thread` goes to it as it is; default true.
+   * False for an Anthropic-compatible server that does not: the gateway holds its threads.
+   */
+  messageThreads: v.optional(v.boolean("must be a boolean")),
+  /**
    * The upstream key, or `env:NAME` to read it from the environment variable NAME; or several
    * (`["env:KEY_1", {"key": "env:KEY_2", "weight": 2}]`), which calls spread over by weight and
    * move between when one is rate-limited or refused (see `routing/keys.ts`). Optional for an
@@ -344,6 +350,12 @@ export const ConfigSchema = v.strictObject({
       maxConnections: v.optional(
         v.pipe(count(0), v.maxValue(1_000_000, "must be at most 1000000")),
       ),
+      /**
+       * Serve the Responses API over WebSocket (`GET /v1/responses`): on, the process serves with
+       * Deno's listener, which keeps upgraded connections but enforces neither `headerTimeoutMs`
+       * nor `maxConnections`; off, the upgrade is answered 426 and clients fall back to HTTP.
+       */
+      webSockets: v.optional(v.boolean("must be true or false")),
       /** Write one JSON access-log line per request to stdout. */
       accessLog: v.optional(v.boolean("must be true or false")),
       /** A second port, bound to 127.0.0.1 only, serving `GET /metrics` without a token. */

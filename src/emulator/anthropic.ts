@@ -6,8 +6,8 @@
  * `[[emulate redacted=1]]`), `tool_use` with `input_json_delta` (steered by the prompt, see
  * `text.ts`), JSON following `output_config.format`, cache usage, count_tokens, the real API's
  * history checks (tool use/result pairing, empty text, tool ids, the first role, thinking
- * signatures and the thinking rules of tool loops), and errors in Anthropic's envelope
- * (529 `overloaded_error` included).
+ * signatures and the thinking rules of tool loops), message threads (`anthropic_threads.ts`), and
+ * errors in Anthropic's envelope (529 `overloaded_error` included).
  */
 import { encodeSse } from "../http/sse.ts";
 import {
@@ -28,6 +28,7 @@ import {
   toolArguments,
   unseal,
 } from "./text.ts";
+import { threadTurn, untilEnded } from "./anthropic_threads.ts";
 
 type Json = Record<string, unknown>;
 
@@ -44,11 +45,11 @@ const ERROR_TYPES: Record<number, string> = {
   529: "overloaded_error",
 };
 
-/** Anthropic's error envelope. */
-export function anthropicError(status: number, message: string): Response {
+/** Anthropic's error envelope (`details`: its `error.details`, e.g. an `error_code`). */
+export function anthropicError(status: number, message: string, details?: Json): Response {
   return Response.json({
     type: "error",
-    error: { type: ERROR_TYPES[status] ?? "api_error", message },
+    error: { type: ERROR_TYPES[status] ?? "api_error", message, ...(details ? { details } : {}) },
     request_id: newId("req_", 24),
   }, { status, headers: status === 429 || status === 529 ? { "retry-after": "1" } : {} });
 }
@@ -230,9 +231,18 @@ function answerText(body: Json, history: Message[], d: Directives): string {
   return answer(lastUserText(history), d);
 }
 
-/** `POST /v1/messages`. */
+/**
+ * `POST /v1/messages`. On `anthropic`, a `thread` is held as Anthropic holds it (see
+ * `anthropic_threads.ts`); the compatible vendors ignore the field.
+ */
 export async function messages(req: Request, vendor = "anthropic"): Promise<Response> {
-  const body = await req.json() as Json;
+  const sent = await req.json() as Json;
+  const opened = vendor === "anthropic" ? threadTurn(req.headers, sent) : undefined;
+  if (opened && "status" in opened) {
+    return anthropicError(opened.status, opened.message, opened.details);
+  }
+  const turn = opened;
+  const body = turn?.body ?? sent;
   const d = directives(promptTexts(body));
   await sleep(d.wait);
   const failure = fault(d);
@@ -379,7 +389,11 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
       service_tier: "standard",
     },
   };
-  if (body.stream !== true) return Response.json(message);
+  if (body.stream !== true) {
+    turn?.answered(message);
+    return Response.json(message);
+  }
+  turn?.begin();
 
   async function* events(): AsyncGenerator<string> {
     const ev = (type: string, payload: Json) =>
@@ -430,9 +444,11 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
         ...(search ? { server_tool_use: { web_search_requests: 1 } } : {}),
       },
     });
+    turn?.answered(message);
     yield ev("message_stop", {});
   }
-  return new Response(sseBody(events, d), {
+  const stream = sseBody(events, d);
+  return new Response(turn ? untilEnded(stream, turn) : stream, {
     headers: { "content-type": "text/event-stream; charset=utf-8" },
   });
 }

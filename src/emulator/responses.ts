@@ -144,15 +144,29 @@ function inputTokenCount(body: Json, texts: string[]): number {
 /** Stored responses: id → the tokens of the conversation they end (input and output). */
 const stored = new Map<string, number>();
 
-/** `POST /v1/responses`. */
-export async function responses(req: Request): Promise<Response> {
+/**
+ * What a WebSocket connection keeps of its last response (OpenAI's connection-local cache): a
+ * `previous_response_id` naming it continues it, stored or not.
+ */
+export interface ConnectionCache {
+  last?: { id: string; tokens: number };
+}
+
+/**
+ * `POST /v1/responses` (and a turn of a WebSocket, with its connection's cache: `generate: false`
+ * then makes a response without output, to continue from).
+ */
+export async function responses(req: Request, connection?: ConnectionCache): Promise<Response> {
   const call = await readResponsesCall(req);
   if (call instanceof Response) return call;
   const { body, texts, d } = call;
 
   let history = 0;
   if (typeof body.previous_response_id === "string") {
-    const previous = stored.get(body.previous_response_id);
+    const local = connection?.last?.id === body.previous_response_id
+      ? connection.last.tokens
+      : undefined;
+    const previous = local ?? stored.get(body.previous_response_id);
     if (previous === undefined) {
       return Response.json({
         error: {
@@ -175,12 +189,13 @@ export async function responses(req: Request): Promise<Response> {
     (body.reasoning as Json).effort !== "none";
   const invalid = invalidInput(body);
   if (invalid) return invalid;
-  const tools = functionTools(body, d);
+  const warmUp = connection !== undefined && body.generate === false;
+  const tools = warmUp ? [] : functionTools(body, d);
   const max = typeof body.max_output_tokens === "number" ? body.max_output_tokens : Infinity;
 
   const outputItems: Json[] = [];
   let reasoningTokens = 0;
-  if (reasoning) {
+  if (reasoning && !warmUp) {
     reasoningTokens = 16;
     const summary = (body.reasoning as Json).summary;
     const include = Array.isArray(body.include) ? body.include : [];
@@ -194,7 +209,7 @@ export async function responses(req: Request): Promise<Response> {
         : {}),
     });
   }
-  outputItems.push(...hostedCalls(body, lastUserText(body.input)));
+  if (!warmUp) outputItems.push(...hostedCalls(body, lastUserText(body.input)));
   let pieces: string[] = [];
   let incomplete = false;
   if (tools.length) {
@@ -210,7 +225,7 @@ export async function responses(req: Request): Promise<Response> {
         name: tool.name,
       });
     }
-  } else {
+  } else if (!warmUp) {
     pieces = tokenize(answerText(body, d));
     if (reasoningTokens + pieces.length > max) {
       pieces = pieces.slice(0, Math.max(0, max - reasoningTokens));
@@ -229,6 +244,7 @@ export async function responses(req: Request): Promise<Response> {
     if (stored.size >= 10_000) stored.clear();
     stored.set(id, inputTokens + outputTokens);
   }
+  if (connection) connection.last = { id, tokens: inputTokens + outputTokens };
   const usage = {
     input_tokens: inputTokens,
     // `cache_write_tokens` is newer than the field it sits in: older answers leave it out.

@@ -15,7 +15,8 @@
  * Requests must carry an upstream key (as the real services require); with `requiredKey` set, only
  * that key is accepted, and with `keys` only those, each playing its fault (see `keys.ts`):
  * `GET /_emulator/keys` reports each key's requests and fault, `POST /_emulator/keys` with
- * `{"key", "fault", "retryAfter"?}` changes (or adds) one. Faults and tool calls are asked for in the prompt text (see `text.ts`);
+ * `{"key", "fault", "retryAfter"?}` changes (or adds) one. `GET /openai|xai/v1/responses` upgraded
+ * is the Responses API's WebSocket mode (`responses_socket.ts`). Faults and tool calls are asked for in the prompt text (see `text.ts`);
  * with `record`, a prompt can also ask for a lying or broken answer (see `faults.ts`).
  * The text families answer structured-output requests with JSON following the schema, issue
  * reasoning artefacts they can verify statelessly (HMACs under a fixed secret), and refuse
@@ -34,6 +35,8 @@ import { embedContents } from "./gemini_embeddings.ts";
 import { stats } from "./text.ts";
 import { KeyBook, type KeySpec, keySpecOf } from "./keys.ts";
 import { type AnswerFaults, answerFaults, faultyAnswer } from "./faults.ts";
+import { serveResponsesSocket } from "./responses_socket.ts";
+import { wantsWebSocket } from "../http/websocket.ts";
 
 /**
  * Where each built-in provider family lives on the emulator, and its type: a config's `baseUrl`
@@ -238,6 +241,51 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
   const required = options.requiredKey ? [{ key: options.requiredKey }] : [];
   const specs = [...(options.keys ?? []), ...required];
   const book = new KeyBook(specs, specs.length === 0);
+  const record = (entry: Seen) => {
+    seen.push(entry);
+    if (seen.length > 200) seen.shift();
+  };
+  /**
+   * The Responses API's WebSocket mode (see `responses_socket.ts`): the upgrade and every turn are
+   * requests (counted; recorded once their key is accepted, as HTTP requests are: the upgrade as
+   * `GET`, a turn as `WS` with its message), each with its key checked and its fault played (a
+   * turn's as its `error` event).
+   */
+  const upgrade = (req: Request, url: URL): Response => {
+    const n = ++received;
+    if (!/^\/(openai|xai)\/v1\/responses$/.test(url.pathname)) {
+      return OPENAI.error(404, `Not found: WebSocket ${url.pathname}`);
+    }
+    const headers = Object.fromEntries(req.headers);
+    const key = OPENAI.key(req) ?? "";
+    const spec = book.take(key);
+    if (!spec || spec.fault === "invalid") return keyRefused(url.pathname, key);
+    if (options.record) {
+      record({ n, method: "GET", path: url.pathname, headers, body: null, size: 0 });
+    }
+    return serveResponsesSocket(req, async (body, connection) => {
+      const n = ++received;
+      const text = JSON.stringify(body);
+      const spec = book.take(key);
+      if (!spec || spec.fault === "invalid") return keyRefused(url.pathname, key);
+      if (spec.fault) return keyFault(OPENAI, spec);
+      if (options.record) {
+        record({ n, method: "WS", path: url.pathname, headers, body, size: text.length });
+      }
+      const request = new Request(req.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: text,
+      });
+      const faults = options.record ? answerFaults(text) : null;
+      try {
+        const answer = await responses(request, connection);
+        return faults ? await faultyAnswer(answer, faults) : answer;
+      } catch (error) {
+        return OPENAI.error(400, `Malformed request: ${(error as Error).message}`);
+      }
+    });
+  };
   return Deno.serve({
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 0,
@@ -247,6 +295,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
     if (url.pathname === "/_emulator/requests") return Response.json(seen);
     if (url.pathname === "/_emulator/stats") return Response.json({ ...stats, requests: received });
     if (url.pathname === "/_emulator/keys") return keysControl(req, book);
+    if (wantsWebSocket(req)) return upgrade(req, url);
     let match: { route: typeof ROUTES[number]; groups: Record<string, string | undefined> } | null =
       null;
     for (const route of ROUTES) {
@@ -286,7 +335,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
       } catch {
         body = { bytes: bytes!.byteLength };
       }
-      seen.push({
+      record({
         n,
         method: req.method,
         path: url.pathname + url.search,
@@ -294,7 +343,6 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
         body,
         size: bytes?.byteLength ?? 0,
       });
-      if (seen.length > 200) seen.shift();
       request = new Request(req.url, { method: req.method, headers: req.headers, body: bytes });
       faults = bytes && answerFaults(new TextDecoder().decode(bytes));
     }

@@ -56,6 +56,7 @@ function settingsOf(body: Partial<v.InferOutput<typeof KeyChange>>): Settings {
   if (body.ips !== undefined) s.ips = body.ips;
   if (body.rpm !== undefined) s.rpm = body.rpm;
   if (body.disabled !== undefined) s.disabled = body.disabled;
+  if (body.strict !== undefined) s.strict = body.strict;
   return s;
 }
 

@@ -72,6 +72,11 @@ const KEY_FIELDS: Record<string, JsonSchema> = {
   tpm: orNull(int("Tokens per minute (null: no limit).")),
   max_concurrent: orNull(int("Calls in flight at once (null: no limit).")),
   ips: MODELS("Addresses and CIDR ranges it may be used from (null: anywhere)."),
+  strict: {
+    type: "boolean",
+    description:
+      "Strict mode: its translated calls are refused where they would be adapted (see x-switchyard-adapted).",
+  },
   metadata: { type: "object", additionalProperties: str() },
   expires_at: orNull(time()),
   last_used_at: orNull(time("When it was last used (kept to about a minute).")),

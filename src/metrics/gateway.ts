@@ -93,6 +93,11 @@ export const REFUSED: Family = counter(
   "Requests the gateway itself refused (4xx it raised, not an upstream's), by route and status.",
   ["route", "status"],
 );
+export const ADAPTED_CALLS: Family = counter(
+  "switchyard_adapted_calls_total",
+  "Translated calls answered with an adaptation, by kind (see x-switchyard-adapted).",
+  ["kind"],
+);
 export const OPEN_STREAMS: Family = gauge("switchyard_open_streams", "Streams being relayed now.");
 export const OPEN_CONNECTIONS: Family = gauge(
   "switchyard_open_connections",
@@ -118,6 +123,7 @@ export const FAMILIES: readonly Family[] = [
   REQUESTS,
   RATE_LIMITED,
   REFUSED,
+  ADAPTED_CALLS,
   UPSTREAM_TTFB,
   UPSTREAM_SECONDS,
   UPSTREAM_ERRORS,

@@ -16,6 +16,7 @@ import type { SseEvent } from "../http/sse.ts";
 import { metrics, UPSTREAM_SECONDS } from "../metrics/gateway.ts";
 import { providerName } from "../metrics/trace.ts";
 import type { UpstreamCall } from "../providers/index.ts";
+import type { AdaptationKind } from "../translate/adaptations.ts";
 import type { AnswerInfo, Codec, UsageView } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import type { TokenRequest } from "../billing/reserve.ts";
@@ -89,6 +90,8 @@ export interface Translation {
   /** The provider's name, which tags the opaque state of its answer. */
   provider: string;
   info: AnswerInfo;
+  /** The kinds of adaptation the translation made (see `adapted.ts`). */
+  adapted?: readonly AdaptationKind[];
   /** Runs with the whole answer once the call completed (the conversation state kept). */
   onAnswer?(response: CanonicalResponse): void;
 }
@@ -251,16 +254,17 @@ export const recordStep: StepOf = ({ call, bill }) => {
   return {
     after(end) {
       if (end.outcome !== "charged" || !end.objects.length) return;
-      const kept = call.keepResponses === false
-        ? end.objects.filter((object) => object.kind !== "response")
-        : end.objects;
-      if (!kept.length) return;
       const { ctx } = call;
       const contextTokens = bill.contextTokens(end.charged, end.usage);
       const provider = call.model.provider.name;
       const accountId = ctx.principal!.accountId;
-      for (const { id, kind } of kept) {
+      // A WebSocket's turn: the connection knows them at once, `store: false` responses too (the
+      // upstream keeps the last on its socket; the store's record is written meanwhile).
+      const local = ctx.socket?.objects;
+      for (const { id, kind } of end.objects) {
         if (id.length > MAX_ID) continue;
+        local?.set(id, { id, accountId, kind, contextTokens, provider });
+        if (kind === "response" && call.keepResponses === false) continue;
         ctx.services.store.recordObject({ id, accountId, kind, contextTokens, provider })
           .catch((error) =>
             log("warn", "upstream object not recorded", {

@@ -7,7 +7,9 @@
  * whole conversation put in front of its input (`instructions` are not carried over, as on
  * OpenAI). An id that is unknown, expired or another account's is a 404. The items of a kept
  * answer can be referred to by id in a later call's input (`answer`). Whether a body continues
- * one, or refers to one, is `resolve.ts`'s `continuesKept`.
+ * one, or refers to one, is `resolve.ts`'s `continuesKept`. A client WebSocket also keeps its last
+ * answer on the connection (`SocketState.last`), whatever `store` says — its whole conversation,
+ * so the next turn continues it without the store, as OpenAI's connection-local cache does.
  */
 import type { RequestContext } from "../context.ts";
 import { GatewayError, notFound } from "../http/errors.ts";
@@ -27,7 +29,8 @@ export interface ConversationState {
   restore(ctx: RequestContext, body: Json, request: CanonicalRequest): CanonicalRequest;
   /**
    * Keeps the call — `request` as the client sent it, without the history put in front — under
-   * the answer's id (when the client asked to store it).
+   * the answer's id (when the client asked to store it); `whole` is the request as it was sent,
+   * the history in front.
    */
   keep(
     ctx: RequestContext,
@@ -35,6 +38,7 @@ export interface ConversationState {
     request: CanonicalRequest,
     response: CanonicalResponse,
     id: string,
+    whole: CanonicalRequest,
   ): void;
   /**
    * The content of the kept answer `id`, if it is the caller's (its items can be referred to by
@@ -55,6 +59,10 @@ export const keptConversations: ConversationState = {
       return request;
     }
     const first = previousId(body) ?? "";
+    const last = ctx.socket?.last;
+    if (last && last.id === first) {
+      return { ...request, messages: [...last.messages, ...request.messages] };
+    }
     const steps: Message[][] = [];
     let bytes = 0;
     for (let id: string | null = first; id !== null;) {
@@ -84,13 +92,25 @@ export const keptConversations: ConversationState = {
     return { ...request, messages: [...steps.reverse().flat(), ...request.messages] };
   },
 
-  keep(ctx, body, request, response, id) {
+  keep(ctx, body, request, response, id, whole) {
+    const step: Message[] = [...request.messages, { role: "assistant", content: response.content }];
+    const items = JSON.stringify(step);
+    const { config } = ctx.services;
+    const socket = ctx.socket;
+    if (socket) {
+      const history = whole.messages.slice(0, whole.messages.length - request.messages.length);
+      const last = socket.last;
+      const before = last && last.id === previousId(body)
+        ? last.bytes
+        : JSON.stringify(history).length;
+      const bytes = before + items.length;
+      // As long as a store's chain may be (else the next turn is told to send it whole).
+      socket.last = bytes <= config.conversationMaxBytes * 4
+        ? { id, messages: [...history, ...step], bytes }
+        : undefined;
+    }
     if (body.store === false) return;
-    const items = JSON.stringify([
-      ...request.messages,
-      { role: "assistant", content: response.content },
-    ]);
-    if (items.length > ctx.services.config.conversationMaxBytes) {
+    if (items.length > config.conversationMaxBytes) {
       log("warn", "conversation step too large to keep", {
         request_id: ctx.requestId,
         bytes: items.length,
@@ -113,6 +133,11 @@ export const keptConversations: ConversationState = {
   },
 
   answer(ctx, id) {
+    const local = ctx.socket?.last;
+    if (local?.id === id) {
+      const last = local.messages.at(-1);
+      return last?.role === "assistant" ? last.content : undefined;
+    }
     const step = keptStep(ctx, id);
     const last = step ? (JSON.parse(step.items) as Message[]).at(-1) : undefined;
     return last?.role === "assistant" ? last.content : undefined;

@@ -198,9 +198,13 @@ export async function loadNamedState(
   }
   const named: NamedState = { objects: new Map(), steps: new Map() };
   const bytes = config.conversationMaxBytes * 4;
+  // A client WebSocket's own state first (see `SocketState`): the store may not hold it.
+  const socket = ctx.socket;
   const [objects, chain, referred] = await Promise.all([
-    Promise.all([...ids].map((id) => store.upstreamObject(id))),
-    previous === undefined ? [] : store.responseChain(previous, { steps: MAX_STEPS + 1, bytes }),
+    Promise.all([...ids].map((id) => socket?.objects.get(id) ?? store.upstreamObject(id))),
+    previous === undefined || previous === socket?.last?.id
+      ? []
+      : store.responseChain(previous, { steps: MAX_STEPS + 1, bytes }),
     referredSteps(store, answers, bytes),
   ]);
   for (const object of objects) if (object) named.objects.set(object.id, object);
@@ -270,10 +274,11 @@ export function keptStep(ctx: RequestContext, id: string): StoredResponse | unde
 /**
  * Whether the body continues a conversation the gateway keeps, or refers to items of an answer
  * it keeps (the call must then be translated, see `conversations.ts`): an answer it names is a
- * kept step of the caller's.
+ * kept step of the caller's, or the last one its WebSocket keeps.
  */
 export function continuesKept(ctx: RequestContext, names: BodyNames | undefined): boolean {
+  const kept = (id: string) => id === ctx.socket?.last?.id || keptStep(ctx, id) !== undefined;
   const id = names?.previous;
-  if (typeof id === "string" && id.length <= MAX_ID && keptStep(ctx, id) !== undefined) return true;
-  return (names?.answers ?? []).some((answer) => keptStep(ctx, answer) !== undefined);
+  if (typeof id === "string" && id.length <= MAX_ID && kept(id)) return true;
+  return (names?.answers ?? []).some(kept);
 }

@@ -38,6 +38,13 @@ export interface CallInput {
   own(id: unknown, kind: "response" | "container", field: string): OwnedObject;
 }
 
+/**
+ * A Messages thread a body creates or continues (`thread`, the `message-threads-2026-08-12` beta):
+ * a conversation held between calls, by the upstream on pass-through, else by the gateway (see
+ * `pipeline/threads.ts`).
+ */
+export type ThreadName = { type: "create" } | { type: "continue"; previous: string };
+
 /** The stored state a request body names (pure: the pipeline reads it before the checks run). */
 export interface BodyNames {
   /** The upstream objects it names: each an id, or an object with an `id`. */
@@ -51,6 +58,8 @@ export interface BodyNames {
    * kept conversation steps are read, and a body referring to one of the caller's is translated.
    */
   answers?: string[];
+  /** The thread it creates or continues, if any. */
+  thread?: ThreadName;
 }
 
 /** The stored state a protocol's requests name. */

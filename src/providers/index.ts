@@ -54,17 +54,21 @@ export function attempts(
     ? forwardedHeaders(provider, call.headers ?? {})
     : call.headers ?? {};
   const url = `${surface.baseUrl}${call.path}`;
-  return (key, deadlines) => {
+  // A Responses turn of a client's WebSocket goes over the upstream's, when it has one.
+  const socket = surface.protocol === "responses" && typeof call.body === "string"
+    ? call.socket
+    : undefined;
+  return async (key, deadlines) => {
     const auth: Record<string, string> = surface.auth && key
       ? { [surface.auth.header]: `${surface.auth.prefix ?? ""}${key.secret}` }
       : {};
-    return sendRequest(
-      url,
-      call,
-      { ...auth, ...surface.headers, ...own },
-      attemptAbort(abort),
-      deadlines,
-    );
+    const headers = { ...auth, ...surface.headers, ...own };
+    const attempt = attemptAbort(abort);
+    if (socket) {
+      const answer = await socket.send(url, headers, call.body as string, attempt, deadlines);
+      if (answer) return answer;
+    }
+    return await sendRequest(url, call, headers, attempt, deadlines);
   };
 }
 

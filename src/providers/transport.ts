@@ -25,6 +25,26 @@ export interface UpstreamCall {
    * absent: the provider's keys in turn.
    */
   key?: string;
+  /**
+   * Send it over the client connection's upstream WebSockets (a Responses turn on a socket, see
+   * `socket.ts`) where the upstream takes them; absent: over HTTP.
+   */
+  socket?: SocketSender;
+}
+
+/**
+ * Sends a call over an upstream WebSocket instead of HTTP (see `socket.ts`): resolves with its
+ * answer as an HTTP one would be, or null when the upstream cannot be reached that way (the call
+ * then goes over HTTP).
+ */
+export interface SocketSender {
+  send(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    abort: AbortController,
+    deadlines: Deadlines,
+  ): Promise<Response | null>;
 }
 
 /**

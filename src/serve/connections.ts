@@ -9,7 +9,9 @@
  * The listener accepts connections itself and gives each to Deno's HTTP server
  * (`serveHttpOnConnection`, the internal function `Deno.serve` is built on, which takes an
  * `AbortSignal` that closes the connection). A Deno without it serves with `Deno.serve` instead,
- * with neither bound, and says so in one warning.
+ * with neither bound, and says so in one warning. So does a server asked to keep upgraded
+ * connections (WebSockets, `keepUpgrades`): Deno's per-connection server closes a connection's
+ * upgraded socket as soon as its HTTP exchange ends, while `Deno.serve`'s listener keeps it.
  */
 import { log } from "../log.ts";
 import { metrics, OPEN_CONNECTIONS, REFUSED_CONNECTIONS } from "../metrics/gateway.ts";
@@ -24,6 +26,9 @@ const ACCEPT_PAUSE_MS = 100;
 /** The one warning of a Deno without a per-connection server (see `serveOnConnection`). */
 const NO_BOUNDS =
   "this Deno cannot serve connection by connection: the header deadline and the connection cap are off";
+/** The one warning of a server that keeps upgraded connections (see `ListenOptions`). */
+const UPGRADES =
+  "serving WebSockets (server.webSockets): the header deadline and the connection cap are off";
 
 /** Int32 fields of the shared counts. */
 const OPEN = 0;
@@ -61,6 +66,11 @@ export interface ListenOptions {
   counts: SharedArrayBuffer;
   /** The answer to a request whose handler threw. */
   onError: (error: unknown) => Response | Promise<Response>;
+  /**
+   * Keep upgraded connections (WebSockets): served by `Deno.serve`'s listener, without the
+   * header deadline and the connection cap (see the module's doc).
+   */
+  keepUpgrades?: boolean;
 }
 
 /** A listening server: as `Deno.HttpServer`, what the gateway uses of it. */
@@ -71,6 +81,8 @@ export interface Listening {
   finished: Promise<void>;
   /** Stops accepting, lets requests in flight finish, closes idle connections. */
   shutdown(): Promise<void>;
+  /** Whether an upgraded connection (a WebSocket) outlives its HTTP exchange on this server. */
+  upgrades: boolean;
 }
 
 /** One connection's HTTP server, as `serveHttpOnConnection` returns it. */
@@ -116,10 +128,10 @@ export function serveConnections(
   handler: (req: Request, info: Deno.ServeHandlerInfo) => Response | Promise<Response>,
 ): Listening {
   const counts = new Int32Array(options.counts, 0, 4);
-  const serveOn = serveOnConnection();
+  const serveOn = options.keepUpgrades ? undefined : serveOnConnection();
   if (!serveOn) {
     if (Atomics.compareExchange(counts, WARNED, 0, 1) === 0) {
-      log("warn", NO_BOUNDS, { deno: Deno.version.deno });
+      log("warn", options.keepUpgrades ? UPGRADES : NO_BOUNDS, { deno: Deno.version.deno });
     }
     const server = Deno.serve({
       hostname: options.hostname,
@@ -128,7 +140,12 @@ export function serveConnections(
       onListen: () => {},
       onError: options.onError,
     }, handler);
-    return { addr: server.addr, finished: server.finished, shutdown: () => server.shutdown() };
+    return {
+      addr: server.addr,
+      finished: server.finished,
+      shutdown: () => server.shutdown(),
+      upgrades: true,
+    };
   }
   const listener = Deno.listen({
     hostname: options.hostname,
@@ -230,6 +247,7 @@ export function serveConnections(
 
   return {
     addr: listener.addr as Deno.NetAddr,
+    upgrades: false,
     finished,
     shutdown: async () => {
       closing = true;

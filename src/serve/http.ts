@@ -45,6 +45,7 @@ export function startHttp(services: Services, options: HttpOptions = {}): Runnin
     reusePort: options.reusePort,
     limits: () => services.config,
     counts: options.connections ?? connectionCounts(),
+    keepUpgrades: services.config.webSockets,
     onError: (error) => {
       // A stream aborted on purpose after its error (logged as the stream's end): no fault here.
       if (error instanceof BodyAborted) return new Response(null, { status: 500 });
@@ -52,6 +53,7 @@ export function startHttp(services: Services, options: HttpOptions = {}): Runnin
       return errorResponse("openai", new GatewayError(500, "Internal error"));
     },
   }, handler);
+  services.upgrades = server.upgrades;
   return {
     addr: server.addr,
     finished: server.finished,

@@ -27,6 +27,8 @@ const FIXED = [
   "metricsPort",
   // The threads' shared metric bounds are sized by it when the process starts.
   "metricsModels",
+  // How connections are served (see `serve/connections.ts`) is chosen when the process starts.
+  "webSockets",
 ] as const;
 
 /** How often the reload file is looked at. */

@@ -11,7 +11,7 @@
  * then in a local spool file — and written once it is back (`postgres_spool.ts`).
  *
  * This module opens the store, puts its parts together — accounts and keys, holds and video jobs,
- * reports, objects, alerts (`postgres_*.ts`) — and runs a serving process's housekeeping. The
+ * reports, objects, threads, alerts (`postgres_*.ts`) — and runs a serving process's housekeeping. The
  * driver (`npm:postgres`, pure JavaScript) is loaded only by these modules, which `open.ts`
  * imports only when a PostgreSQL URL is configured.
  */
@@ -25,6 +25,7 @@ import { KeyCache, postgresAccounts } from "./postgres_accounts.ts";
 import { postgresHolds } from "./postgres_holds.ts";
 import { postgresReports } from "./postgres_reports.ts";
 import { postgresObjects } from "./postgres_objects.ts";
+import { postgresThreads } from "./postgres_threads.ts";
 import { postgresAlerts } from "./postgres_alerts.ts";
 
 /** How a PostgreSQL store is opened. */
@@ -78,6 +79,7 @@ export async function openPostgresStore(
       ...holds,
       ...postgresReports(c),
       ...postgresObjects(c),
+      ...postgresThreads(c),
       ...postgresAlerts(c),
       countRequest: (keyId, limit) => countRequest(c, keyId, limit),
       leading: () => owners.leading(),

@@ -17,6 +17,7 @@ import type {
   LowBalance,
   SpentBudget,
   StoredResponse,
+  ThreadTurn,
   UpstreamObject,
   UsageSummary,
   VideoJob,
@@ -33,7 +34,7 @@ export const ACCOUNT_COLUMNS = "id, name, balance, spent, held, created_at, limi
 /** What `toKey` reads, from `keys k` joined with their `accounts a`. */
 export const KEY_COLUMNS = `k.id, k.account_id, a.name AS account_name, k.hash, k.prefix, k.rpm,
   k.created_at, k.revoked_at, k.name, k.metadata, k.expires_at, k.disabled_at, k.last_used_at,
-  k.limits, a.limits AS account_limits, k.previous_hash, k.previous_until`;
+  k.limits, a.limits AS account_limits, k.previous_hash, k.previous_until, k.strict`;
 /** What `toBudgetRow` reads, from `budgets`. */
 export const BUDGET_COLUMNS = "owner, period, amount, held, window_start, window_spent";
 /** What `toLedgerEntry` reads, from `ledger l` joined with its `accounts a`. */
@@ -114,6 +115,7 @@ export function toKey(row: Row): KeyRecord {
     metadata: metadataOf(row.metadata),
     expiresAt: num(row.expires_at),
     disabledAt: num(row.disabled_at),
+    strict: row.strict === true || Number(row.strict) === 1,
     lastUsedAt: num(row.last_used_at),
     limits: keyLimitsOf(row.limits),
     accountLimits: accountLimitsOf(row.account_limits),
@@ -141,6 +143,16 @@ export function toStoredResponse(row: Row): StoredResponse {
     previousId: text(row.previous_id),
     items: String(row.items),
     contextTokens: Number(row.context_tokens),
+    createdAt: Number(row.created_at),
+  };
+}
+
+export function toThreadTurn(row: Row): ThreadTurn {
+  return {
+    id: String(row.id),
+    accountId: Number(row.account_id),
+    previousId: text(row.previous_id),
+    turn: String(row.turn),
     createdAt: Number(row.created_at),
   };
 }

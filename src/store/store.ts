@@ -78,6 +78,8 @@ export interface KeyRecord {
   expiresAt: number | null;
   /** When it was disabled (it may be enabled again); null: enabled. */
   disabledAt: number | null;
+  /** Its translated calls refuse to adapt what the target cannot express exactly (strict mode). */
+  strict: boolean;
   /** When it was last used (kept to about a minute). */
   lastUsedAt: number | null;
   limits: KeyLimits;
@@ -91,7 +93,7 @@ export interface KeyRecord {
 /** A key as it is created: what the store does not default. */
 export type NewKey =
   & Pick<KeyRecord, "id" | "accountId" | "hash" | "prefix" | "rpm" | "createdAt">
-  & Partial<Pick<KeyRecord, "name" | "metadata" | "expiresAt" | "limits">>;
+  & Partial<Pick<KeyRecord, "name" | "metadata" | "expiresAt" | "limits" | "strict">>;
 
 /** A change to a key: only the fields given change. */
 export interface KeyPatch {
@@ -102,6 +104,7 @@ export interface KeyPatch {
   disabled?: boolean;
   rpm?: number | null;
   limits?: KeyLimits;
+  strict?: boolean;
 }
 
 /**
@@ -360,6 +363,21 @@ export interface StoredResponse {
   createdAt: number;
 }
 
+/**
+ * One turn of a Messages thread the gateway holds itself (its upstream could not): what the turn
+ * added — its messages and the answer as canonical messages, and for the turn that created the
+ * thread the system prompt and tools it keeps (JSON) — under the answer's id, linked to the answer
+ * it continued.
+ */
+export interface ThreadTurn {
+  id: string;
+  accountId: number;
+  previousId: string | null;
+  /** JSON of what the turn added (see `pipeline/threads.ts`). */
+  turn: string;
+  createdAt: number;
+}
+
 /** What an alert is about: a budget's threshold, a low balance, a key about to expire. */
 export type AlertType = "budget.threshold" | "balance.low" | "key.expiring";
 
@@ -475,7 +493,10 @@ export class StoreUnavailable extends Error {
 /** A value, or a promise of it: what a store answers at once from memory when it can. */
 export type Awaitable<T> = T | Promise<T>;
 
-/** How far back `responseChain` walks: at most `steps` answers and about `bytes` of items. */
+/**
+ * How far back `responseChain` (and `threadChain`) walks: at most `steps` answers and about `bytes`
+ * of items.
+ */
 export interface ChainBound {
   steps: number;
   bytes: number;
@@ -599,6 +620,16 @@ export interface Store {
   responseChain(id: string, bound: ChainBound): Promise<StoredResponse[]>;
   /** Forgets conversation steps kept before `before` (ms since epoch); returns how many. */
   pruneResponses(before: number): Promise<number>;
+  /** Keeps a turn of a Messages thread (an id already kept is left as it is). */
+  saveThreadTurn(turn: ThreadTurn): Promise<void>;
+  /**
+   * The kept turn `id` and the ones it continued, newest first, as far back as `bound` allows (one
+   * turn past the byte bound, so the caller can tell it was reached); [] when `id` is not kept.
+   * Whose they are is the caller's to check.
+   */
+  threadChain(id: string, bound: ChainBound): Promise<ThreadTurn[]>;
+  /** Forgets thread turns kept before `before` (ms since epoch); returns how many. */
+  pruneThreadTurns(before: number): Promise<number>;
   usage(accountId: number): Promise<UsageSummary>;
   /** Settled spend per UTC day from `since` (ms since epoch) on, oldest first. */
   usageByDay(accountId: number, since: number): Promise<DayUsage[]>;

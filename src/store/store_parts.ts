@@ -2,7 +2,7 @@
  * The store's methods by job. Each implementation puts its `Store` together from one part per job,
  * in modules named for it: accounts and keys (`sqlite_accounts.ts`, `postgres_accounts.ts`), holds
  * and video jobs (`…_holds.ts`), reports from the ledger (`…_reports.ts`), upstream objects and kept
- * conversations (`…_objects.ts`), alerts (`…_alerts.ts`).
+ * conversations (`…_objects.ts`), Messages threads (`…_threads.ts`), alerts (`…_alerts.ts`).
  */
 import type { Store } from "./store.ts";
 
@@ -55,6 +55,9 @@ export type ObjectsPart = Pick<
   | "responseChain"
   | "pruneResponses"
 >;
+
+/** Messages threads the gateway holds: their turns, kept, walked back and pruned. */
+export type ThreadsPart = Pick<Store, "saveThreadTurn" | "threadChain" | "pruneThreadTurns">;
 
 /** Alerts, and the checks that find what to alert on. */
 export type AlertsPart = Pick<

@@ -214,6 +214,7 @@ function principal(accountId: number, limited = false): Principal {
     limits: {},
     accountLimits: {},
     limited,
+    strict: false,
   };
 }
 

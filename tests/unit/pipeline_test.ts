@@ -49,6 +49,7 @@ async function withBills(
           limits: {},
           accountLimits: {},
           limited: false,
+          strict: false,
         },
         requestId: `req_${++n}`,
         endpoint: "/v1/responses",

@@ -41,14 +41,15 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
     const db = new DatabaseSync(path);
     // The schema as it was (version 7), with a call held the way it used to be: the account's
     // `held` raised by its own statement.
-    db.exec(`DROP TABLE alerts; DROP INDEX keys_expiry;
+    db.exec(`DROP TABLE thread_turns; DROP TABLE alerts; DROP INDEX keys_expiry;
       DROP TRIGGER accounts_limits; DROP TABLE budgets; DROP TRIGGER keys_updated;
       ALTER TABLE keys DROP COLUMN name; ALTER TABLE keys DROP COLUMN metadata;
       ALTER TABLE keys DROP COLUMN expires_at; ALTER TABLE keys DROP COLUMN disabled_at;
       ALTER TABLE keys DROP COLUMN last_used_at; ALTER TABLE keys DROP COLUMN limits;
       ALTER TABLE keys DROP COLUMN previous_hash; ALTER TABLE keys DROP COLUMN previous_until;
       ALTER TABLE keys DROP COLUMN in_flight; ALTER TABLE keys DROP COLUMN tpm_minute;
-      ALTER TABLE keys DROP COLUMN tpm_tokens; ALTER TABLE accounts DROP COLUMN limits;
+      ALTER TABLE keys DROP COLUMN tpm_tokens; ALTER TABLE keys DROP COLUMN strict;
+      ALTER TABLE accounts DROP COLUMN limits;
       ALTER TABLE ledger DROP COLUMN limits;
       ALTER TABLE ledger DROP COLUMN input_tokens; ALTER TABLE ledger DROP COLUMN cached_tokens;
       ALTER TABLE ledger DROP COLUMN cache_write_tokens;

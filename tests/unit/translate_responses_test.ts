@@ -140,7 +140,7 @@ Deno.test("a Codex request decodes: namespaces flattened, free-form tools, searc
     true,
     true,
   ]);
-  assert.deepEqual(request.fields, { messages: "input", tools: "tools" });
+  assert.deepEqual(request.fields, { messages: "input", tools: "tools", reasoning: "reasoning" });
 
   assert.deepEqual(request.messages.map((m) => m.role), [
     "user",

@@ -1,0 +1,201 @@
+/**
+ * Clients of the Responses API over WebSocket: the official `openai` SDK's socket (its
+ * `ResponsesWSBase` — the connection, the events, the errors are the SDK's — over Deno's own
+ * WebSocket, as the SDK's browser transport does: its Node transport needs the `ws` package,
+ * which the tests do not install), a raw socket that reads a turn's events, and a raw upgrade
+ * request, to read the handshake's answer when the gateway refuses it.
+ */
+import { type OpenAI, ResponsesWSBase } from "../deps.ts";
+import type { Json } from "./http.ts";
+
+// deno-lint-ignore no-explicit-any
+type Listener = (...args: any[]) => void;
+
+/** Deno's WebSocket with the listener API the SDK's sockets take (as its browser adapter). */
+class DenoSocket {
+  readonly #wrapped = new Map<Listener, EventListener>();
+
+  constructor(private readonly ws: WebSocket) {
+    ws.binaryType = "arraybuffer";
+  }
+
+  get readyState(): number {
+    return this.ws.readyState;
+  }
+
+  send(data: string | ArrayBufferLike | ArrayBufferView): void {
+    this.ws.send(data as string);
+  }
+
+  close(code?: number, reason?: string): void {
+    this.ws.close(code, reason);
+  }
+
+  on(event: string, listener: Listener): void {
+    const wrapped: EventListener = (e) => {
+      if (event === "message") {
+        const data = (e as MessageEvent).data;
+        listener(data, typeof data !== "string");
+      } else if (event === "close") listener((e as CloseEvent).code, (e as CloseEvent).reason);
+      else if (event === "error") {
+        listener(new Error((e as ErrorEvent).message || "WebSocket error"));
+      } else listener();
+    };
+    this.#wrapped.set(listener, wrapped);
+    this.ws.addEventListener(event, wrapped);
+  }
+
+  off(event: string, listener: Listener): void {
+    const wrapped = this.#wrapped.get(listener);
+    if (wrapped) this.ws.removeEventListener(event, wrapped);
+    this.#wrapped.delete(listener);
+  }
+
+  once(event: string, listener: Listener): void {
+    const once: Listener = (...args) => {
+      this.off(event, once);
+      listener(...args);
+    };
+    this.on(event, once);
+  }
+}
+
+/** The SDK's Responses socket to the client's base URL (`/responses`, authenticated as it is). */
+export class ResponsesSocket extends ResponsesWSBase<DenoSocket> {
+  constructor(client: OpenAI) {
+    super(client);
+    this._connectInitial();
+  }
+
+  protected _createSocket(url: URL, authHeaders: Record<string, string>): DenoSocket {
+    return new DenoSocket(new WebSocket(url, { headers: authHeaders }));
+  }
+}
+
+/** The events that end a turn. */
+const TERMINAL = new Set(["response.completed", "response.failed", "response.incomplete", "error"]);
+
+/** The gateway's WebSocket URL of `/v1/responses`. */
+export function socketUrl(gatewayUrl: string): string {
+  return `${gatewayUrl.replace(/^http/, "ws")}/v1/responses`;
+}
+
+/** A socket driven by hand: events sent as JSON, messages read as they come. */
+export class RawSocket {
+  readonly #messages: Json[] = [];
+  #waiting: (() => void) | undefined;
+  readonly closed: Promise<CloseEvent>;
+
+  private constructor(readonly ws: WebSocket) {
+    const closed = Promise.withResolvers<CloseEvent>();
+    this.closed = closed.promise;
+    ws.onmessage = (event) => {
+      this.#messages.push(JSON.parse(event.data));
+      this.#waiting?.();
+    };
+    ws.onclose = (event) => {
+      closed.resolve(event);
+      this.#waiting?.();
+    };
+  }
+
+  /** Opens a socket to `url` with `headers` (rejects when the handshake is refused). */
+  static open(url: string, headers: Record<string, string>): Promise<RawSocket> {
+    const ws = new WebSocket(url, { headers });
+    const socket = new RawSocket(ws);
+    return new Promise((resolve, reject) => {
+      ws.onopen = () => resolve(socket);
+      socket.closed.then((event) => reject(new Error(`closed before opening (${event.code})`)));
+    });
+  }
+
+  send(event: Json | string): void {
+    this.ws.send(typeof event === "string" ? event : JSON.stringify(event));
+  }
+
+  /** The next message (rejects when the socket closes first). */
+  async next(): Promise<Json> {
+    for (;;) {
+      const message = this.#messages.shift();
+      if (message) return message;
+      if (this.ws.readyState >= WebSocket.CLOSING) throw new Error("the socket closed");
+      await new Promise<void>((resolve) => this.#waiting = resolve);
+    }
+  }
+
+  /** The messages up to and including the next terminal event. */
+  async turn(): Promise<Json[]> {
+    const events: Json[] = [];
+    for (;;) {
+      const event = await this.next();
+      events.push(event);
+      if (TERMINAL.has(event.type)) return events;
+    }
+  }
+
+  /** Sends `event` and reads its turn. */
+  async create(event: Json): Promise<Json[]> {
+    this.send({ type: "response.create", ...event });
+    return await this.turn();
+  }
+
+  close(): void {
+    this.ws.close(1000);
+  }
+}
+
+/** The text a turn's `response.output_text.delta` events carry. */
+export function deltas(events: Json[]): string {
+  return events.filter((e) => e.type === "response.output_text.delta").map((e) => e.delta).join("");
+}
+
+/** A handshake answered with HTTP (a refusal): its status, headers and body. */
+export interface Handshake {
+  status: number;
+  headers: Headers;
+  body: string;
+}
+
+/**
+ * Sends a WebSocket upgrade request over a plain TCP connection and reads the HTTP answer's head
+ * (and body, when it is not the upgrade).
+ */
+export async function rawUpgrade(url: string, headers: Record<string, string>): Promise<Handshake> {
+  const { hostname, port, pathname } = new URL(url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  try {
+    const lines = [
+      `GET ${pathname} HTTP/1.1`,
+      `host: ${hostname}:${port}`,
+      "upgrade: websocket",
+      "connection: Upgrade",
+      "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==",
+      "sec-websocket-version: 13",
+      ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    ];
+    await conn.write(new TextEncoder().encode(`${lines.join("\r\n")}\r\n\r\n`));
+    let text = "";
+    const decoder = new TextDecoder();
+    const buffer = new Uint8Array(16384);
+    for (;;) {
+      const end = text.indexOf("\r\n\r\n");
+      if (end >= 0) {
+        const [status, ...fields] = text.slice(0, end).split("\r\n");
+        const parsed = new Headers(fields.map((f) => {
+          const colon = f.indexOf(":");
+          return [f.slice(0, colon).trim(), f.slice(colon + 1).trim()] as [string, string];
+        }));
+        const code = Number(status.split(" ")[1]);
+        const length = Number(parsed.get("content-length") ?? 0);
+        if (code === 101 || text.length - end - 4 >= length) {
+          return { status: code, headers: parsed, body: text.slice(end + 4, end + 4 + length) };
+        }
+      }
+      const n = await conn.read(buffer);
+      if (n === null) throw new Error(`the connection closed after: ${text}`);
+      text += decoder.decode(buffer.subarray(0, n), { stream: true });
+    }
+  } finally {
+    conn.close();
+  }
+}

@@ -1,0 +1,510 @@
+/**
+ * The Responses API over WebSocket (`GET /v1/responses` upgraded), driven by the official `openai`
+ * SDK's Responses socket and by raw sockets: passed through to OpenAI and xAI over the upstream's
+ * own WebSocket, translated to Anthropic and Gemini, the connection-local `previous_response_id`
+ * chain, every turn authenticated, counted, held and settled as one call (one ledger entry each),
+ * a socket closed mid-turn billed for what was relayed, errors as the protocol's `error` event,
+ * and the 426 a gateway that does not serve it answers.
+ */
+import assert from "node:assert/strict";
+import { OpenAI } from "./deps.ts";
+import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
+import { startGateway } from "./helpers/gateway.ts";
+import { bearer, type Json, post } from "./helpers/http.ts";
+import { ledgerOf } from "./helpers/store.ts";
+import {
+  deltas,
+  RawSocket,
+  rawUpgrade,
+  ResponsesSocket,
+  socketUrl,
+} from "./helpers/responses_ws.ts";
+
+const stack = await startStack({
+  server: { maxBodyBytes: 65536, webSockets: true },
+  // An OpenAI deployment whose upstream refuses the gateway's key (the emulator wants another).
+  providers: { "openai-refused": { type: "openai", baseUrl: "/openai/v1", apiKey: "sk-refused" } },
+  models: {
+    "gpt-refused": {
+      provider: "openai-refused",
+      upstream: "gpt-5.4",
+      price: { input: 1, output: 1 },
+    },
+  },
+});
+const { gateway } = stack;
+const url = socketUrl(gateway.url);
+Deno.test.afterAll(() => stack.stop());
+
+/** nanoUSD at the test prices: $2.50 / $0.25 / $15 per million → 2500 / 250 / 15000 per token. */
+function expectedCost(u: Json): number {
+  const cached = u.input_tokens_details?.cached_tokens ?? 0;
+  return (u.input_tokens - cached) * 2500 + cached * 250 + u.output_tokens * 15000;
+}
+
+/** A key with `credit` USD on a fresh account (more `extra` CLI flags: `--rpm 2`). */
+async function keyFor(account: string, ...extra: string[]): Promise<{ key: string; id: string }> {
+  return await gateway.createKey(account, "--credit", "5", ...extra);
+}
+
+/** The account's settled charges, oldest first. */
+async function charges(account: string) {
+  return (await ledgerOf(gateway, { account }))
+    .filter((e) => e.kind === "charge" && e.status === "settled")
+    .reverse();
+}
+
+/** The turns' request ids of the upgrade logged last for `key`: `req_….1`, `….2`… */
+function upgradeId(keyId: string): string {
+  const entries = gateway.logs.flatMap((line) => {
+    try {
+      return [JSON.parse(line)];
+    } catch {
+      return [];
+    }
+  });
+  const upgrade = entries.findLast((e) =>
+    e.msg === "request" && e.method === "GET" && e.path === "/v1/responses" && e.key_id === keyId
+  );
+  assert.ok(upgrade, "the upgrade is logged");
+  assert.equal(upgrade.status, 101);
+  return upgrade.request_id;
+}
+
+Deno.test("the SDK's socket: a turn on an OpenAI model goes over the upstream's WebSocket, billed exactly", async () => {
+  const { key, id } = await keyFor("ws-sdk");
+  const client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+  const socket = new ResponsesSocket(client);
+  const since = await stack.upstreamCount();
+  const events: Json[] = [];
+  try {
+    socket.send({ type: "response.create", model: "gpt-test", input: "Name three primes" });
+    for await (const message of socket.stream()) {
+      if (message.type === "error") throw message.error;
+      if (message.type !== "message") continue;
+      events.push(message.message);
+      if (message.message.type === "response.completed") break;
+    }
+  } finally {
+    socket.close();
+  }
+  assert.equal(events[0].type, "response.created");
+  assert.equal(deltas(events), "You said: Name three primes");
+  const completed = events.at(-1)!;
+  assert.equal(completed.response.status, "completed");
+  // Upstream: the WebSocket's handshake and one turn on it, with the operator's key and the
+  // upstream model id — no HTTP POST.
+  const upstream = await stack.upstreamSince(since);
+  assert.deepEqual(upstream.map((r) => r.method), ["GET", "WS"]);
+  assert.equal(upstream[0].headers.authorization, `Bearer ${UPSTREAM_KEY}`);
+  assert.equal(upstream[1].path, "/openai/v1/responses");
+  assert.equal((upstream[1].body as Json).model, "gpt-5.4");
+  assert.equal((upstream[1].body as Json).input, "Name three primes");
+  // One ledger entry, for the turn, at the upstream's usage.
+  await eventually(async () => (await charges("ws-sdk")).length === 1);
+  const [charge] = await charges("ws-sdk");
+  assert.equal(charge.requestId, `${upgradeId(id)}.1`);
+  assert.equal(Number(charge.amount), expectedCost(completed.response.usage));
+  assert.equal(charge.estimated, false);
+  assert.equal(charge.provider, "openai");
+  const usage = await usageOf(gateway, key);
+  assert.equal(usage.requests, 1);
+  assert.equal(usage.held_nanousd, 0);
+});
+
+Deno.test("an xAI model's turns go over xAI's WebSocket too", async () => {
+  const { key } = await keyFor("ws-xai");
+  const socket = await RawSocket.open(url, bearer(key));
+  const since = await stack.upstreamCount();
+  try {
+    const events = await socket.create({ model: "grok-test", input: "hello grok" });
+    assert.equal(events.at(-1)!.type, "response.completed");
+    assert.equal(deltas(events), "You said: hello grok");
+  } finally {
+    socket.close();
+  }
+  const upstream = await stack.upstreamSince(since);
+  assert.deepEqual(upstream.map((r) => `${r.method} ${r.path}`), [
+    "GET /xai/v1/responses",
+    "WS /xai/v1/responses",
+  ]);
+  await eventually(async () => (await charges("ws-xai")).length === 1);
+});
+
+Deno.test("store: false chains on one socket (the upstream's connection-local cache), not beyond it", async () => {
+  const { key } = await keyFor("ws-chain");
+  const socket = await RawSocket.open(url, bearer(key));
+  let first: Json;
+  let second: Json;
+  try {
+    first = (await socket.create({ model: "gpt-test", input: "remember 42", store: false }))
+      .at(-1)!.response;
+    const turn = await socket.create({
+      model: "gpt-test",
+      input: [{ role: "user", content: "what was it?" }],
+      previous_response_id: first.id,
+      store: false,
+    });
+    second = turn.at(-1)!.response;
+    assert.equal(turn.at(-1)!.type, "response.completed");
+    assert.equal(second.previous_response_id, first.id);
+    // The upstream counted the history: the first turn's tokens are in the second's input.
+    assert.ok(
+      second.usage.input_tokens >= first.usage.input_tokens + first.usage.output_tokens,
+      `${second.usage.input_tokens} input tokens include the ${
+        first.usage.input_tokens + first.usage.output_tokens
+      } of the first turn`,
+    );
+  } finally {
+    socket.close();
+  }
+  // Beyond the socket, a response stored nowhere cannot be continued: over HTTP…
+  const http = await post(gateway.url, "/v1/responses", bearer(key), {
+    model: "gpt-test",
+    input: "again",
+    previous_response_id: second.id,
+  });
+  assert.equal(http.status, 404);
+  await http.body?.cancel();
+  // …nor on another socket, which says so in the words clients act on.
+  const other = await RawSocket.open(url, bearer(key));
+  try {
+    const [error] = await other.create({
+      model: "gpt-test",
+      input: "again",
+      previous_response_id: second.id,
+    });
+    assert.equal(error.type, "error");
+    assert.equal(error.status, 404);
+    assert.equal(error.error.code, "previous_response_not_found");
+    assert.equal(error.error.param, "previous_response_id");
+  } finally {
+    other.close();
+  }
+  // Two calls billed (the refusals cost nothing), each at its upstream usage.
+  await eventually(async () => (await charges("ws-chain")).length === 2);
+  const billed = await charges("ws-chain");
+  assert.deepEqual(billed.map((c) => Number(c.amount)), [
+    expectedCost(first.usage),
+    expectedCost(second.usage),
+  ]);
+});
+
+for (
+  const [model, provider, path] of [
+    ["claude-test", "anthropic", "/anthropic/v1/messages"],
+    ["gemini-test", "gemini", "/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent"],
+  ]
+) {
+  Deno.test(`${model}: turns are translated, chained on the socket, one ledger entry each`, async () => {
+    const account = `ws-${provider}`;
+    const { key, id } = await keyFor(account);
+    const socket = await RawSocket.open(url, bearer(key));
+    const since = await stack.upstreamCount();
+    let first: Json[];
+    let second: Json[];
+    try {
+      first = await socket.create({ model, input: "the code word is teal", store: false });
+      second = await socket.create({
+        model,
+        input: "which word?",
+        previous_response_id: first.at(-1)!.response.id,
+        store: false,
+      });
+    } finally {
+      socket.close();
+    }
+    for (const turn of [first, second]) {
+      assert.equal(turn[0].type, "response.created", JSON.stringify(turn[0]));
+      assert.equal(turn.at(-1)!.type, "response.completed");
+    }
+    assert.equal(deltas(first), "You said: the code word is teal");
+    assert.equal(second.at(-1)!.response.previous_response_id, first.at(-1)!.response.id);
+    // The second turn went upstream with the first in front: the connection kept it (store: false
+    // keeps nothing in the store).
+    const upstream = (await stack.upstreamSince(since)).filter((r) => r.path.startsWith(path));
+    assert.equal(upstream.length, 2);
+    const sent = JSON.stringify(upstream[1].body);
+    assert.ok(sent.includes("the code word is teal") && sent.includes("which word?"), sent);
+    await eventually(async () => (await charges(account)).length === 2);
+    const billed = await charges(account);
+    const turns = upgradeId(id);
+    assert.deepEqual(billed.map((c) => c.requestId), [`${turns}.1`, `${turns}.2`]);
+    assert.deepEqual(billed.map((c) => c.provider), [provider, provider]);
+    assert.deepEqual(
+      billed.map((c) => Number(c.amount)),
+      [first, second].map((turn) => expectedCost(turn.at(-1)!.response.usage)),
+    );
+  });
+}
+
+Deno.test("the items of the socket's last translated answer can be referred to, store: false or not", async () => {
+  const { key } = await keyFor("ws-items");
+  const socket = await RawSocket.open(url, bearer(key));
+  const since = await stack.upstreamCount();
+  try {
+    const first = await socket.create({
+      model: "claude-test",
+      input: "the colour is mauve",
+      store: false,
+    });
+    const [message] = first.at(-1)!.response.output;
+    const second = await socket.create({
+      model: "claude-test",
+      input: [
+        { role: "user", content: "the colour is mauve" },
+        { type: "item_reference", id: message.id },
+        { role: "user", content: "which colour?" },
+      ],
+      store: false,
+    });
+    assert.equal(second.at(-1)!.type, "response.completed", JSON.stringify(second[0]));
+  } finally {
+    socket.close();
+  }
+  // The referred answer went upstream as the assistant's turn.
+  const [, sent] = (await stack.upstreamSince(since)).filter((r) =>
+    r.path === "/anthropic/v1/messages"
+  );
+  const messages = (sent.body as Json).messages as Json[];
+  assert.deepEqual(messages.map((m) => m.role), ["user", "assistant", "user"]);
+  assert.ok(JSON.stringify(messages[1]).includes("You said: the colour is mauve"));
+});
+
+Deno.test("a socket closed mid-turn is billed for what was relayed, and the upstream stops", async () => {
+  const { key, id } = await keyFor("ws-hangup");
+  const before = await stack.emulatorStats();
+  const socket = await RawSocket.open(url, bearer(key));
+  socket.send({
+    type: "response.create",
+    model: "gpt-test",
+    input: "talk [[emulate words=400 delay=5]]",
+  });
+  let received = 0;
+  while (received < 10) {
+    if ((await socket.next()).type === "response.output_text.delta") received++;
+  }
+  socket.close();
+  await eventually(async () =>
+    (await stack.emulatorStats()).streamsCancelled === before.streamsCancelled + 1
+  );
+  await eventually(async () => (await charges("ws-hangup")).length === 1);
+  const [charge] = await charges("ws-hangup");
+  assert.equal(charge.requestId, `${upgradeId(id)}.1`);
+  assert.equal(charge.estimated, true, "billed on what was relayed");
+  const output = charge.units.find((u) => u.unit === "output_tokens")!.quantity;
+  assert.ok(output >= 10 && output < 400, `${output} output tokens count the deltas relayed`);
+  const usage = await usageOf(gateway, key);
+  assert.equal(usage.held_nanousd, 0);
+  assert.equal(usage.requests, 1);
+});
+
+Deno.test("every turn is authenticated and counted: a revoked key's next turn, a key's RPM", async () => {
+  const { key, id } = await keyFor("ws-auth", "--rpm", "2");
+  const socket = await RawSocket.open(url, bearer(key));
+  try {
+    // The upgrade is not counted: two turns fit in 2 requests a minute, the third does not.
+    for (const n of [1, 2]) {
+      const turn = await socket.create({ model: "gpt-test", input: `turn ${n}` });
+      assert.equal(turn.at(-1)!.type, "response.completed");
+    }
+    const [limited] = await socket.create({ model: "gpt-test", input: "turn 3" });
+    assert.equal(limited.type, "error");
+    assert.equal(limited.status, 429);
+    assert.ok(Number(limited.error.headers["retry-after"]) > 0);
+    const revoked = await gateway.cli("keys", "revoke", id);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    await eventually(async () => {
+      const [refused] = await socket.create({ model: "gpt-test", input: "turn 4" });
+      return refused.type === "error" && refused.status === 401;
+    });
+  } finally {
+    socket.close();
+  }
+  await eventually(async () => (await charges("ws-auth")).length === 2);
+});
+
+Deno.test("an upstream that refuses the upgrade is sent the turn over HTTP, answered as HTTP answers it", async () => {
+  const { key } = await keyFor("ws-fallback");
+  const socket = await RawSocket.open(url, bearer(key));
+  const since = await stack.upstreamCount();
+  try {
+    const [refused] = await socket.create({ model: "gpt-refused", input: "hi" });
+    assert.equal(refused.type, "error");
+    assert.equal(refused.status, 502);
+    assert.equal(refused.error.code, "upstream_auth_failed");
+  } finally {
+    socket.close();
+  }
+  // The handshake refused (401), then the same turn as a POST, refused too (the key is taken
+  // out: 502): two requests, neither accepted (the emulator records accepted ones only).
+  assert.equal(await stack.upstreamCount(), since + 2);
+  assert.deepEqual(await stack.upstreamSince(since), []);
+  assert.deepEqual(await charges("ws-fallback"), []);
+});
+
+Deno.test("the upgrade is authenticated: a wrong key is refused before it", async () => {
+  const refused = await rawUpgrade(url, { authorization: "Bearer sk-wrong" });
+  assert.equal(refused.status, 401);
+  assert.equal(JSON.parse(refused.body).error.type, "invalid_request_error");
+  await assert.rejects(RawSocket.open(url, bearer("sk-wrong")), /closed before opening/);
+  const missing = await rawUpgrade(url, {});
+  assert.equal(missing.status, 401);
+});
+
+Deno.test("refusals are the protocol's error event; the socket stays open for the next turn", async () => {
+  const { key } = await keyFor("ws-errors");
+  const socket = await RawSocket.open(url, bearer(key));
+  const since = await stack.upstreamCount();
+  try {
+    const [unknown] = await socket.create({ model: "no-such-model", input: "hi" });
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.error.code, "model_not_found");
+    const [background] = await socket.create({ model: "gpt-test", input: "hi", background: true });
+    assert.equal(background.status, 400);
+    assert.equal(background.error.param, "background");
+    socket.send({ type: "response.steer", input: "faster" });
+    const steer = await socket.next();
+    assert.equal(steer.type, "error");
+    assert.equal(steer.error.param, "type");
+    socket.send("not json");
+    assert.equal((await socket.next()).error.code, "invalid_json");
+    const [warm] = await socket.create({ model: "claude-test", input: "hi", generate: false });
+    assert.equal(warm.error.param, "generate");
+    // An upstream's own refusal (here a rate limit at the start of the turn) is relayed as one.
+    const [limited] = await socket.create({ model: "gpt-test", input: "[[emulate status=429]]" });
+    assert.equal(limited.type, "error");
+    assert.equal(limited.status, 429);
+    assert.equal(limited.error.code, "rate_limit_exceeded");
+    // The lane a turn names is echoed on its events.
+    const laned = await socket.create({ model: "gpt-test", input: "on a lane", stream_id: "a" });
+    assert.ok(laned.every((e) => e.stream_id === "a"));
+  } finally {
+    socket.close();
+  }
+  // Only the upstream's rate limit and the last turn reached the upstream (after its handshake).
+  const upstream = await stack.upstreamSince(since);
+  assert.deepEqual(upstream.map((r) => r.method), ["GET", "WS", "WS"]);
+  await eventually(async () => (await charges("ws-errors")).length === 1);
+});
+
+Deno.test("GET /v1/responses without an upgrade is 426; so is an upgrade where WebSockets are off", async () => {
+  const { key } = await keyFor("ws-plain");
+  const plain = await fetch(`${gateway.url}/v1/responses`, { headers: bearer(key) });
+  assert.equal(plain.status, 426);
+  assert.equal(plain.headers.get("upgrade"), "websocket");
+  assert.equal((await plain.json()).error.code, "upgrade_required");
+  const off = await startGateway({ config: { defaultCatalog: false } });
+  try {
+    const { key: offKey } = await off.createKey("ws-off", "--credit", "1");
+    const refused = await rawUpgrade(socketUrl(off.url), bearer(offKey));
+    assert.equal(refused.status, 426);
+    assert.equal(JSON.parse(refused.body).error.code, "websocket_unsupported");
+  } finally {
+    await off.stop();
+  }
+});
+
+Deno.test("the emulator's WebSocket mode keeps the last response per connection, as OpenAI's does", async () => {
+  const emulated = `${stack.emulatorUrl.replace(/^http/, "ws")}/openai/v1/responses`;
+  const headers = bearer(UPSTREAM_KEY);
+  const one = await RawSocket.open(emulated, headers);
+  const two = await RawSocket.open(emulated, headers);
+  try {
+    const warm = await one.create({ model: "gpt-5.4", input: "tools ready", generate: false });
+    assert.equal(warm.at(-1)!.type, "response.completed");
+    assert.deepEqual(warm.at(-1)!.response.output, []);
+    const next = await one.create({
+      model: "gpt-5.4",
+      input: "go",
+      store: false,
+      previous_response_id: warm.at(-1)!.response.id,
+    });
+    assert.equal(next.at(-1)!.type, "response.completed");
+    const [elsewhere] = await two.create({
+      model: "gpt-5.4",
+      input: "go",
+      previous_response_id: next.at(-1)!.response.id,
+    });
+    assert.equal(elsewhere.type, "error");
+    assert.equal(elsewhere.status, 400);
+    assert.equal(elsewhere.error.code, "previous_response_not_found");
+    const [background] = await one.create({ model: "gpt-5.4", input: "x", background: true });
+    assert.equal(background.error.param, "background");
+  } finally {
+    one.close();
+    two.close();
+  }
+});
+
+Deno.test("a connection closes after the idle limit without a turn, and at its total limit", async () => {
+  for (
+    const [server, reason] of [
+      [{ streamIdleTimeoutMs: 300 }, "idle timeout"],
+      [{ streamIdleTimeoutMs: 0, streamMaxMs: 300 }, "connection limit reached"],
+    ] as const
+  ) {
+    const limited = await startGateway({
+      config: { defaultCatalog: false, server: { webSockets: true, ...server } },
+    });
+    try {
+      const { key } = await limited.createKey("ws-limits", "--credit", "1");
+      const opened = performance.now();
+      const socket = await RawSocket.open(socketUrl(limited.url), bearer(key));
+      const closed = await socket.closed;
+      assert.equal(closed.code, 1000);
+      assert.equal(closed.reason, reason);
+      // Time is the behaviour here: not before the limit (bounded above only by the test's guard).
+      assert.ok(performance.now() - opened >= 300, `closed after ${performance.now() - opened} ms`);
+    } finally {
+      await limited.stop();
+    }
+  }
+});
+
+Deno.test("a stopping server closes its sockets, a turn in flight billed for what was relayed", async () => {
+  const replica = await stack.replica();
+  const { key } = await replica.createKey("ws-stop", "--credit", "5");
+  const socket = await RawSocket.open(socketUrl(replica.url), bearer(key));
+  socket.send({
+    type: "response.create",
+    model: "gpt-test",
+    input: "talk [[emulate words=400 delay=20]]",
+  });
+  let received = 0;
+  while (received < 5) {
+    if ((await socket.next()).type === "response.output_text.delta") received++;
+  }
+  const stopped = replica.terminate();
+  const closed = await socket.closed;
+  assert.equal(closed.code, 1001);
+  assert.equal((await stopped).code, 0);
+  const billed = (await ledgerOf(replica, { account: "ws-stop" })).filter((e) =>
+    e.kind === "charge"
+  );
+  assert.equal(billed.length, 1);
+  assert.equal(billed[0].status, "settled");
+  assert.equal(billed[0].estimated, true, "billed on what was relayed");
+  assert.ok(Number(billed[0].amount) > 0);
+});
+
+Deno.test("sockets are held to server.maxConnections: the upgrade past it gets 503", async () => {
+  const capped = await startGateway({
+    config: { defaultCatalog: false, server: { webSockets: true, maxConnections: 1 } },
+  });
+  try {
+    const { key } = await capped.createKey("ws-cap", "--credit", "1");
+    const first = await RawSocket.open(socketUrl(capped.url), bearer(key));
+    const refused = await rawUpgrade(socketUrl(capped.url), bearer(key));
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get("retry-after"), "1");
+    first.close();
+    await first.closed;
+    // Its place is free again once it closed.
+    await eventually(async () =>
+      (await rawUpgrade(socketUrl(capped.url), bearer(key))).status === 101
+    );
+  } finally {
+    await capped.stop();
+  }
+});
