@@ -255,15 +255,22 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
   const history = (Array.isArray(body.messages) ? body.messages : []) as Message[];
   const total = inputTokens(body);
   const cacheRead = Math.min(d.cached ?? 0, total);
-  const cacheWrite = Math.min(d.cacheWrite ?? 0, total - cacheRead);
+  // `cache_write` is written with the lifetime the system prompt asks for (5 minutes unless it
+  // says `ttl: "1h"`), `cache_write_1h` for an hour whatever it asks.
   const oneHour = JSON.stringify(body.system ?? "").includes('"ttl":"1h"');
+  const write1h = Math.min(
+    (d.cacheWrite1h ?? 0) + (oneHour ? d.cacheWrite ?? 0 : 0),
+    total - cacheRead,
+  );
+  const write5m = Math.min(oneHour ? 0 : d.cacheWrite ?? 0, total - cacheRead - write1h);
+  const cacheWrite = write5m + write1h;
   const usageIn = {
     input_tokens: total - cacheRead - cacheWrite,
     cache_creation_input_tokens: cacheWrite,
     cache_read_input_tokens: cacheRead,
     cache_creation: {
-      ephemeral_5m_input_tokens: oneHour ? 0 : cacheWrite,
-      ephemeral_1h_input_tokens: oneHour ? cacheWrite : 0,
+      ephemeral_5m_input_tokens: write5m,
+      ephemeral_1h_input_tokens: write1h,
     },
   };
 

@@ -330,6 +330,7 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
     totalTokenCount: promptTokens + candidatesTokens + thoughts,
     ...(cached ? { cachedContentTokenCount: cached } : {}),
     promptTokensDetails: [{ modality: "TEXT", tokenCount: promptTokens }],
+    ...(cached ? { cacheTokensDetails: [{ modality: "TEXT", tokenCount: cached }] } : {}),
     candidatesTokensDetails: [
       { modality: "TEXT", tokenCount: textOut },
       ...(imageOut ? [{ modality: "IMAGE", tokenCount: imageOut }] : []),

@@ -197,6 +197,7 @@ export async function responses(req: Request, connection?: ConnectionCache): Pro
   }
   const inputTokens = inputTokenCount(body, texts) + history;
   const cached = Math.min(d.cached ?? 0, inputTokens);
+  const written = Math.min(d.cacheWrite ?? 0, inputTokens - cached);
   const id = newId("resp_", 48);
   const createdAt = Math.floor(Date.now() / 1000);
   // A reasoning item whenever `reasoning` is set (no effort given: the default, medium).
@@ -264,7 +265,11 @@ export async function responses(req: Request, connection?: ConnectionCache): Pro
   if (connection) connection.last = { id, tokens: inputTokens + outputTokens };
   const usage = {
     input_tokens: inputTokens,
-    input_tokens_details: { cached_tokens: cached },
+    // `cache_write_tokens` is newer than the field it sits in: older answers leave it out.
+    input_tokens_details: {
+      cached_tokens: cached,
+      ...(written ? { cache_write_tokens: written } : {}),
+    },
     output_tokens: outputTokens,
     output_tokens_details: { reasoning_tokens: reasoningTokens },
     total_tokens: inputTokens + outputTokens,

@@ -167,6 +167,32 @@ export interface UnitLine {
   amount: number;
 }
 
+/**
+ * A miss of the prompt cache the gateway caused (see `billing/cache.ts`): why, how many input
+ * tokens the call would have read from the cache, and the money that estimate lost (nanoUSD).
+ */
+export interface CacheMissRecord {
+  cause: string;
+  tokens: number;
+  lost: number;
+}
+
+/**
+ * What a charge says of the prompt cache (see `billing/cache.ts`): the call's input tokens, those
+ * read from the cache and those written to it (5-minute and 1-hour lifetimes), what the reads
+ * saved (nanoUSD), and a miss the gateway caused (null: none known).
+ */
+export interface CacheCharge {
+  /** Every input token of the call: uncached, read and written. */
+  inputTokens: number;
+  cachedTokens: number;
+  cacheWriteTokens: number;
+  cacheWrite1hTokens: number;
+  /** The cached tokens at the input rate minus what they cost, nanoUSD. */
+  saved: number;
+  miss: CacheMissRecord | null;
+}
+
 /** What a call is charged: unit lines and their total. */
 export interface Charge {
   units: UnitLine[];
@@ -174,6 +200,8 @@ export interface Charge {
   amount: number;
   /** True when the usage was estimated because the upstream reported none. */
   estimated: boolean;
+  /** What the prompt cache did for the call (absent: nothing known, as for a crash's estimate). */
+  cache?: CacheCharge;
 }
 
 /**
@@ -221,6 +249,29 @@ export interface DayUsage {
   amount: Total;
 }
 
+/**
+ * The prompt cache's figures of settled calls summed over one UTC day, model and miss cause (and
+ * key, see `Store.cacheUsage`). Amounts in nanoUSD.
+ */
+export interface CacheUsageRow {
+  /** `YYYY-MM-DD` (UTC). */
+  day: string;
+  /** The calling key; null when the rows are not per key. */
+  keyId: string | null;
+  model: string;
+  /** The cause of the misses the gateway caused, summed in this row; null: calls without one. */
+  missCause: string | null;
+  requests: number;
+  inputTokens: Total;
+  cachedTokens: Total;
+  cacheWriteTokens: Total;
+  cacheWrite1hTokens: Total;
+  saved: Total;
+  /** Input tokens the calls would have read but for the gateway. */
+  missTokens: Total;
+  lost: Total;
+}
+
 /** One ledger entry as the admin API lists it. */
 export interface LedgerEntry {
   id: number;
@@ -238,6 +289,8 @@ export interface LedgerEntry {
   amount: Total;
   /** The charge's lines (`[]` for credits and held entries). */
   units: UnitLine[];
+  /** What the prompt cache did for the call; null when its charge recorded no input tokens. */
+  cache: CacheCharge | null;
   estimated: boolean;
   note: string | null;
   createdAt: number;
@@ -585,6 +638,13 @@ export interface Store {
   usageByDay(accountId: number, since: number): Promise<DayUsage[]>;
   /** Settled spend of every account per UTC day from `since` (ms since epoch) on, oldest first. */
   totalUsageByDay(since: number): Promise<DayUsage[]>;
+  /**
+   * The prompt cache's figures of settled calls created from `since` (ms since epoch) on, summed
+   * per UTC day, model and miss cause: of one account, per key, when `accountId` is given; else of
+   * every account (`keyId` null), in that order (calls without a miss before a cause's). Calls
+   * whose charge recorded no input tokens are left out.
+   */
+  cacheUsage(since: number, accountId?: number): Promise<CacheUsageRow[]>;
   /**
    * Ledger entries, newest first: at most `limit`, with ids below `before` when given (the next
    * page), of one account when given.

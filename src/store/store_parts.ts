@@ -39,8 +39,11 @@ export type HoldsPart = Pick<
   | "finishVideoJob"
 >;
 
-/** Reports from the ledger: usage, spend by day, the ledger's pages. */
-export type ReportsPart = Pick<Store, "usage" | "usageByDay" | "totalUsageByDay" | "ledgerPage">;
+/** Reports from the ledger: usage, spend by day, the prompt cache's figures, the ledger's pages. */
+export type ReportsPart = Pick<
+  Store,
+  "usage" | "usageByDay" | "totalUsageByDay" | "cacheUsage" | "ledgerPage"
+>;
 
 /** Upstream objects and kept conversations. */
 export type ObjectsPart = Pick<

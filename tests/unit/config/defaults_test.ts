@@ -3,9 +3,12 @@
  * against the providers' pricing pages and the published price tables of LiteLLM,
  * pydantic/genai-prices and models.dev (their most recent confirmations: May–September 2026).
  * USD per million tokens: [input, cached input, output]; images per image; video per second.
+ * The cache units — reads, and Anthropic's 5-minute and 1-hour writes (1.25× and 2× input; the
+ * other providers charge no write premium) — were checked again on 2026-11-25.
  */
 import assert from "node:assert/strict";
 import { buildConfig } from "../../../src/config/load.ts";
+import { emptyUsage, price, tokenCost } from "../../../src/billing/price.ts";
 
 const CHECKED = "2026-11-22";
 const { catalog } = buildConfig({}, (name) => name.endsWith("_API_KEY") ? "k" : undefined);
@@ -96,6 +99,62 @@ Deno.test("Anthropic cache writes cost 1.25× (5 minutes) and 2× (1 hour) the i
     const { prices: p } = prices(id);
     assert.equal(p.cacheWrite, nano(input * 1.25), id);
     assert.equal(p.cacheWrite1h, nano(input * 2), id);
+  }
+});
+
+Deno.test("only Anthropic charges for cache writes; everyone else writes at the input rate", () => {
+  // OpenAI, xAI, DeepSeek, Moonshot and Z.ai cache automatically with no write premium; Gemini's
+  // implicit caching has none either (its explicit caches, billed for storage by the hour, cannot
+  // be created through the gateway: `cachedContent` is refused).
+  for (const [id, input] of TOKENS.filter(([id]) => !id.startsWith("claude"))) {
+    const { prices: p } = prices(id);
+    assert.deepEqual([p.cacheWrite, p.cacheWrite1h], [nano(input), nano(input)], id);
+  }
+  const long = prices("claude-sonnet-4-5").prices.longContext!.rates;
+  assert.deepEqual(
+    [long.input, long.cachedInput, long.cacheWrite, long.cacheWrite1h],
+    [nano(6), nano(0.6), nano(7.5), nano(12)],
+    "Sonnet 4.5 past 200k tokens: reads and writes at the long rates",
+  );
+  for (const id of ["gemini-2.5-pro", "gemini-3-pro-preview", "gemini-3.1-pro-preview"]) {
+    const p = prices(id).prices.longContext!.rates;
+    assert.equal(p.cachedInput * 10, p.input, `${id} long context: cached at a tenth`);
+  }
+});
+
+Deno.test("each cache unit is priced at its list rate, one model per provider", () => {
+  // 50,000 tokens of each: 200,000 in all, not past any long-context threshold.
+  const n = 50_000;
+  const usage = {
+    ...emptyUsage(),
+    inputTokens: n,
+    cachedInputTokens: n,
+    cacheWriteTokens: n,
+    cacheWrite1hTokens: n,
+  };
+  const cases: [string, number, number, number, number][] = [
+    // model, input, cached input, 5-minute write, 1-hour write (USD per million)
+    ["claude-opus-4-6", 5, 0.5, 6.25, 10],
+    ["claude-sonnet-4-6", 3, 0.3, 3.75, 6],
+    ["claude-haiku-4-5-20251001", 1, 0.1, 1.25, 2],
+    ["claude-3-5-haiku-20241022", 0.8, 0.08, 1, 1.6],
+    ["gpt-5.4", 2.5, 0.25, 2.5, 2.5],
+    ["gpt-4o", 2.5, 1.25, 2.5, 2.5],
+    ["gemini-2.5-pro", 1.25, 0.125, 1.25, 1.25],
+    ["gemini-2.5-flash", 0.3, 0.03, 0.3, 0.3],
+    ["grok-4.3", 1.25, 0.2, 1.25, 1.25],
+    ["deepseek-v4-flash", 0.14, 0.0028, 0.14, 0.14],
+    ["kimi-k2.6", 0.95, 0.16, 0.95, 0.95],
+    ["glm-4.6", 0.6, 0.11, 0.6, 0.6],
+  ];
+  for (const [id, ...usd] of cases) {
+    const lines = price(usage, prices(id).prices).units.map((u) => [u.unit, u.amount]);
+    assert.deepEqual(lines, [
+      ["input_tokens", tokenCost(n, nano(usd[0]))],
+      ["cached_input_tokens", tokenCost(n, nano(usd[1]))],
+      ["cache_write_tokens", tokenCost(n, nano(usd[2]))],
+      ["cache_write_1h_tokens", tokenCost(n, nano(usd[3]))],
+    ], id);
   }
 });
 

@@ -51,6 +51,11 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
       ALTER TABLE keys DROP COLUMN tpm_tokens; ALTER TABLE keys DROP COLUMN strict;
       ALTER TABLE accounts DROP COLUMN limits;
       ALTER TABLE ledger DROP COLUMN limits;
+      ALTER TABLE ledger DROP COLUMN input_tokens; ALTER TABLE ledger DROP COLUMN cached_tokens;
+      ALTER TABLE ledger DROP COLUMN cache_write_tokens;
+      ALTER TABLE ledger DROP COLUMN cache_write_1h_tokens;
+      ALTER TABLE ledger DROP COLUMN cache_saved; ALTER TABLE ledger DROP COLUMN cache_miss;
+      ALTER TABLE ledger DROP COLUMN cache_miss_tokens; ALTER TABLE ledger DROP COLUMN cache_lost;
       DROP TRIGGER ledger_hold; DROP TRIGGER ledger_settle; DROP TRIGGER ledger_release;
       DROP TRIGGER keys_inserted; DROP TRIGGER keys_deleted;
       DROP TABLE key_changes;
