@@ -18,6 +18,7 @@ import assert from "node:assert/strict";
 import { PROTOCOLS } from "../../../src/protocols/index.ts";
 import type { Target } from "../../../src/translate/codec.ts";
 import type { Json, ProtocolId } from "../../../src/translate/ir.ts";
+import { prefixDifference, segmentsOf } from "../../helpers/prompt.ts";
 
 const SEED = Number(Deno.env.get("PREFIX_SEED") ?? 20261205);
 const CASES = Number(Deno.env.get("PREFIX_CASES") ?? 150);
@@ -375,55 +376,6 @@ function upstreamText(from: ProtocolId, to: ProtocolId, body: Json): string {
   return JSON.stringify(PROTOCOLS[to].encodeRequest(canonical, TARGETS[to]));
 }
 
-/** A prompt segment: its bytes (breakpoint markers taken out), and whether one ended it. */
-interface Segment {
-  text: string;
-  breakpoint: boolean;
-}
-
-function segment(value: unknown): Segment {
-  if (typeof value !== "object" || value === null) {
-    return { text: JSON.stringify(value), breakpoint: false };
-  }
-  const { cache_control: control, ...rest } = value as Json;
-  return { text: JSON.stringify(rest), breakpoint: control !== undefined };
-}
-
-const list = (value: unknown): unknown[] => Array.isArray(value) ? value : [];
-
-/** The upstream prompt's segments in the order its provider reads them. */
-function segmentsOf(protocol: ProtocolId, body: Json): Segment[] {
-  switch (protocol) {
-    case "messages":
-      return [
-        ...list(body.tools).map(segment),
-        ...(typeof body.system === "string"
-          ? [segment(body.system)]
-          : list(body.system).map(segment)),
-        ...list(body.messages).flatMap((m) => {
-          const { role, content } = m as Json;
-          return [
-            segment(role),
-            ...(typeof content === "string" ? [segment(content)] : list(content).map(segment)),
-          ];
-        }),
-      ];
-    case "responses":
-      return [segment(body.tools), segment(body.instructions), ...list(body.input).map(segment)];
-    case "chat":
-      return [segment(body.tools), ...list(body.messages).map(segment)];
-    case "generate":
-      return [
-        segment(body.tools),
-        segment(body.systemInstruction),
-        ...list(body.contents).flatMap((c) => {
-          const { role, parts } = c as Json;
-          return [segment(role), ...list(parts).map(segment)];
-        }),
-      ];
-  }
-}
-
 const PROTOCOL_IDS = Object.keys(PROTOCOLS) as ProtocolId[];
 
 Deno.test(`prefix: ${CASES} conversations × every pair (seed ${SEED}): the same prompt, the same bytes`, () => {
@@ -446,17 +398,10 @@ Deno.test(`prefix: ${CASES} conversations × every pair (seed ${SEED}): the same
           return segmentsOf(to, JSON.parse(text));
         });
         for (let turn = 1; turn < sent.length; turn++) {
-          const [before, after] = [sent[turn - 1], sent[turn]];
           // On Messages what the previous call cached: up to its last breakpoint; elsewhere the
           // provider caches the whole prompt.
-          const end = to === "messages"
-            ? before.findLastIndex((s) => s.breakpoint) + 1
-            : before.length;
-          assert.deepEqual(
-            after.slice(0, end).map((s) => s.text),
-            before.slice(0, end).map((s) => s.text),
-            `${label}: turn ${turn} repeats turn ${turn - 1}'s prompt up to its breakpoint`,
-          );
+          const difference = prefixDifference(sent[turn - 1], sent[turn], to !== "messages");
+          assert.equal(difference, undefined, `${label}: turn ${turn} repeats turn ${turn - 1}`);
         }
         if (to !== "messages") continue;
         for (const segments of sent) {
