@@ -236,3 +236,39 @@ Deno.test("a Messages client's breakpoints go to no upstream that caches by itse
   assert.match(request.path, /^\/openai\/v1\/responses$/);
   assert.ok(!JSON.stringify(request.body).includes("cache"), JSON.stringify(request.body));
 });
+
+Deno.test("a Messages thread the gateway holds: each turn's breakpoints go up, earlier turns' do not", async () => {
+  const { key } = await gateway.createKey("bp-thread", "--credit", "5");
+  const headers = anthropic(key, { "anthropic-beta": "message-threads-2026-08-12" });
+  const mark = { type: "ephemeral" };
+  /** A user turn as Claude Code writes it: its last block marked. */
+  const turn = (text: string) => ({
+    role: "user",
+    content: [{ type: "text", text, cache_control: mark }],
+  });
+  const bodies: Json[] = [];
+  let previous: string | undefined;
+  for (const text of ["Hi. [[emulate tool=none]]", "And then?", "And after?"]) {
+    const seen = await stack.upstreamCount();
+    const res = await postJson(gateway.url, "/v1/messages", headers, {
+      model: "deepseek-test",
+      max_tokens: 200,
+      messages: [turn(text)],
+      ...(previous ? { thread: { type: "continue", previous_message_id: previous } } : {
+        thread: { type: "create" },
+        system: [{ type: "text", text: SYSTEM, cache_control: mark }],
+        tools: [{ name: READ.name, input_schema: READ.parameters, cache_control: mark }],
+      }),
+    });
+    assert.equal(res.status, 200, res.text);
+    previous = res.json.id;
+    const [request] = await stack.upstreamSince(seen);
+    assert.match(request.path, /^\/deepseek\/v1\/messages$/);
+    bodies.push(request.body as Json);
+  }
+  // The thread's tools and system prompt keep theirs; of the messages, only the latest turn's.
+  assert.deepEqual(breakpoints(bodies[0]), ["tools[0]", "system[0]", "messages[0][0]"]);
+  assert.deepEqual(breakpoints(bodies[1]), ["tools[0]", "system[0]", "messages[2][0]"]);
+  assert.deepEqual(breakpoints(bodies[2]), ["tools[0]", "system[0]", "messages[4][0]"]);
+  assertPrefixes(bodies);
+});
