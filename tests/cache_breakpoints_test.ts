@@ -6,7 +6,8 @@
  * turn of its conversation repeats the previous turn's upstream prompt up to that turn's last
  * breakpoint, byte for byte — whole histories sent again and a `previous_response_id` chain the
  * gateway keeps alike. A model with `cacheBreakpoints: false` gets none; a Messages client's
- * breakpoints go to no upstream that caches by itself. None of it is an adaptation.
+ * breakpoints go to no upstream that caches by itself, and in a Messages thread the gateway holds
+ * only the latest turn's go up. None of it is an adaptation.
  */
 import assert from "node:assert/strict";
 import { anthropic, bearer, goog, type Json, postJson } from "./helpers/http.ts";
