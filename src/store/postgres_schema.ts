@@ -261,6 +261,15 @@ export const MIGRATIONS: string[] = [
    CREATE INDEX alerts_account ON alerts (account_id, id);
    CREATE INDEX keys_expiry ON keys (expires_at)
      WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
+  // Where conversations' prompt caches are (see `postgres_affinity.ts`): unlogged, as a placement
+  // lost in a crash only costs a cache miss.
+  `CREATE UNLOGGED TABLE conversation_affinity (
+     id text PRIMARY KEY,
+     deployment text NOT NULL,
+     key_id text NOT NULL,
+     expires_at bigint NOT NULL
+   );
+   CREATE INDEX conversation_affinity_expiry ON conversation_affinity (expires_at);`,
 ];
 
 /** Runs the migrations the database has not had yet (once, whichever replica comes first). */
