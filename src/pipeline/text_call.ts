@@ -27,6 +27,7 @@ import { planCall } from "../translate/plan.ts";
 import { toolForms } from "../translate/tool_forms.ts";
 import type { Call, Translation } from "./call.ts";
 import { keptConversations } from "./conversations.ts";
+import { keepConversation } from "./affinity.ts";
 import {
   callInput,
   continuedProvider,
@@ -67,6 +68,8 @@ export function textCall(client: WireProtocol): Handler {
     const request: TextRequest = { ctx, client, input, accepted, body, names, held };
     // A body continuing upstream state (a stored response) goes to the provider holding it.
     const pin = continuedProvider(ctx, names);
+    // The deployment and key holding the conversation's prompt cache, first.
+    await keepConversation(ctx, client, input, body, model);
     return await routeCall(ctx, model, (target) => callFor(request, target), true, pin);
   };
 }
