@@ -14,8 +14,8 @@
  *
  * Placements live in the board's table, shared by the process's serving threads (see
  * `routing/affinity.ts`); on a store several replicas share (`Store.affinity`), a placement is
- * also written there when it changes (or when the stored expiry runs low), and read from there
- * when this process has none or its copy is over a second old.
+ * also written there when it changes (or when the stored expiry runs low) before the call ends, and
+ * read from there when this process has none or its copy is over a second old.
  */
 import { createHash } from "node:crypto";
 import type { ResolvedModel } from "../catalog/catalog.ts";
@@ -148,8 +148,10 @@ async function placementOf(
 
 /**
  * The affinity step: as the answer's relay begins, the conversation is placed on the deployment
- * and key that answered (its cache is there now) — kept, new, or moved (counted); for a client
- * that continues by answer id, each answer's id then names the conversation too.
+ * and key that answered (its cache is there now) — kept, new, or moved (counted) — for every thread
+ * at once; for a client that continues by answer id, each answer's id then names the conversation
+ * too. What a store replicas share is to hold is written before the call ends (so before the
+ * client has the whole answer, and can send the next turn to another replica).
  */
 export const affinityStep: StepOf = ({ call }) => {
   const conversation = conversations.get(call.ctx);
@@ -157,40 +159,47 @@ export const affinityStep: StepOf = ({ call }) => {
   const { ctx } = call;
   const deployment = targetName(call.model);
   const key = callRoute(ctx).keyUsed ?? "";
+  const writes: Promise<void>[] = [];
   return {
     before() {
       const was = conversation.was;
-      const target = nameHash(deployment);
-      const keyHash = nameHash(key);
       let outcome: "kept" | "new" | "moved" = "new";
-      if (was) outcome = was.target === target && was.key === keyHash ? "kept" : "moved";
+      if (was) {
+        const same = was.target === nameHash(deployment) && was.key === nameHash(key);
+        outcome = same ? "kept" : "moved";
+      }
       ctx.log.affinity = outcome;
       if (outcome === "moved") metrics.add(AFFINITY_MOVES, [deploymentOf(ctx, conversation, was!)]);
-      place(ctx, conversation, deployment, key, outcome === "kept" ? was : undefined);
+      const write = place(ctx, conversation, deployment, key, outcome === "kept" ? was : undefined);
+      if (write) writes.push(write);
     },
-    after(end) {
-      if (!conversation.chained || end.outcome !== "charged") return;
-      // The answer's id as the client sees it: the upstream's, or the gateway's translated one's.
-      const ids = end.objects.filter((o) => o.kind === "response").map((o) => o.id);
-      if (call.translate) ids.push(call.translate.info.id);
-      for (const id of ids) {
-        const alias = conversationOf(
-          conversation.accountId,
-          conversation.model,
-          `answer:${id}`,
-          conversation.ttlMs === EXTENDED_CACHE_MS,
-          true,
-        );
-        place(ctx, alias, deployment, key);
+    async after(end) {
+      if (conversation.chained && end.outcome === "charged") {
+        // The answer's id as the client sees it: the upstream's, or the gateway's translated one.
+        const ids = end.objects.filter((o) => o.kind === "response").map((o) => o.id);
+        if (call.translate) ids.push(call.translate.info.id);
+        for (const id of ids) {
+          const extended = conversation.ttlMs === EXTENDED_CACHE_MS;
+          const alias = conversationOf(
+            conversation.accountId,
+            conversation.model,
+            `answer:${id}`,
+            extended,
+            true,
+          );
+          const write = place(ctx, alias, deployment, key);
+          if (write) writes.push(write);
+        }
       }
+      await Promise.all(writes);
     },
   };
 };
 
 /**
- * Places `conversation` on `deployment` and `key` until its cache runs out: in the shared table,
- * and on a store replicas share when the placement changed or the stored expiry runs low (`kept`:
- * the placement it had).
+ * Places `conversation` on `deployment` and `key` until its cache runs out, in the shared table;
+ * and — the returned write, which never rejects — on a store replicas share, when the placement
+ * changed or the stored expiry runs low (`kept`: the placement it had).
  */
 function place(
   ctx: RequestContext,
@@ -198,7 +207,7 @@ function place(
   deployment: string,
   key: string,
   kept?: Placement,
-): void {
+): Promise<void> | undefined {
   const now = ctx.now();
   const expires = now + conversation.ttlMs;
   const store = ctx.services.store;
@@ -211,8 +220,10 @@ function place(
     synced: write ? now : kept?.synced ?? now,
     stored: write ? expires : kept?.stored ?? 0,
   }, now);
-  if (!write) return;
-  store.saveAffinity!(conversation.id, { deployment, key, expiresAt: expires }).catch((error) =>
+  if (!write) return undefined;
+  return store.saveAffinity!(conversation.id, { deployment, key, expiresAt: expires }).catch((
+    error,
+  ) =>
     log("warn", "a conversation's placement was not stored", {
       request_id: ctx.requestId,
       error: String(error),
