@@ -20,13 +20,24 @@ export function named(
 }
 
 /**
+ * JSON text without its cache breakpoints (`"cache_control":{…}` members, flat objects): clients
+ * move them from turn to turn, to the last message.
+ */
+function withoutBreakpoints(json: string): string {
+  if (!json.includes('"cache_control"')) return json;
+  return json.replace(/,"cache_control":\{[^{}]*\}/g, "")
+    .replace(/"cache_control":\{[^{}]*\},?/g, "");
+}
+
+/**
  * The conversation named by its cacheable prefix: a hash of `parts` (the system prompt, the tools,
- * the first turn — whatever of them the request has).
+ * the first turn — whatever of them the request has), their cache breakpoints left out.
  */
 export function prefixed(parts: unknown[], extended: boolean, chained = false): ConversationId {
   const hash = createHash("sha256");
   for (const part of parts) {
-    hash.update(typeof part === "string" ? part : JSON.stringify(part ?? null)).update("\u0000");
+    const text = typeof part === "string" ? part : withoutBreakpoints(JSON.stringify(part ?? null));
+    hash.update(text).update("\u0000");
   }
   const id = `prefix:${hash.digest("base64url").slice(0, 22)}`;
   return { id, extended, ...(chained ? { chained } : {}) };
