@@ -1,7 +1,8 @@
 /**
  * Where conversations' prompt caches are, shared by every serving thread of a process: a fixed
- * table in shared memory (part of the board's buffer, see `board.ts`) from a conversation's hash
- * to the deployment and upstream key that served it last, until when the provider keeps its cache,
+ * table in shared memory (part of the board's buffer, see `board.ts`) from a conversation — its
+ * account and its 64-bit hash: two accounts' never meet, even should their hashes — to the
+ * deployment and upstream key that served it last, until when the provider keeps its cache,
  * and when the table last agreed with the store (several replicas share placements through it,
  * see `pipeline/affinity.ts`).
  *
@@ -16,8 +17,8 @@
 const BUCKETS = 4096;
 const WAYS = 8;
 const ENTRIES = BUCKETS * WAYS;
-/** Integer fields of an entry: the sequence lock, the hash's two halves, the placement's names. */
-const [SEQ, HASH_A, HASH_B, TARGET, KEY] = [0, 1, 2, 3, 4];
+/** Integer fields: the sequence lock, the hash's two halves, the account, the placement's names. */
+const [SEQ, HASH_A, HASH_B, ACCOUNT, TARGET, KEY] = [0, 1, 2, 3, 4, 5];
 const INTS = 8;
 /** Time fields (ms since the epoch): cache expiry, last agreement with the store, expiry stored. */
 const [EXPIRES, SYNCED, STORED] = [0, 1, 2];
@@ -48,31 +49,36 @@ export class AffinityTable {
     this.#ints = new Int32Array(buffer, offset + ENTRIES * TIMES * 8, ENTRIES * INTS);
   }
 
-  /** The live placement of conversation `(a, b)` (two nonzero 32-bit halves of its hash). */
-  find(a: number, b: number, now: number): Placement | undefined {
-    const at = this.#entryOf(a, b);
+  /**
+   * The live placement of conversation `(a, b)` (two nonzero 32-bit halves of its hash) of
+   * `account`.
+   */
+  find(a: number, b: number, account: number, now: number): Placement | undefined {
+    const at = this.#entryOf(a, b, account);
     if (at < 0) return undefined;
     for (let tries = 0; tries < 4; tries++) {
       const seq = Atomics.load(this.#ints, at * INTS + SEQ);
       if (seq & 1) continue;
       const placement = this.#read(at);
       const same = Atomics.load(this.#ints, at * INTS + HASH_A) === a &&
-        Atomics.load(this.#ints, at * INTS + HASH_B) === b;
+        Atomics.load(this.#ints, at * INTS + HASH_B) === b &&
+        Atomics.load(this.#ints, at * INTS + ACCOUNT) === account;
       if (Atomics.load(this.#ints, at * INTS + SEQ) !== seq) continue;
       return same && placement.expires > now ? placement : undefined;
     }
     return undefined;
   }
 
-  /** Places conversation `(a, b)` (see the module's doc for which entry it takes). */
-  put(a: number, b: number, placement: Placement, now: number): void {
-    const held = this.#entryOf(a, b);
+  /** Places conversation `(a, b)` of `account` (see the module's doc for which entry it takes). */
+  put(a: number, b: number, account: number, placement: Placement, now: number): void {
+    const held = this.#entryOf(a, b, account);
     const at = held >= 0 ? held : this.#victim(a, now);
     const cell = at * INTS;
     const seq = Atomics.load(this.#ints, cell + SEQ);
     if (seq & 1 || Atomics.compareExchange(this.#ints, cell + SEQ, seq, seq + 1) !== seq) return;
     Atomics.store(this.#ints, cell + HASH_A, a);
     Atomics.store(this.#ints, cell + HASH_B, b);
+    Atomics.store(this.#ints, cell + ACCOUNT, account);
     Atomics.store(this.#ints, cell + TARGET, placement.target);
     Atomics.store(this.#ints, cell + KEY, placement.key);
     this.#setTime(at, EXPIRES, placement.expires);
@@ -81,13 +87,14 @@ export class AffinityTable {
     Atomics.store(this.#ints, cell + SEQ, seq + 2);
   }
 
-  /** The entry holding `(a, b)`, or -1. */
-  #entryOf(a: number, b: number): number {
+  /** The entry holding `(a, b)` of `account`, or -1. */
+  #entryOf(a: number, b: number, account: number): number {
     const first = (a >>> 1) % BUCKETS * WAYS;
     for (let at = first; at < first + WAYS; at++) {
       if (
         Atomics.load(this.#ints, at * INTS + HASH_A) === a &&
-        Atomics.load(this.#ints, at * INTS + HASH_B) === b
+        Atomics.load(this.#ints, at * INTS + HASH_B) === b &&
+        Atomics.load(this.#ints, at * INTS + ACCOUNT) === account
       ) return at;
     }
     return -1;
