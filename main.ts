@@ -44,6 +44,7 @@ import {
   metadataFromText,
   OperatorError,
   type Settings,
+  switchFromText,
 } from "./src/billing/key_settings.ts";
 import { keyRow, table } from "./src/cli/table.ts";
 import { firstKeyCommand } from "./src/cli/first_key.ts";
@@ -83,6 +84,8 @@ KEY SETTINGS (on update, what is not given stays; none / never / an empty list c
   --ip CIDR                    an address or range the key may be used from (repeatable)
   --meta KEY=VALUE             free-form metadata (repeatable)
   --rpm N                      requests per minute (0: unlimited)
+  --strict on|off              refuse (400) a translated call that would be adapted, instead of
+                               adapting it (see x-switchyard-adapted)
 
 Every command takes --config FILE (or SWITCHYARD_CONFIG); the store is store.url (or
 SWITCHYARD_DB_URL) when set, else store.path (default ./data/switchyard.db, or SWITCHYARD_DB).`;
@@ -105,6 +108,7 @@ const OPTIONS = {
   "max-concurrent": { type: "string" },
   ip: { type: "string", multiple: true },
   meta: { type: "string", multiple: true },
+  strict: { type: "string" },
   disable: { type: "boolean" },
   enable: { type: "boolean" },
   grace: { type: "string" },
@@ -309,6 +313,7 @@ function settingsOf(values: Record<string, string | string[] | boolean | undefin
   const ips = list("ip");
   if (ips) s.ips = ips.length === 1 && /^none$/i.test(ips[0]) ? null : ips;
   if (list("meta")) s.metadata = metadataFromText(list("meta")!);
+  if (str("strict") !== undefined) s.strict = switchFromText(str("strict")!, "--strict");
   if (values.disable) s.disabled = true;
   if (values.enable) s.disabled = false;
   return s;

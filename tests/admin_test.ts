@@ -78,6 +78,7 @@ Deno.test("accounts and keys: create, credit, a key's secret once, listing witho
   assert.equal(listed.json.data.length, 1);
   assert.equal(listed.json.data[0].id, made.json.id);
   assert.equal(listed.json.data[0].rpm, 100);
+  assert.equal(listed.json.data[0].strict, false, "not strict unless asked");
   assert.ok(!listed.text.includes(secret), "a listing never shows the secret");
   assert.ok(!("hash" in listed.json.data[0]) && !("key" in listed.json.data[0]));
 
@@ -149,6 +150,7 @@ Deno.test("bad input is a JSON 400 naming the field; unknown accounts and keys a
     ["POST", "/keys", { account: "ok", rpm: -1 }, "rpm"],
     ["POST", "/keys", { account: "ok", credit_usd: "lots" }, "credit_usd"],
     ["POST", "/keys", { account: "ok", extra: true }, "extra"],
+    ["POST", "/keys", { account: "ok", strict: "yes" }, "strict"],
     ["POST", "/accounts", {}, "name"],
   ];
   for (const [method, path, body, param] of cases) {

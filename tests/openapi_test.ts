@@ -220,6 +220,7 @@ Deno.test("real answers fit the documented schemas for their status", async () =
     max_concurrent: 4,
     ips: ["127.0.0.1/32", "::1"],
     rpm: 100,
+    strict: true,
   };
   validBody("POST", "/admin/api/keys", created);
   const made = await call("POST", "/admin/api/keys", created);
@@ -233,16 +234,24 @@ Deno.test("real answers fit the documented schemas for their status", async () =
   const key = `/admin/api/keys/${id}`;
   const read = await call("GET", key);
   conforms("GET", "/admin/api/keys/{id}", read);
+  assert.equal(read.json.strict, true);
   assert.equal(read.json.budget_states.length, 2);
   assert.ok(read.json.budget_states[0].spent_nanousd > 0, "the call is in the key's budget");
 
-  const change = { disabled: true, name: null, budgets: [{ usd: "10", period: "week" }], tpm: 0 };
+  const change = {
+    disabled: true,
+    name: null,
+    budgets: [{ usd: "10", period: "week" }],
+    tpm: 0,
+    strict: false,
+  };
   validBody("PATCH", "/admin/api/keys/{id}", change);
   const patched = await call("PATCH", key, change);
   assert.equal(patched.status, 200);
   conforms("PATCH", "/admin/api/keys/{id}", patched);
   assert.equal(patched.json.status, "disabled");
   assert.equal(patched.json.tpm, null);
+  assert.equal(patched.json.strict, false);
 
   validBody("POST", "/admin/api/keys/{id}/rotate", { grace_seconds: 60 });
   const rotated = await call("POST", `${key}/rotate`, { grace_seconds: 60 });
@@ -280,6 +289,7 @@ Deno.test("real answers fit the documented schemas for their status", async () =
   const usage = await call("GET", "/admin/api/accounts/oa-team/usage?days=7");
   conforms("GET", "/admin/api/accounts/{name}/usage", usage);
   assert.ok(Object.keys(usage.json.by_unit).length > 0 && usage.json.by_day.length === 1);
+  assert.ok(usage.json.cache.by_key[id].requests > 0, "the prompt cache's figures, by key");
   conforms("GET", "/admin/api/usage", await call("GET", "/admin/api/usage?days=2"));
   const revoked = await call("DELETE", key);
   conforms("DELETE", "/admin/api/keys/{id}", revoked);

@@ -8,7 +8,7 @@ import { DatabaseSync } from "node:sqlite";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
 import postgres from "postgres";
-import type { NewAlert, SpentBudget, Store } from "../src/store/store.ts";
+import type { CacheCharge, NewAlert, SpentBudget, Store } from "../src/store/store.ts";
 import { waitFor } from "./helpers/poll.ts";
 import { AmountError, CreditRefused, MAX_BALANCE } from "../src/store/amounts.ts";
 import { utcWindows } from "../src/store/limits.ts";
@@ -189,6 +189,107 @@ contract(
       assert.deepEqual(await store.totalUsageByDay(Date.now() - 60_000), [
         { day, requests: 1, amount: 2_500 },
       ]);
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+contract(
+  "a charge's cache figures stay with its entry and are summed per day, key, model and miss cause",
+  async (place) => {
+    const store = await place.open({ owner: true });
+    try {
+      const account = await store.ensureAccount("cached");
+      const other = await store.ensureAccount("elsewhere");
+      await store.credit(account.id, 1_000_000, "test");
+      await store.credit(other.id, 1_000_000, "test");
+      const settle = async (
+        accountId: number,
+        keyId: string,
+        model: string,
+        cache?: CacheCharge,
+      ) => {
+        const id = await store.reserve({ ...holdOf(accountId, 100), keyId, model });
+        assert.ok(id !== null);
+        assert.equal(await store.settle(id, { ...charge(50), cache }), true);
+        return id;
+      };
+      const read = {
+        inputTokens: 1_000,
+        cachedTokens: 800,
+        cacheWriteTokens: 100,
+        cacheWrite1hTokens: 50,
+        saved: 1_800,
+        miss: null,
+      };
+      const moved = {
+        inputTokens: 2_000,
+        cachedTokens: 0,
+        cacheWriteTokens: 2_000,
+        cacheWrite1hTokens: 0,
+        saved: 0,
+        miss: { cause: "failover", tokens: 1_500, lost: 3_375 },
+      };
+      await settle(account.id, "ka", "m1", read);
+      await settle(account.id, "ka", "m1", read);
+      await settle(account.id, "ka", "m1", moved);
+      await settle(account.id, "kb", "m2", read);
+      await settle(account.id, "kb", "m2"); // no cache figures (a crash's estimate): left out
+      await settle(other.id, "kc", "m1", read);
+
+      const entries = await store.ledgerPage({ accountId: account.id, limit: 10 });
+      assert.deepEqual(entries.slice(0, 4).map((e) => e.cache), [null, read, moved, read]);
+      assert.equal(entries.at(-1)!.cache, null, "a credit has none");
+
+      const day = new Date().toISOString().slice(0, 10);
+      const row = (keyId: string | null, model: string, requests: number, c: CacheCharge) => ({
+        day,
+        keyId,
+        model,
+        missCause: c.miss?.cause ?? null,
+        requests,
+        inputTokens: c.inputTokens * requests,
+        cachedTokens: c.cachedTokens * requests,
+        cacheWriteTokens: c.cacheWriteTokens * requests,
+        cacheWrite1hTokens: c.cacheWrite1hTokens * requests,
+        saved: c.saved * requests,
+        missTokens: (c.miss?.tokens ?? 0) * requests,
+        lost: (c.miss?.lost ?? 0) * requests,
+      });
+      const since = Date.now() - 60_000;
+      // By day, key, model, then cause (calls without a miss first).
+      assert.deepEqual(await store.cacheUsage(since, account.id), [
+        row("ka", "m1", 2, read),
+        row("ka", "m1", 1, moved),
+        row("kb", "m2", 1, read),
+      ]);
+      assert.deepEqual(await store.cacheUsage(Date.now() + 60_000, account.id), [], "from since");
+      assert.deepEqual(await store.cacheUsage(since), [
+        row(null, "m1", 3, read),
+        row(null, "m1", 1, moved),
+        row(null, "m2", 1, read),
+      ]);
+
+      // Figures that cannot be a call's are refused before anything is written.
+      const id = await store.reserve(holdOf(account.id, 100, 9));
+      assert.ok(id !== null);
+      await refused(
+        store.settle(id, { ...charge(50), cache: { ...read, cachedTokens: 1_000 } }),
+        /past the 1000 input/,
+      );
+      await refused(
+        store.settle(id, { ...charge(50), cache: { ...read, saved: 0.5 } }),
+        /saved must be a whole number/,
+      );
+      await refused(
+        store.settle(id, {
+          ...charge(50),
+          cache: { ...moved, miss: { ...moved.miss, cause: "" } },
+        }),
+        /cause must be a name/,
+      );
+      assert.equal(await store.settle(id, null), true, "still held until now");
     } finally {
       await store.close();
     }
@@ -398,6 +499,49 @@ contract(
     }
   },
 );
+
+contract("Messages thread turns are kept once, walked back and pruned", async (place) => {
+  const store = await place.open();
+  try {
+    const account = await store.ensureAccount("t");
+    const turn = (id: string, previousId: string | null, createdAt: number, text = id) => ({
+      id,
+      accountId: account.id,
+      previousId,
+      turn: JSON.stringify({ messages: [{ role: "user", content: [{ type: "text", text }] }] }),
+      createdAt,
+    });
+    await store.saveThreadTurn(turn("msg_1", null, 1_000));
+    await store.saveThreadTurn(turn("msg_2", "msg_1", 2_000));
+    await store.saveThreadTurn(turn("msg_3", "msg_2", 5_000));
+    // A branch from msg_1: both continue it.
+    await store.saveThreadTurn(turn("msg_4", "msg_1", 6_000));
+    await store.saveThreadTurn(turn("msg_2", null, 9_000, "again"));
+    const bound = { steps: 10, bytes: 1_000_000 };
+    assert.deepEqual(await store.threadChain("msg_3", bound), [
+      turn("msg_3", "msg_2", 5_000),
+      turn("msg_2", "msg_1", 2_000),
+      turn("msg_1", null, 1_000),
+    ], "an id kept once keeps its first turn");
+    assert.deepEqual((await store.threadChain("msg_4", bound)).map((t) => t.id), [
+      "msg_4",
+      "msg_1",
+    ]);
+    assert.equal((await store.threadChain("msg_3", { steps: 2, bytes: 1e6 })).length, 2);
+    assert.equal(
+      (await store.threadChain("msg_3", { steps: 10, bytes: 100 })).length,
+      2,
+      "one turn past the byte bound",
+    );
+    // Kept apart from Responses conversations: neither walks the other's ids.
+    assert.deepEqual(await store.responseChain("msg_3", bound), []);
+    assert.equal(await store.pruneThreadTurns(3_000), 2);
+    assert.deepEqual((await store.threadChain("msg_3", bound)).map((t) => t.id), ["msg_3"]);
+    assert.deepEqual(await store.threadChain("nope", bound), []);
+  } finally {
+    await store.close();
+  }
+});
 
 /** 2^53 − 1 as a bigint, for the exact figures past it. */
 const MAX = BigInt(MAX_BALANCE);
@@ -899,7 +1043,7 @@ const tokensCharge = (amount: number, tokens: number) => ({
 });
 
 contract(
-  "keys keep names, metadata, expiry and limits; they change, rotate and record use",
+  "keys keep names, metadata, expiry, limits and strict mode; they change, rotate and record use",
   async (place) => {
     const store = await place.open();
     const other = await place.open();
@@ -910,6 +1054,7 @@ contract(
       assert.deepEqual(key.metadata, { team: "research" });
       assert.deepEqual(key.limits, { tpm: 5_000, models: { allow: ["claude-*"] } });
       assert.deepEqual([key.expiresAt, key.disabledAt, key.lastUsedAt], [null, null, null]);
+      assert.equal(key.strict, false, "not strict unless set");
       const expires = Date.now() + 86_400_000;
       const budgets = [{ period: "month" as const, amount: 20_000_000_000 }];
       key = (await store.updateKey("key_fields", {
@@ -923,7 +1068,29 @@ contract(
         maxConcurrent: 3,
       }]);
       assert.ok(key.disabledAt !== null);
+      assert.equal(key.strict, false, "a change leaves out strict mode: it stays");
       assert.equal((await store.updateKey("key_fields", { disabled: false }))!.disabledAt, null);
+      // Strict mode: set, kept by other changes, cleared, set again (read by another handle below).
+      assert.equal((await store.updateKey("key_fields", { strict: true }))!.strict, true);
+      assert.equal((await store.updateKey("key_fields", { name: "intern" }))!.strict, true);
+      assert.equal((await store.updateKey("key_fields", { strict: false }))!.strict, false);
+      assert.equal((await store.findKey("key_fields"))!.strict, false);
+      assert.equal((await store.updateKey("key_fields", { strict: true }))!.strict, true);
+      // A key made strict.
+      await store.insertKey({
+        id: "key_fields_strict",
+        accountId: key.accountId,
+        hash: new Uint8Array(32).fill(8),
+        prefix: "sy-str",
+        rpm: null,
+        createdAt: Date.now(),
+        strict: true,
+      });
+      assert.equal((await store.findKey("key_fields_strict"))!.strict, true);
+      assert.equal(
+        (await store.listKeys()).find((k) => k.id === "key_fields_strict")!.strict,
+        true,
+      );
       const states = await store.budgets("key_fields", key.accountId, utcWindows(Date.now()));
       assert.deepEqual(states.map((b) => [b.owner, b.period, b.amount, b.spent, b.held]), [
         ["key", "month", 20_000_000_000, 0, 0],
@@ -935,6 +1102,7 @@ contract(
         return key?.accountLimits.models !== undefined && key;
       }, { what: "the other handle seeing the account's limits" });
       assert.deepEqual(seen.accountLimits, { models: { deny: ["gpt-*"] } });
+      assert.equal(seen.strict, true);
       // Rotation: a new secret, the old one's hash kept until its grace ends.
       const rotated = new Uint8Array(32).fill(9);
       assert.equal(await store.rotateKey("key_fields", rotated, "sy-new", expires), true);

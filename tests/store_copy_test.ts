@@ -26,7 +26,15 @@ Deno.test({
     let next: Awaited<ReturnType<typeof startStack>> | null = null;
     try {
       const gw = old.gateway;
-      const { key } = await gw.createKey("moving", "--credit", "3", "--rpm", "0");
+      const { key, id } = await gw.createKey(
+        "moving",
+        "--credit",
+        "3",
+        "--rpm",
+        "0",
+        "--strict",
+        "on",
+      );
       const revoked = await gw.createKey("moving", "--rpm", "0");
       assert.equal((await gw.cli("keys", "revoke", revoked.id)).code, 0);
       const answer = async (url: string, body: unknown) => {
@@ -58,6 +66,8 @@ Deno.test({
       const after = await usageOf(moved, key);
       assert.deepEqual(after, before, "same balance, usage and spend");
       assert.equal((await moved.cli("accounts", "list", "--json")).stdout, ledger);
+      const keys = JSON.parse((await moved.cli("keys", "list", "--json")).stdout);
+      assert.equal(keys.find((k: { id: string }) => k.id === id).strict, true, "strict mode moved");
       const refused = await fetch(`${moved.url}/v1/usage`, {
         headers: { authorization: `Bearer ${revoked.key}` },
       });
@@ -111,9 +121,23 @@ Deno.test({
           estimate: { units: [{ unit: "input_tokens", quantity: 1, amount: 1 }], amount: 1 },
         });
         const units = [{ unit: "input_tokens", quantity: max, amount: max }];
-        assert.equal(await source.settle(id!, { units, amount: max, estimated: false }), true);
+        // What the prompt cache did goes along too (one call's figures, one miss).
+        const cache = {
+          inputTokens: max,
+          cachedTokens: i,
+          cacheWriteTokens: 1,
+          cacheWrite1hTokens: 2,
+          saved: 5 + i,
+          miss: i === 2 ? { cause: "failover", tokens: 7, lost: 9 } : null,
+        };
+        assert.equal(
+          await source.settle(id!, { units, amount: max, estimated: false, cache }),
+          true,
+        );
       }
       const usage = await source.usage(account.id);
+      const cached = await source.cacheUsage(0, account.id);
+      const entries = await source.ledgerPage({ limit: 10 });
       assert.equal(usage.account.spent, 3n * BigInt(max));
       // Alerts go along with their delivery state (and stay once: the same one is not new there).
       const alert = {
@@ -140,6 +164,9 @@ Deno.test({
       const target = await openPostgresStore(pg.url);
       try {
         assert.deepEqual(await target.usage(account.id), usage, "the same, exactly");
+        assert.deepEqual(await target.cacheUsage(0, account.id), cached);
+        assert.deepEqual(await target.ledgerPage({ limit: 10 }), entries);
+        assert.equal(report.sums["ledger.cache_saved"], 18);
         assert.deepEqual(await target.listAlerts({ limit: 10 }), alerts);
         assert.equal(await target.raiseAlert(alert), null, "raised once, before the copy");
         const next = await target.raiseAlert({ ...alert, windowStart: 6_000 });

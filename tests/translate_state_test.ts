@@ -234,10 +234,10 @@ Deno.test("what the target cannot express is a 400 naming the client's field", a
     model: "local-test",
     max_tokens: 64,
     messages: [{ role: "user", content: "hi" }],
-    tools: [{ type: "web_search_20250305", name: "web_search" }],
+    tools: [{ type: "code_execution_20250825", name: "code_execution" }],
   });
   assert.equal(search.status, 400);
-  assert.match(search.json.error.message, /tools\[0\]\.type.*chat completions/);
+  assert.match(search.json.error.message, /tools\[0\].*chat completions/);
   const stop = await post("/v1beta/models/gpt-test:generateContent", goog(key), {
     contents: [{ role: "user", parts: [{ text: "hi" }] }],
     generationConfig: { stopSequences: ["x"] },

@@ -27,6 +27,8 @@ export interface Principal {
   accountLimits: AccountLimits;
   /** Its calls' holds must be limited ones (budgets, calls in flight, tokens per minute). */
   limited: boolean;
+  /** Its translated calls refuse adaptations (strict mode, see `translate/adaptations.ts`). */
+  strict: boolean;
 }
 
 const MISSING: Record<Exclude<AuthScheme, "none">, string> = {
@@ -125,5 +127,6 @@ function principalOf(
     limits: record.limits,
     accountLimits: record.accountLimits,
     limited: needsLimitedHold(record.limits, record.accountLimits),
+    strict: record.strict,
   };
 }

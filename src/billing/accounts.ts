@@ -39,6 +39,7 @@ export async function createKey(store: Store, o: CreateKeyOptions, now = Date.no
     metadata: patch.metadata,
     expiresAt: patch.expiresAt ?? null,
     limits: patch.limits,
+    strict: patch.strict ?? false,
   });
   return {
     key: key.secret,

@@ -42,6 +42,7 @@ export function keyJson(k: KeyRecord, now = Date.now()) {
     status: keyStatus(k, now),
     rpm: k.rpm,
     ...limitsJson({ tpm: undefined, maxConcurrent: undefined, ips: undefined, ...k.limits }),
+    strict: k.strict,
     metadata: k.metadata,
     expires_at: iso(k.expiresAt),
     last_used_at: iso(k.lastUsedAt),

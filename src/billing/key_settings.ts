@@ -1,6 +1,6 @@
 /**
  * What an operator sets on a key or an account — name, metadata, expiry, budgets, model lists,
- * tokens per minute, calls in flight, addresses — read and checked the same way for the CLI and
+ * tokens per minute, calls in flight, addresses, strict mode — read and checked the same way for the CLI and
  * the admin API (each only turns its own syntax into `Settings`). Errors are `OperatorError`s
  * naming the setting; the admin API answers them as 400s.
  */
@@ -44,6 +44,8 @@ export interface Settings {
   ips?: string[] | null;
   rpm?: number | null;
   disabled?: boolean;
+  /** Its translated calls refuse adaptations instead of making them (see `translate/adaptations.ts`). */
+  strict?: boolean;
 }
 
 /** Bounds on what a key carries (every one of them is shown and stored). */
@@ -191,6 +193,14 @@ function metadata(value: Record<string, string>): Record<string, string> {
   return out;
 }
 
+/** Strict mode from the CLI's `on`/`off` (also `true`/`false`). */
+export function switchFromText(value: string, what: string): boolean {
+  const text = value.trim().toLowerCase();
+  if (text === "on" || text === "true") return true;
+  if (text === "off" || text === "false") return false;
+  throw new OperatorError(`${what} must be on or off (got "${value}")`);
+}
+
 /** Metadata from the CLI's `KEY=VALUE` texts. */
 export function metadataFromText(texts: string[]): Record<string, string> {
   const out: Record<string, string> = {};
@@ -257,6 +267,7 @@ export function keyPatchOf(s: Settings, current: KeyLimits, now: number): KeyPat
   if (s.metadata !== undefined) patch.metadata = s.metadata === null ? {} : metadata(s.metadata);
   if (s.expires !== undefined) patch.expiresAt = expiryOf(s.expires, now);
   if (s.disabled !== undefined) patch.disabled = s.disabled;
+  if (s.strict !== undefined) patch.strict = s.strict;
   if (s.rpm !== undefined) {
     if (s.rpm !== null && (!Number.isInteger(s.rpm) || s.rpm < 0 || s.rpm > 1_000_000)) {
       throw new OperatorError("rpm must be an integer from 0 (unlimited) to 1000000");

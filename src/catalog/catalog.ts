@@ -76,6 +76,8 @@ export interface ProviderEntry {
   enabled: boolean;
   /** The protocols it speaks natively, the first preferred when a call must be translated. */
   surfaces: Surface[];
+  /** It holds Messages threads itself (Anthropic's); else the gateway holds them. */
+  messageThreads?: boolean;
 }
 
 /** The image-output rules of an image model (spec §4.5). */

@@ -3,7 +3,7 @@
  * million tokens; images per image, video per second, tool calls per call), each model's output
  * limit, and its service-tier, long-context and hosted-tool prices. Prices were checked on
  * 2026-11-22 against the providers' pricing pages and published price tables (see
- * `tests/unit/list_prices_test.ts`); they change, so check them before you charge real money.
+ * `tests/unit/config/defaults_test.ts`); they change, so check them before you charge real money.
  *
  * Ids are exact, or a pattern that catches one model's dated snapshots (`gpt-5.4-20*`) — never a
  * whole family: a variant the catalog does not know is refused, not priced at a neighbour's rate.
@@ -25,18 +25,21 @@ export const DEFAULT_PROVIDERS: Record<string, ProviderInput> = {
     baseUrl: "https://api.deepseek.com/anthropic",
     chatBaseUrl: "https://api.deepseek.com",
     apiKey: "env:DEEPSEEK_API_KEY",
+    messageThreads: false,
   },
   moonshot: {
     type: "anthropic",
     baseUrl: "https://api.moonshot.ai/anthropic",
     chatBaseUrl: "https://api.moonshot.ai/v1",
     apiKey: "env:MOONSHOT_API_KEY",
+    messageThreads: false,
   },
   zhipu: {
     type: "anthropic",
     baseUrl: "https://api.z.ai/api/anthropic",
     chatBaseUrl: "https://api.z.ai/api/paas/v4",
     apiKey: "env:ZHIPU_API_KEY",
+    messageThreads: false,
   },
   gemini: {
     type: "gemini",

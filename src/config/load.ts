@@ -273,6 +273,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       keys,
       enabled,
       surfaces: surfacesOf(p.type, baseUrl, p.chatBaseUrl?.replace(/\/+$/, ""), p.headers),
+      messageThreads: p.type === "anthropic" && p.messageThreads !== false,
     };
   });
   const providerNames = new Set(providers.map((p) => p.name));

@@ -175,6 +175,12 @@ export const ProviderSchema = v.strictObject({
    */
   chatBaseUrl: v.optional(url),
   /**
+   * For an `anthropic`-type provider: whether it holds Messages threads itself (the
+   * `message-threads-2026-08-12` beta), so a request's `thread` goes to it as it is; default true.
+   * False for an Anthropic-compatible server that does not: the gateway holds its threads.
+   */
+  messageThreads: v.optional(v.boolean("must be a boolean")),
+  /**
    * The upstream key, or `env:NAME` to read it from the environment variable NAME; or several
    * (`["env:KEY_1", {"key": "env:KEY_2", "weight": 2}]`), which calls spread over by weight and
    * move between when one is rate-limited or refused (see `routing/keys.ts`). Optional for an

@@ -106,6 +106,7 @@ export const KEYS_SCRIPT = String.raw`
     if (k.tpm !== null) lines.push(line("TPM " + k.tpm));
     if (k.max_concurrent !== null) lines.push(line("in flight " + k.max_concurrent));
     if (k.ips) lines.push(line("IPs: " + k.ips.join(", ")));
+    if (k.strict) lines.push(line("strict: no adaptations"));
     return el("td", { class: "limits" }, lines);
   }
 

@@ -6,8 +6,8 @@
  * `[[emulate redacted=1]]`), `tool_use` with `input_json_delta` (steered by the prompt, see
  * `text.ts`), JSON following `output_config.format`, cache usage, count_tokens, the real API's
  * history checks (tool use/result pairing, empty text, tool ids, the first role, thinking
- * signatures and the thinking rules of tool loops), and errors in Anthropic's envelope
- * (529 `overloaded_error` included).
+ * signatures and the thinking rules of tool loops), message threads (`anthropic_threads.ts`), and
+ * errors in Anthropic's envelope (529 `overloaded_error` included).
  */
 import { encodeSse } from "../http/sse.ts";
 import {
@@ -28,6 +28,7 @@ import {
   toolArguments,
   unseal,
 } from "./text.ts";
+import { threadTurn, untilEnded } from "./anthropic_threads.ts";
 import { type CacheContext, cacheScope, prefixes, type Segment, type Ttl } from "./prompt_cache.ts";
 
 type Json = Record<string, unknown>;
@@ -45,11 +46,11 @@ const ERROR_TYPES: Record<number, string> = {
   529: "overloaded_error",
 };
 
-/** Anthropic's error envelope. */
-export function anthropicError(status: number, message: string): Response {
+/** Anthropic's error envelope (`details`: its `error.details`, e.g. an `error_code`). */
+export function anthropicError(status: number, message: string, details?: Json): Response {
   return Response.json({
     type: "error",
-    error: { type: ERROR_TYPES[status] ?? "api_error", message },
+    error: { type: ERROR_TYPES[status] ?? "api_error", message, ...(details ? { details } : {}) },
     request_id: newId("req_", 24),
   }, { status, headers: status === 429 || status === 529 ? { "retry-after": "1" } : {} });
 }
@@ -282,16 +283,24 @@ function cacheSegments(body: Json): Segment[] {
 }
 
 /**
- * What the prompt read from and wrote to the cache: as `[[emulate cached=N cache_write=N]]` say
- * when the prompt says (a 1-hour write when the system prompt asks for one), else as the key's
+ * What the prompt read from and wrote to the cache: as `[[emulate cached=N cache_write=N
+ * cache_write_1h=N]]` say when the prompt says, else as the key's
  * cache holds it (see `prompt_cache.ts`) — Anthropic's only, not the compatible vendors'.
  */
 function cacheUse(body: Json, d: Directives, total: number, cache?: CacheContext) {
-  if (d.cached !== undefined || d.cacheWrite !== undefined || !cache) {
+  const directed = d.cached !== undefined || d.cacheWrite !== undefined ||
+    d.cacheWrite1h !== undefined;
+  if (directed || !cache) {
     const read = Math.min(d.cached ?? 0, total);
-    const write = Math.min(d.cacheWrite ?? 0, total - read);
+    // `cache_write` is written with the lifetime the system prompt asks for (5 minutes unless it
+    // says `ttl: "1h"`), `cache_write_1h` for an hour whatever it asks.
     const oneHour = JSON.stringify(body.system ?? "").includes('"ttl":"1h"');
-    return { read, written5m: oneHour ? 0 : write, written1h: oneHour ? write : 0 };
+    const written1h = Math.min(
+      (d.cacheWrite1h ?? 0) + (oneHour ? d.cacheWrite ?? 0 : 0),
+      total - read,
+    );
+    const written5m = Math.min(oneHour ? 0 : d.cacheWrite ?? 0, total - read - written1h);
+    return { read, written5m, written1h };
   }
   const model = String(body.model);
   const scope = cacheScope(cache.provider, cache.key, model);
@@ -306,13 +315,23 @@ function cacheUse(body: Json, d: Directives, total: number, cache?: CacheContext
   return { read, written5m, written1h: Math.min(use.written1h, total - read - written5m) };
 }
 
-/** `POST /v1/messages`; `cache`: the prompt cache of the request's key (Anthropic's only). */
+/**
+ * `POST /v1/messages`. On `anthropic`, a `thread` is held as Anthropic holds it (see
+ * `anthropic_threads.ts`); the compatible vendors ignore the field. `cache`: the prompt cache of
+ * the request's key (Anthropic's only).
+ */
 export async function messages(
   req: Request,
   vendor = "anthropic",
   cache?: CacheContext,
 ): Promise<Response> {
-  const body = await req.json() as Json;
+  const sent = await req.json() as Json;
+  const opened = vendor === "anthropic" ? threadTurn(req.headers, sent) : undefined;
+  if (opened && "status" in opened) {
+    return anthropicError(opened.status, opened.message, opened.details);
+  }
+  const turn = opened;
+  const body = turn?.body ?? sent;
   const d = directives(promptTexts(body));
   await sleep(d.wait);
   const failure = fault(d);
@@ -451,7 +470,11 @@ export async function messages(
       service_tier: "standard",
     },
   };
-  if (body.stream !== true) return Response.json(message);
+  if (body.stream !== true) {
+    turn?.answered(message);
+    return Response.json(message);
+  }
+  turn?.begin();
 
   async function* events(): AsyncGenerator<string> {
     const ev = (type: string, payload: Json) =>
@@ -502,9 +525,11 @@ export async function messages(
         ...(search ? { server_tool_use: { web_search_requests: 1 } } : {}),
       },
     });
+    turn?.answered(message);
     yield ev("message_stop", {});
   }
-  return new Response(sseBody(events, d), {
+  const stream = sseBody(events, d);
+  return new Response(turn ? untilEnded(stream, turn) : stream, {
     headers: { "content-type": "text/event-stream; charset=utf-8" },
   });
 }

@@ -186,9 +186,12 @@ export async function chatCompletions(
   if (invalid) return invalid;
 
   const promptTokens = countTokens(texts.join(" ")) + 3 * messages.length;
-  const cached = d.cached === undefined && cache?.provider === "openai"
+  // `[[emulate cached=N cache_write=N]]` say what is read and written, else OpenAI's cache does.
+  const directed = d.cached !== undefined || d.cacheWrite !== undefined;
+  const cached = !directed && cache?.provider === "openai"
     ? cachedPrompt(body, messages, promptTokens, cache)
     : Math.min(d.cached ?? 0, promptTokens);
+  const written = Math.min(d.cacheWrite ?? 0, promptTokens - cached);
   const id = newId("chatcmpl-", 30);
   const created = Math.floor(Date.now() / 1000);
   const tools = functionTools(body, messages, d);
@@ -218,7 +221,12 @@ export async function chatCompletions(
     prompt_tokens: promptTokens,
     completion_tokens: pieces.length,
     total_tokens: promptTokens + pieces.length,
-    prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0 },
+    // `cache_write_tokens` is newer than the field it sits in: older answers leave it out.
+    prompt_tokens_details: {
+      cached_tokens: cached,
+      audio_tokens: 0,
+      ...(written ? { cache_write_tokens: written } : {}),
+    },
     completion_tokens_details: {
       reasoning_tokens: 0,
       audio_tokens: 0,

@@ -5,6 +5,7 @@
  * `reasoning` is set (a summary when asked, `encrypted_content` with `include` — sealed by the
  * emulator and verified when replayed — and `reasoning_tokens` in usage), hosted tool calls,
  * JSON matching `text.format`'s schema, call outputs checked against the calls of the input,
+ * item references to the items of stored responses (others are not found),
  * `incomplete` at `max_output_tokens`, errors in OpenAI's envelope (`openai.ts`); and
  * `input_tokens` and `compact` beside it.
  */
@@ -85,12 +86,25 @@ const SUMMARY = "Thinking it through.";
 /** The prefix of the emulator's `encrypted_content` (as OpenAI's Fernet-like tokens start). */
 const ENCRYPTED = "gAAAAB";
 
+const NOT_PERSISTED =
+  "Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.";
+
 /**
- * Input items the real API rejects: reasoning whose encrypted content it did not issue, and a
- * call output that answers no call of the input (without a stored previous response).
+ * Input items the real API rejects: a reference to an item of no stored response, reasoning whose
+ * encrypted content it did not issue, and a call output that answers no call of the input (a
+ * referred one counts; without a stored previous response).
  */
 function invalidInput(body: Json): Response | undefined {
-  const items = Array.isArray(body.input) ? body.input as Json[] : [];
+  const given = Array.isArray(body.input) ? body.input as Json[] : [];
+  for (const item of given) {
+    if (item.type === "item_reference" && !storedItems.has(String(item.id))) {
+      const message = `Item with id '${String(item.id)}' not found. ${NOT_PERSISTED}`;
+      return Response.json({
+        error: { message, type: "invalid_request_error", param: "input", code: null },
+      }, { status: 404 });
+    }
+  }
+  const items = given.map((i) => i.type === "item_reference" ? storedItems.get(String(i.id))! : i);
   const calls = new Set(
     items.flatMap((i) =>
       i.type === "function_call" || i.type === "custom_tool_call" ? [String(i.call_id)] : []
@@ -157,6 +171,8 @@ interface Ended {
 
 /** Stored responses: id → the conversation they end. */
 const stored = new Map<string, Ended>();
+/** The output items of stored responses, by id (an `item_reference` names one). */
+const storedItems = new Map<string, Json>();
 
 /**
  * What a WebSocket connection keeps of its last response (OpenAI's connection-local cache): a
@@ -223,12 +239,14 @@ export async function responses(
     }
   }
   const inputTokens = inputTokenCount(body, texts) + (previous?.tokens ?? 0);
-  // `[[emulate cached=N]]` says what is read, else the cache does.
-  const cache = d.cached === undefined ? openaiCache(context) : undefined;
+  // `[[emulate cached=N cache_write=N]]` say what is read and written, else the cache does.
+  const directed = d.cached !== undefined || d.cacheWrite !== undefined;
+  const cache = directed ? undefined : openaiCache(context);
   const prompt = cache && promptOf(body, previous?.prompt);
-  const cachedInput = prompt
+  const cached = prompt
     ? openaiCached(cache, String(body.model), body.prompt_cache_retention, prompt, inputTokens)
     : Math.min(d.cached ?? 0, inputTokens);
+  const written = Math.min(d.cacheWrite ?? 0, inputTokens - cached);
   const id = newId("resp_", 48);
   const createdAt = Math.floor(Date.now() / 1000);
   // A reasoning item whenever `reasoning` is set (no effort given: the default, medium).
@@ -295,11 +313,17 @@ export async function responses(
   if (body.store !== false) {
     if (stored.size >= 10_000) stored.clear();
     stored.set(id, ended);
+    if (storedItems.size >= 50_000) storedItems.clear();
+    for (const item of outputItems) storedItems.set(String(item.id), item);
   }
   if (connection) connection.last = { id, ...ended };
   const usage = {
     input_tokens: inputTokens,
-    input_tokens_details: { cached_tokens: cachedInput },
+    // `cache_write_tokens` is newer than the field it sits in: older answers leave it out.
+    input_tokens_details: {
+      cached_tokens: cached,
+      ...(written ? { cache_write_tokens: written } : {}),
+    },
     output_tokens: outputTokens,
     output_tokens_details: { reasoning_tokens: reasoningTokens },
     total_tokens: inputTokens + outputTokens,

@@ -130,6 +130,11 @@ const KEY_SETTINGS = {
       "Requests per minute (0: unlimited; null: limits.defaultRpm).",
     ),
   ),
+  strict: v.optional(describe(
+    v.boolean("must be true or false"),
+    "Strict mode: the key's translated calls are refused (400) where the target protocol would " +
+      "adapt the request, instead of adapted (see x-switchyard-adapted).",
+  )),
 };
 
 /** `POST /admin/api/keys`. */

@@ -15,6 +15,8 @@ export interface ErrorOptions {
   type?: string;
   /** Extra response headers (e.g. `retry-after`). */
   headers?: Record<string, string>;
+  /** Anthropic `error.details` (e.g. `{error_code: "thread_not_found"}`); other formats have none. */
+  details?: Record<string, unknown>;
 }
 
 /** Whole seconds for a `retry-after` header, at least 1, for a wait of `ms`. */
@@ -116,6 +118,7 @@ export function errorBody(
           type: options.type ?? ANTHROPIC_TYPE[status] ??
             (status >= 500 ? "api_error" : "invalid_request_error"),
           message,
+          ...(options.details ? { details: options.details } : {}),
         },
         ...(requestId ? { request_id: requestId } : {}),
       };

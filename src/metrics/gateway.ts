@@ -16,6 +16,7 @@ import {
   type Samples,
 } from "./registry.ts";
 import type { Usage } from "../billing/price.ts";
+import type { CacheCharge } from "../store/store.ts";
 import type { Config } from "../config/load.ts";
 import { DEFAULT_METRICS_MODELS } from "../config/schema.ts";
 import { RECENT_FAMILIES, RecentCalls } from "./recent.ts";
@@ -72,6 +73,21 @@ export const SPEND: Family = counter(
   "Amount charged in nanoUSD (1e-9 USD), by model and account.",
   ["model", "account"],
 );
+export const CACHE_TOKENS: Family = counter(
+  "switchyard_cache_input_tokens_total",
+  "Input tokens charged, by model and how the prompt cache served them (read, write_5m, write_1h, uncached).",
+  ["model", "cache"],
+);
+export const CACHE_SAVED: Family = counter(
+  "switchyard_cache_saved_nanousd_total",
+  "What prompt-cache reads saved in nanoUSD: the tokens read at the input rate minus what they cost, by model.",
+  ["model"],
+);
+export const CACHE_LOST: Family = counter(
+  "switchyard_cache_lost_nanousd_total",
+  "Estimated nanoUSD lost to prompt-cache misses the gateway caused, by model and cause.",
+  ["model", "cause"],
+);
 export const RATE_LIMITED: Family = counter(
   "switchyard_rate_limited_total",
   "Requests refused with 429 by a key's requests-per-minute limit, by route.",
@@ -81,6 +97,11 @@ export const REFUSED: Family = counter(
   "switchyard_refused_total",
   "Requests the gateway itself refused (4xx it raised, not an upstream's), by route and status.",
   ["route", "status"],
+);
+export const ADAPTED_CALLS: Family = counter(
+  "switchyard_adapted_calls_total",
+  "Translated calls answered with an adaptation, by kind (see x-switchyard-adapted).",
+  ["kind"],
 );
 export const OPEN_STREAMS: Family = gauge("switchyard_open_streams", "Streams being relayed now.");
 export const OPEN_CONNECTIONS: Family = gauge(
@@ -107,6 +128,7 @@ export const FAMILIES: readonly Family[] = [
   REQUESTS,
   RATE_LIMITED,
   REFUSED,
+  ADAPTED_CALLS,
   UPSTREAM_TTFB,
   UPSTREAM_SECONDS,
   UPSTREAM_ERRORS,
@@ -115,6 +137,9 @@ export const FAMILIES: readonly Family[] = [
   CIRCUITS,
   TOKENS,
   SPEND,
+  CACHE_TOKENS,
+  CACHE_SAVED,
+  CACHE_LOST,
   OPEN_STREAMS,
   OPEN_CONNECTIONS,
   REFUSED_CONNECTIONS,
@@ -172,8 +197,17 @@ export function observeCommit(seconds: number): void {
 /** This thread's upstream outcomes of the last minutes, by provider (see `recent.ts`). */
 export const recentCalls = new RecentCalls(metrics);
 
-/** Counts a settled charge: its tokens by kind and its amount. */
-export function recordCharge(model: string, account: string, usage: Usage, amount: number): void {
+/**
+ * Counts a settled charge: its tokens by kind and its amount, and with its cache figures its input
+ * tokens by how the prompt cache served them, what reads saved and what a miss lost.
+ */
+export function recordCharge(
+  model: string,
+  account: string,
+  usage: Usage,
+  amount: number,
+  cache?: CacheCharge,
+): void {
   const kinds: [string, number][] = [
     ["input", usage.inputTokens],
     ["cached_input", usage.cachedInputTokens],
@@ -182,6 +216,18 @@ export function recordCharge(model: string, account: string, usage: Usage, amoun
   ];
   for (const [kind, n] of kinds) if (n > 0) metrics.add(TOKENS, [model, account, kind], n);
   metrics.add(SPEND, [model, account], amount);
+  if (!cache) return;
+  const uncached = cache.inputTokens - cache.cachedTokens - cache.cacheWriteTokens -
+    cache.cacheWrite1hTokens;
+  const served: [string, number][] = [
+    ["read", cache.cachedTokens],
+    ["write_5m", cache.cacheWriteTokens],
+    ["write_1h", cache.cacheWrite1hTokens],
+    ["uncached", uncached],
+  ];
+  for (const [how, n] of served) if (n > 0) metrics.add(CACHE_TOKENS, [model, how], n);
+  if (cache.saved > 0) metrics.add(CACHE_SAVED, [model], cache.saved);
+  if (cache.miss) metrics.add(CACHE_LOST, [model, cache.miss.cause], cache.miss.lost);
 }
 
 /** This thread's values as plain data, with its gauges as they are now. */

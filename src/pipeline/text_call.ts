@@ -4,8 +4,9 @@
  * stored state, see `resolve.ts`), then route it (`route.ts`: admit, send, relay, settle), which
  * takes from `callFor` the call each deployment it tries gets, planned for its provider (see
  * `translate/plan.ts`): the body as it is when the provider speaks the client's protocol, or
- * decoded into the canonical form and encoded in the provider's. Everything after is metered on
- * the upstream's side.
+ * decoded into the canonical form and encoded in the provider's, with the adaptations that made
+ * (shown, or refused in strict mode: see `adapted.ts`). Everything after is metered on the
+ * upstream's side.
  */
 import type { Handler, RequestContext } from "../context.ts";
 import { type JsonBody, readJsonObject } from "../http/body.ts";
@@ -20,6 +21,7 @@ import type {
   WireProtocol,
 } from "../protocols/wire.ts";
 import { protocolsOf } from "../providers/index.ts";
+import { collect } from "../translate/adaptations.ts";
 import type { AnswerInfo } from "../translate/codec.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import { TOKEN_PREFIX, toToken } from "../translate/opaque.ts";
@@ -36,6 +38,8 @@ import {
   resolveModel,
 } from "./resolve.ts";
 import { routeCall } from "./route.ts";
+import { adaptedOrRefused, strictMode } from "./adapted.ts";
+import { openThread, type ThreadCall } from "./threads.ts";
 
 /** A text request as read and resolved, before any deployment is chosen. */
 interface TextRequest {
@@ -53,6 +57,10 @@ interface TextRequest {
    * that issued it, or nowhere).
    */
   held: boolean;
+  /** Adaptations are refused (strict mode). */
+  strict: boolean;
+  /** The Messages thread it creates or continues (see `threads.ts`). */
+  thread?: ThreadCall;
 }
 
 /** The handler of a text route whose clients speak `client`. */
@@ -64,8 +72,20 @@ export function textCall(client: WireProtocol): Handler {
     const names = client.names?.of(body.value);
     await loadNamedState(ctx, names);
     const model = resolveModel(ctx, accepted.model, "text");
-    const held = continuesKept(ctx, names) || body.text.includes(TOKEN_PREFIX);
-    const request: TextRequest = { ctx, client, input, accepted, body, names, held };
+    const thread = await openThread(ctx, names);
+    const held = continuesKept(ctx, names) || body.text.includes(TOKEN_PREFIX) || !!thread?.held;
+    const strict = strictMode(ctx);
+    const request: TextRequest = {
+      ctx,
+      client,
+      input,
+      accepted,
+      body,
+      names,
+      held,
+      strict,
+      thread,
+    };
     // A body continuing upstream state (a stored response) goes to the provider holding it.
     const pin = continuedProvider(ctx, names);
     // The deployment and key holding the conversation's prompt cache, first.
@@ -87,7 +107,9 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
       code: "model_not_supported",
     });
   }
-  if (plan.kind === "passthrough" && !request.held) {
+  // A thread goes as it is only to a provider that holds threads; the gateway holds it for others.
+  const holdsThread = !request.thread || model.provider.messageThreads === true;
+  if (plan.kind === "passthrough" && !request.held && holdsThread) {
     const prepared = client.prepare(request.input, request.body, model, {
       stream: accepted.stream,
       jsonArray: accepted.jsonArray,
@@ -132,8 +154,8 @@ function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCa
 
 /**
  * A translated call: the client's request decoded (with the conversation the gateway keeps put in
- * front, for a client that chains calls) and encoded for the upstream; its answer decoded and
- * encoded back, and kept when the client may continue it.
+ * front, for a client that chains calls or continues a thread) and encoded for the upstream; its
+ * answer decoded and encoded back, and kept when the client may continue it.
  */
 function translated(request: TextRequest, upstream: WireProtocol, model: ResolvedModel): Call {
   const { ctx, client, accepted } = request;
@@ -146,16 +168,32 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     );
   }
   const conversation = client.names?.chained ? keptConversations : undefined;
-  const own = client.decodeRequest(clientBody, {
-    stream: accepted.stream,
-    ...(conversation ? { kept: (id: string) => conversation.answer(ctx, id) } : {}),
-  });
-  const canonical = conversation ? conversation.restore(ctx, clientBody, own) : own;
-  const encoded = upstream.encodeRequest(canonical, {
+  const decoded = collect((adapt) =>
+    client.decodeRequest(clientBody, {
+      stream: accepted.stream,
+      ...(conversation ? { kept: (id: string) => conversation.answer(ctx, id) } : {}),
+    }, adapt)
+  );
+  const own = decoded.value;
+  const thread = request.thread;
+  const canonical = thread
+    ? thread.restore(own)
+    : conversation
+    ? conversation.restore(ctx, clientBody, own)
+    : own;
+  const target = {
     model: model.upstreamId,
     provider: model.provider.name,
     family: model.provider.type,
-  });
+  };
+  const { value: encoded, adaptations } = collect((adapt) =>
+    upstream.encodeRequest(canonical, target, adapt)
+  );
+  const adapted = adaptedOrRefused(
+    [...decoded.adaptations, ...adaptations],
+    request.strict,
+    upstream.id,
+  );
   const prepared = upstream.prepare(
     request.input,
     { text: JSON.stringify(encoded), value: encoded },
@@ -169,7 +207,8 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     created: Math.floor(Date.now() / 1000),
     usageChunk: accepted.usageChunk,
     jsonArray: accepted.jsonArray,
-    ...toolForms(own.tools),
+    // A thread's continuation names no tools: they are the thread's.
+    ...toolForms(thread ? canonical.tools : own.tools),
     ...(conversation && typeof request.names?.previous === "string"
       ? { previousId: request.names.previous }
       : {}),
@@ -180,7 +219,10 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     client,
     provider: model.provider.name,
     info,
-    ...(conversation
+    adapted,
+    ...(thread
+      ? { onAnswer: (response: CanonicalResponse) => thread.keep(own, response, info.id) }
+      : conversation
       ? {
         onAnswer: (response: CanonicalResponse) =>
           conversation.keep(ctx, clientBody, own, response, info.id, canonical),

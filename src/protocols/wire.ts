@@ -14,7 +14,7 @@ import type { SseEvent } from "../http/sse.ts";
 import type { Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
 import type { TokenRequest } from "../billing/reserve.ts";
-import type { CreatedObject } from "../billing/usage.ts";
+import type { CreatedObject, ObjectKind } from "../billing/usage.ts";
 import type { UpstreamCall } from "../providers/index.ts";
 import type { Codec, UsageView } from "../translate/codec.ts";
 import type { Json } from "../translate/ir.ts";
@@ -36,7 +36,16 @@ export interface CallInput {
   params: Record<string, string>;
   /** The caller's own upstream object `id` of `kind`, or a thrown 404 naming `field`. */
   own(id: unknown, kind: "response" | "container", field: string): OwnedObject;
+  /** The caller's own upstream object `id` of `kind`, or undefined (the protocol then decides). */
+  owned(id: unknown, kind: ObjectKind): OwnedObject | undefined;
 }
+
+/**
+ * A Messages thread a body creates or continues (`thread`, the `message-threads-2026-08-12` beta):
+ * a conversation held between calls, by the upstream on pass-through, else by the gateway (see
+ * `pipeline/threads.ts`).
+ */
+export type ThreadName = { type: "create" } | { type: "continue"; previous: string };
 
 /** The stored state a request body names (pure: the pipeline reads it before the checks run). */
 export interface BodyNames {
@@ -51,6 +60,13 @@ export interface BodyNames {
    * kept conversation steps are read, and a body referring to one of the caller's is translated.
    */
   answers?: string[];
+  /** The thread it creates or continues, if any. */
+  thread?: ThreadName;
+  /**
+   * The upstream items it refers to by id (Responses item references to items of a stored answer
+   * passed through): read like `objects`, but more of them (a long conversation refers to many).
+   */
+  items?: string[];
 }
 
 /** The stored state a protocol's requests name. */

@@ -44,6 +44,7 @@ export function startBackground(services: Services): Background {
       if (store.leading && !(await store.leading())) return;
       await store.pruneObjects(Date.now() - OBJECT_RETENTION_MS);
       await store.pruneResponses(Date.now() - services.config.conversationRetentionMs);
+      await store.pruneThreadTurns(Date.now() - services.config.conversationRetentionMs);
     } catch (error) {
       log("error", "pruning upstream objects failed", { error: String(error) });
     }

@@ -1,9 +1,9 @@
 /**
  * `store copy`: moves a SQLite store into an empty PostgreSQL database — accounts and their
  * limits, keys (their hashes, names, limits and counts), budget states, the ledger, video jobs,
- * upstream objects, kept conversations and alerts (with their delivery state) — with their ids, in
- * one transaction, and checks the copy: row counts and money sums must be equal on both sides, or
- * nothing is committed. A target that already holds data is refused.
+ * upstream objects, kept conversations, Messages threads and alerts (with their delivery state) —
+ * with their ids, in one transaction, and checks the copy: row counts and money sums must be equal
+ * on both sides, or nothing is committed. A target that already holds data is refused.
  *
  * A file a gateway still serves is refused (its owner lock is live). Calls still held in it are
  * copied as held without an owner, so the first replica that starts settles them on their estimate
@@ -86,9 +86,11 @@ const TABLES: Table[] = [
       ["in_flight", "integer"],
       ["tpm_minute", "bigint"],
       ["tpm_tokens", "bigint"],
+      ["strict", "boolean"],
     ],
     row: (r) => ({
       ...r,
+      strict: Number(r.strict) === 1,
       hash: toHex(r.hash as Uint8Array),
       previous_hash: r.previous_hash ? toHex(r.previous_hash as Uint8Array) : null,
       metadata: json(r.metadata),
@@ -129,8 +131,16 @@ const TABLES: Table[] = [
       ["created_at", "bigint"],
       ["settled_at", "bigint"],
       ["limits", "jsonb"],
+      ["input_tokens", "bigint"],
+      ["cached_tokens", "bigint"],
+      ["cache_write_tokens", "bigint"],
+      ["cache_write_1h_tokens", "bigint"],
+      ["cache_saved", "bigint"],
+      ["cache_miss", "text"],
+      ["cache_miss_tokens", "bigint"],
+      ["cache_lost", "bigint"],
     ],
-    sums: ["amount", "reserved"],
+    sums: ["amount", "reserved", "cache_saved", "cache_lost"],
     sequence: "ledger_id_seq",
     row: (r) => ({
       ...r,
@@ -187,6 +197,16 @@ const TABLES: Table[] = [
         "text",
       ],
       ["context_tokens", "bigint"],
+      ["created_at", "bigint"],
+    ],
+  },
+  {
+    name: "thread_turns",
+    columns: [
+      ["id", "text"],
+      ["account_id", "bigint"],
+      ["previous_id", "text"],
+      ["turn", "text"],
       ["created_at", "bigint"],
     ],
   },

@@ -345,5 +345,6 @@ export function patchedKey(key: KeyRecord, patch: KeyPatch, now: number) {
       : null,
     rpm: patch.rpm === undefined ? key.rpm : patch.rpm,
     limits: patch.limits ?? key.limits,
+    strict: patch.strict ?? key.strict,
   };
 }

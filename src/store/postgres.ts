@@ -11,9 +11,9 @@
  * then in a local spool file — and written once it is back (`postgres_spool.ts`).
  *
  * This module opens the store, puts its parts together — accounts and keys, holds and video jobs,
- * reports, objects, alerts, conversations' placements (`postgres_*.ts`) — and runs a serving
- * process's housekeeping. The driver (`npm:postgres`, pure JavaScript) is loaded only by these
- * modules, which `open.ts` imports only when a PostgreSQL URL is configured.
+ * reports, objects, threads, alerts, conversations' placements (`postgres_*.ts`) — and runs a
+ * serving process's housekeeping. The driver (`npm:postgres`, pure JavaScript) is loaded only by
+ * these modules, which `open.ts` imports only when a PostgreSQL URL is configured.
  */
 import { log } from "../log.ts";
 import { type RateDecision, type Store, StoreUnavailable } from "./store.ts";
@@ -25,6 +25,7 @@ import { KeyCache, postgresAccounts } from "./postgres_accounts.ts";
 import { postgresHolds } from "./postgres_holds.ts";
 import { postgresReports } from "./postgres_reports.ts";
 import { postgresObjects } from "./postgres_objects.ts";
+import { postgresThreads } from "./postgres_threads.ts";
 import { postgresAlerts } from "./postgres_alerts.ts";
 import { postgresAffinity } from "./postgres_affinity.ts";
 
@@ -79,6 +80,7 @@ export async function openPostgresStore(
       ...holds,
       ...postgresReports(c),
       ...postgresObjects(c),
+      ...postgresThreads(c),
       ...postgresAlerts(c),
       ...postgresAffinity(c),
       countRequest: (keyId, limit) => countRequest(c, keyId, limit),

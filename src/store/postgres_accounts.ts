@@ -111,10 +111,10 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): AccountsPart
       await c.run(sql.begin(async (tx) => {
         await tx`
           INSERT INTO keys (id, account_id, hash, prefix, rpm, created_at, name, metadata,
-                            expires_at, limits)
+                            expires_at, limits, strict)
           VALUES (${key.id}, ${key.accountId}, ${key.hash}, ${key.prefix}, ${key.rpm},
                   ${key.createdAt}, ${key.name ?? null}, ${c.jsonOrNull(key.metadata)},
-                  ${key.expiresAt ?? null}, ${c.jsonOrNull(limits)})`;
+                  ${key.expiresAt ?? null}, ${c.jsonOrNull(limits)}, ${key.strict ?? false})`;
         await defineBudgets(tx, keyOwner(key.id), limits.budgets);
       }));
       cache.changed();
@@ -130,7 +130,7 @@ export function postgresAccounts(c: PgConnection, cache: KeyCache): AccountsPart
         await tx`
           UPDATE keys SET name = ${key.name}, metadata = ${c.jsonOrNull(key.metadata)},
                  expires_at = ${key.expiresAt}, disabled_at = ${key.disabledAt},
-                 rpm = ${key.rpm}, limits = ${c.jsonOrNull(key.limits)}
+                 rpm = ${key.rpm}, limits = ${c.jsonOrNull(key.limits)}, strict = ${key.strict}
           WHERE id = ${id}`;
         if (patch.limits) await defineBudgets(tx, keyOwner(id), key.limits.budgets);
         return true;

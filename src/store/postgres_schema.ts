@@ -261,6 +261,31 @@ export const MIGRATIONS: string[] = [
    CREATE INDEX alerts_account ON alerts (account_id, id);
    CREATE INDEX keys_expiry ON keys (expires_at)
      WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
+  // A key's strict mode (see the SQLite store's migration of the same name).
+  `ALTER TABLE keys ADD COLUMN strict boolean NOT NULL DEFAULT false;
+   DROP TRIGGER keys_changed ON keys;
+   CREATE TRIGGER keys_changed AFTER INSERT OR DELETE OR UPDATE OF account_id, hash, prefix, rpm,
+     revoked_at, name, metadata, expires_at, disabled_at, limits, previous_hash, previous_until,
+     strict
+     ON keys FOR EACH STATEMENT EXECUTE FUNCTION switchyard_key_changed();`,
+  // Messages threads the gateway holds itself (translated calls), one row per turn.
+  `CREATE TABLE thread_turns (
+     id text PRIMARY KEY,
+     account_id bigint NOT NULL REFERENCES accounts (id),
+     previous_id text,
+     turn text NOT NULL,
+     created_at bigint NOT NULL
+   );
+   CREATE INDEX thread_turns_age ON thread_turns (created_at);`,
+  // What the prompt cache did for each call (see the SQLite store's migration of the same name).
+  `ALTER TABLE ledger ADD COLUMN input_tokens bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cached_tokens bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cache_write_tokens bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cache_write_1h_tokens bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cache_saved bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cache_miss text,
+     ADD COLUMN cache_miss_tokens bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cache_lost bigint NOT NULL DEFAULT 0;`,
   // Where conversations' prompt caches are (see `postgres_affinity.ts`): unlogged, as a placement
   // lost in a crash only costs a cache miss.
   `CREATE UNLOGGED TABLE conversation_affinity (

@@ -5,8 +5,8 @@
  * one short transaction, under the process's write lock when several threads share the file
  * (see `sqlite_connection.ts`). The store's parts, by job: accounts and keys
  * (`sqlite_accounts.ts`), holds and video jobs (`sqlite_holds.ts`), reports from the ledger
- * (`sqlite_reports.ts`), upstream objects and kept conversations (`sqlite_objects.ts`), alerts
- * (`sqlite_alerts.ts`); the schema is `sqlite_schema.ts`.
+ * (`sqlite_reports.ts`), upstream objects and kept conversations (`sqlite_objects.ts`), Messages
+ * threads (`sqlite_threads.ts`), alerts (`sqlite_alerts.ts`); the schema is `sqlite_schema.ts`.
  */
 import { DatabaseSync } from "node:sqlite";
 import { OwnerLock } from "./owners.ts";
@@ -18,6 +18,7 @@ import { sqliteAccounts } from "./sqlite_accounts.ts";
 import { sqliteHolds } from "./sqlite_holds.ts";
 import { sqliteReports } from "./sqlite_reports.ts";
 import { sqliteObjects } from "./sqlite_objects.ts";
+import { sqliteThreads } from "./sqlite_threads.ts";
 import { sqliteAlerts } from "./sqlite_alerts.ts";
 
 /** How a store is opened. */
@@ -70,6 +71,7 @@ export function openSqliteStore(path: string, options: SqliteOptions = {}): Sqli
     ...sqliteHolds(c),
     ...sqliteReports(c),
     ...sqliteObjects(c),
+    ...sqliteThreads(c),
     ...sqliteAlerts(c),
     prepareForServing: (onError) => c.prepareForServing(onError),
     close: () => c.close(),

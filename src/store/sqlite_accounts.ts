@@ -46,14 +46,14 @@ export function sqliteAccounts(c: SqliteConnection): SqliteAccounts {
        ON CONFLICT (owner, period) DO UPDATE SET amount = excluded.amount`,
     dropBudget: `DELETE FROM budgets WHERE owner = ? AND period = ?`,
     insertKey: `INSERT INTO keys (id, account_id, hash, prefix, rpm, created_at, name, metadata,
-                         expires_at, limits)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+                         expires_at, limits, strict)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     keyById: `SELECT ${KEY_COLUMNS} FROM keys k JOIN accounts a ON a.id = k.account_id
                 WHERE k.id = ?`,
     keys: `SELECT ${KEY_COLUMNS} FROM keys k JOIN accounts a ON a.id = k.account_id
              ORDER BY k.created_at, k.id`,
     updateKey: `UPDATE keys SET name = ?, metadata = ?, expires_at = ?, disabled_at = ?, rpm = ?,
-                       limits = ?
+                       limits = ?, strict = ?
        WHERE id = ? AND revoked_at IS NULL`,
     rotateKey: `UPDATE keys SET previous_hash = hash, previous_until = ?, hash = ?, prefix = ?
        WHERE id = ? AND revoked_at IS NULL`,
@@ -122,6 +122,7 @@ export function sqliteAccounts(c: SqliteConnection): SqliteAccounts {
             jsonOrNull(key.metadata),
             key.expiresAt ?? null,
             limitsText(limits),
+            key.strict ? 1 : 0,
           );
           defineBudgets(keyOwner(key.id), limits.budgets);
         })
@@ -140,6 +141,7 @@ export function sqliteAccounts(c: SqliteConnection): SqliteAccounts {
             key.disabledAt,
             key.rpm,
             limitsText(key.limits),
+            key.strict ? 1 : 0,
             id,
           );
           if (patch.limits) defineBudgets(keyOwner(id), key.limits.budgets);

@@ -204,6 +204,33 @@ export const MIGRATIONS: string[] = [
    CREATE INDEX alerts_account ON alerts (account_id, id);
    CREATE INDEX keys_expiry ON keys (expires_at)
      WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
+  // A key's strict mode: its translated calls refuse adaptations (see `translate/adaptations.ts`).
+  // A change to it is a key change like the others.
+  `ALTER TABLE keys ADD COLUMN strict INTEGER NOT NULL DEFAULT 0;
+   DROP TRIGGER keys_updated;
+   CREATE TRIGGER keys_updated AFTER UPDATE OF account_id, hash, prefix, rpm, revoked_at, name,
+     metadata, expires_at, disabled_at, limits, previous_hash, previous_until, strict ON keys
+   BEGIN UPDATE key_changes SET n = n + 1; END;`,
+  // Messages threads the gateway holds itself (translated calls), one row per turn under its
+  // answer's id, in creation order like stored_responses.
+  `CREATE TABLE thread_turns (
+     id TEXT NOT NULL UNIQUE,
+     account_id INTEGER NOT NULL REFERENCES accounts(id),
+     previous_id TEXT,
+     turn TEXT NOT NULL,
+     created_at INTEGER NOT NULL
+   );`,
+  // What the prompt cache did for each call (see `billing/cache.ts`): its input tokens, those read
+  // and written (5-minute, 1-hour), what the reads saved, and a miss the gateway caused — its
+  // cause, the tokens it would have read, what that lost (nanoUSD). Older rows keep zeros.
+  `ALTER TABLE ledger ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cache_write_1h_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cache_saved INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cache_miss TEXT;
+   ALTER TABLE ledger ADD COLUMN cache_miss_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cache_lost INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** Runs the migrations `db` has not had yet. */

@@ -78,6 +78,8 @@ export interface KeyRecord {
   expiresAt: number | null;
   /** When it was disabled (it may be enabled again); null: enabled. */
   disabledAt: number | null;
+  /** Its translated calls refuse to adapt what the target cannot express exactly (strict mode). */
+  strict: boolean;
   /** When it was last used (kept to about a minute). */
   lastUsedAt: number | null;
   limits: KeyLimits;
@@ -91,7 +93,7 @@ export interface KeyRecord {
 /** A key as it is created: what the store does not default. */
 export type NewKey =
   & Pick<KeyRecord, "id" | "accountId" | "hash" | "prefix" | "rpm" | "createdAt">
-  & Partial<Pick<KeyRecord, "name" | "metadata" | "expiresAt" | "limits">>;
+  & Partial<Pick<KeyRecord, "name" | "metadata" | "expiresAt" | "limits" | "strict">>;
 
 /** A change to a key: only the fields given change. */
 export interface KeyPatch {
@@ -102,6 +104,7 @@ export interface KeyPatch {
   disabled?: boolean;
   rpm?: number | null;
   limits?: KeyLimits;
+  strict?: boolean;
 }
 
 /**
@@ -164,6 +167,32 @@ export interface UnitLine {
   amount: number;
 }
 
+/**
+ * A miss of the prompt cache the gateway caused (see `billing/cache.ts`): why, how many input
+ * tokens the call would have read from the cache, and the money that estimate lost (nanoUSD).
+ */
+export interface CacheMissRecord {
+  cause: string;
+  tokens: number;
+  lost: number;
+}
+
+/**
+ * What a charge says of the prompt cache (see `billing/cache.ts`): the call's input tokens, those
+ * read from the cache and those written to it (5-minute and 1-hour lifetimes), what the reads
+ * saved (nanoUSD), and a miss the gateway caused (null: none known).
+ */
+export interface CacheCharge {
+  /** Every input token of the call: uncached, read and written. */
+  inputTokens: number;
+  cachedTokens: number;
+  cacheWriteTokens: number;
+  cacheWrite1hTokens: number;
+  /** The cached tokens at the input rate minus what they cost, nanoUSD. */
+  saved: number;
+  miss: CacheMissRecord | null;
+}
+
 /** What a call is charged: unit lines and their total. */
 export interface Charge {
   units: UnitLine[];
@@ -171,6 +200,8 @@ export interface Charge {
   amount: number;
   /** True when the usage was estimated because the upstream reported none. */
   estimated: boolean;
+  /** What the prompt cache did for the call (absent: nothing known, as for a crash's estimate). */
+  cache?: CacheCharge;
 }
 
 /**
@@ -218,6 +249,29 @@ export interface DayUsage {
   amount: Total;
 }
 
+/**
+ * The prompt cache's figures of settled calls summed over one UTC day, model and miss cause (and
+ * key, see `Store.cacheUsage`). Amounts in nanoUSD.
+ */
+export interface CacheUsageRow {
+  /** `YYYY-MM-DD` (UTC). */
+  day: string;
+  /** The calling key; null when the rows are not per key. */
+  keyId: string | null;
+  model: string;
+  /** The cause of the misses the gateway caused, summed in this row; null: calls without one. */
+  missCause: string | null;
+  requests: number;
+  inputTokens: Total;
+  cachedTokens: Total;
+  cacheWriteTokens: Total;
+  cacheWrite1hTokens: Total;
+  saved: Total;
+  /** Input tokens the calls would have read but for the gateway. */
+  missTokens: Total;
+  lost: Total;
+}
+
 /** One ledger entry as the admin API lists it. */
 export interface LedgerEntry {
   id: number;
@@ -235,6 +289,8 @@ export interface LedgerEntry {
   amount: Total;
   /** The charge's lines (`[]` for credits and held entries). */
   units: UnitLine[];
+  /** What the prompt cache did for the call; null when its charge recorded no input tokens. */
+  cache: CacheCharge | null;
   estimated: boolean;
   note: string | null;
   createdAt: number;
@@ -280,11 +336,14 @@ export interface VideoOutcome {
   result: string;
 }
 
-/** An upstream object (a stored response, a container) and the account whose call created it. */
+/**
+ * An upstream object (a stored response, a container, an item of a stored response) and the
+ * account whose call created it.
+ */
 export interface UpstreamObject {
   id: string;
   accountId: number;
-  kind: "response" | "container";
+  kind: "response" | "container" | "item";
   /** For a response: the tokens of the conversation it ends (its input and output). */
   contextTokens: number;
   /** The provider (config name) that holds it; null for objects recorded before migration 12. */
@@ -304,6 +363,21 @@ export interface StoredResponse {
   items: string;
   /** Tokens of the whole conversation it ends (input and output). */
   contextTokens: number;
+  createdAt: number;
+}
+
+/**
+ * One turn of a Messages thread the gateway holds itself (its upstream could not): what the turn
+ * added — its messages and the answer as canonical messages, and for the turn that created the
+ * thread the system prompt and tools it keeps (JSON) — under the answer's id, linked to the answer
+ * it continued.
+ */
+export interface ThreadTurn {
+  id: string;
+  accountId: number;
+  previousId: string | null;
+  /** JSON of what the turn added (see `pipeline/threads.ts`). */
+  turn: string;
   createdAt: number;
 }
 
@@ -422,7 +496,10 @@ export class StoreUnavailable extends Error {
 /** A value, or a promise of it: what a store answers at once from memory when it can. */
 export type Awaitable<T> = T | Promise<T>;
 
-/** How far back `responseChain` walks: at most `steps` answers and about `bytes` of items. */
+/**
+ * How far back `responseChain` (and `threadChain`) walks: at most `steps` answers and about `bytes`
+ * of items.
+ */
 export interface ChainBound {
   steps: number;
   bytes: number;
@@ -557,11 +634,28 @@ export interface Store {
   responseChain(id: string, bound: ChainBound): Promise<StoredResponse[]>;
   /** Forgets conversation steps kept before `before` (ms since epoch); returns how many. */
   pruneResponses(before: number): Promise<number>;
+  /** Keeps a turn of a Messages thread (an id already kept is left as it is). */
+  saveThreadTurn(turn: ThreadTurn): Promise<void>;
+  /**
+   * The kept turn `id` and the ones it continued, newest first, as far back as `bound` allows (one
+   * turn past the byte bound, so the caller can tell it was reached); [] when `id` is not kept.
+   * Whose they are is the caller's to check.
+   */
+  threadChain(id: string, bound: ChainBound): Promise<ThreadTurn[]>;
+  /** Forgets thread turns kept before `before` (ms since epoch); returns how many. */
+  pruneThreadTurns(before: number): Promise<number>;
   usage(accountId: number): Promise<UsageSummary>;
   /** Settled spend per UTC day from `since` (ms since epoch) on, oldest first. */
   usageByDay(accountId: number, since: number): Promise<DayUsage[]>;
   /** Settled spend of every account per UTC day from `since` (ms since epoch) on, oldest first. */
   totalUsageByDay(since: number): Promise<DayUsage[]>;
+  /**
+   * The prompt cache's figures of settled calls created from `since` (ms since epoch) on, summed
+   * per UTC day, model and miss cause: of one account, per key, when `accountId` is given; else of
+   * every account (`keyId` null), in that order (calls without a miss before a cause's). Calls
+   * whose charge recorded no input tokens are left out.
+   */
+  cacheUsage(since: number, accountId?: number): Promise<CacheUsageRow[]>;
   /**
    * Ledger entries, newest first: at most `limit`, with ids below `before` when given (the next
    * page), of one account when given.

@@ -2,8 +2,8 @@
  * The store's methods by job. Each implementation puts its `Store` together from one part per job,
  * in modules named for it: accounts and keys (`sqlite_accounts.ts`, `postgres_accounts.ts`), holds
  * and video jobs (`…_holds.ts`), reports from the ledger (`…_reports.ts`), upstream objects and kept
- * conversations (`…_objects.ts`), alerts (`…_alerts.ts`); PostgreSQL's conversations' placements
- * (`postgres_affinity.ts`).
+ * conversations (`…_objects.ts`), Messages threads (`…_threads.ts`), alerts (`…_alerts.ts`);
+ * PostgreSQL's conversations' placements (`postgres_affinity.ts`).
  */
 import type { Store } from "./store.ts";
 
@@ -40,8 +40,11 @@ export type HoldsPart = Pick<
   | "finishVideoJob"
 >;
 
-/** Reports from the ledger: usage, spend by day, the ledger's pages. */
-export type ReportsPart = Pick<Store, "usage" | "usageByDay" | "totalUsageByDay" | "ledgerPage">;
+/** Reports from the ledger: usage, spend by day, the prompt cache's figures, the ledger's pages. */
+export type ReportsPart = Pick<
+  Store,
+  "usage" | "usageByDay" | "totalUsageByDay" | "cacheUsage" | "ledgerPage"
+>;
 
 /** Upstream objects and kept conversations. */
 export type ObjectsPart = Pick<
@@ -53,6 +56,9 @@ export type ObjectsPart = Pick<
   | "responseChain"
   | "pruneResponses"
 >;
+
+/** Messages threads the gateway holds: their turns, kept, walked back and pruned. */
+export type ThreadsPart = Pick<Store, "saveThreadTurn" | "threadChain" | "pruneThreadTurns">;
 
 /** Alerts, and the checks that find what to alert on. */
 export type AlertsPart = Pick<

@@ -6,6 +6,7 @@
  */
 import type { SseEvent } from "../http/sse.ts";
 import type { ProviderType } from "../config/schema.ts";
+import type { Adapt } from "./adaptations.ts";
 import type {
   AssistantPart,
   CanonicalEvent,
@@ -115,10 +116,16 @@ export interface UsageView {
 /** The converters of one wire protocol. */
 export interface Codec {
   id: ProtocolId;
-  /** Client request → canonical; throws a 400 `GatewayError` naming the field it cannot take. */
-  decodeRequest(body: Json, route: RouteInfo): CanonicalRequest;
-  /** Canonical → upstream request body; throws a 400 for what this protocol cannot express. */
-  encodeRequest(request: CanonicalRequest, target: Target): Json;
+  /**
+   * Client request → canonical; throws a 400 `GatewayError` naming the field it cannot take, and
+   * notes to `adapt` what it carries only approximately (see `adaptations.ts`).
+   */
+  decodeRequest(body: Json, route: RouteInfo, adapt?: Adapt): CanonicalRequest;
+  /**
+   * Canonical → upstream request body; throws a 400 for what this protocol cannot express, and
+   * notes to `adapt` every adaptation it makes (see `adaptations.ts`).
+   */
+  encodeRequest(request: CanonicalRequest, target: Target, adapt?: Adapt): Json;
   /** Upstream answer → canonical; `provider` tags its opaque state. */
   decodeResponse(body: Json, provider: string): CanonicalResponse;
   /** Canonical → the client's answer. */

@@ -171,9 +171,28 @@ export interface CanonicalRequest {
   stream: boolean;
   /** Answers asked for at once (chat `n`, Gemini `candidateCount`). */
   choices?: number;
-  /** The client's names of its message list and its tools, for errors about their contents. */
-  fields: { messages: string; tools: string; choices?: string; stop?: string };
+  /**
+   * The client's names of its message list and its tools, for errors about their contents, and of
+   * the members it set (as the decoder read them), for adaptations of them.
+   */
+  fields:
+    & { messages: string; tools: string; choices?: string; stop?: string }
+    & Partial<Record<NamedMember, string>>;
 }
+
+/** Members of a request whose client name a decoder records (see `adaptations.ts`). */
+export type NamedMember =
+  | "maxOutputTokens"
+  | "temperature"
+  | "topP"
+  | "topK"
+  | "seed"
+  | "presencePenalty"
+  | "frequencyPenalty"
+  | "reasoning"
+  | "user"
+  | "parallelToolCalls"
+  | "responseFormat";
 
 /** The unified finish reason. */
 export type FinishReason = "stop" | "length" | "tool-calls" | "content-filter" | "error" | "other";

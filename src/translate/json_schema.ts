@@ -26,6 +26,23 @@ const KEPT = new Set([
   "maxProperties",
 ]);
 const TYPES = new Set(["string", "number", "integer", "boolean", "array", "object"]);
+/** Keywords translated into the subset (the others are removed). */
+const TRANSLATED = new Set([
+  ...KEPT,
+  "$ref",
+  "$defs",
+  "definitions",
+  "allOf",
+  "anyOf",
+  "oneOf",
+  "type",
+  "format",
+  "enum",
+  "const",
+  "properties",
+  "required",
+  "items",
+]);
 /** How deep references are followed before a recursive schema is cut off. */
 const MAX_DEPTH = 32;
 
@@ -44,18 +61,27 @@ function resolveRef(ref: string, defs: Json): Json | undefined {
   return isObject(defs[name]) ? defs[name] as Json : undefined;
 }
 
-/** `schema` cleaned for Gemini's `parameters`/`responseSchema` subset. */
-export function geminiSchema(schema: unknown): Json {
+/**
+ * `schema` cleaned for Gemini's `parameters`/`responseSchema` subset; `removed` is called when
+ * the cleaning removes something that is not merely spelled another way (a keyword outside the
+ * subset, a `format` or non-string `enum` Gemini lacks, a reference that cannot be followed).
+ */
+export function geminiSchema(schema: unknown, removed: () => void = () => {}): Json {
   const root = isObject(schema) ? schema : {};
-  return clean(root, definitions(root), 0);
+  return clean(root, definitions(root), 0, removed);
 }
 
-function clean(schema: Json, defs: Json, depth: number): Json {
-  if (depth > MAX_DEPTH) return { type: "object" };
+function clean(schema: Json, defs: Json, depth: number, removed: () => void): Json {
+  if (depth > MAX_DEPTH) {
+    removed();
+    return { type: "object" };
+  }
+  if (Object.keys(schema).some((key) => !TRANSLATED.has(key))) removed();
   if (typeof schema.$ref === "string") {
     const target = resolveRef(schema.$ref, defs);
+    if (!target) removed();
     const { $ref: _ref, ...rest } = schema;
-    return clean({ ...(target ?? { type: "object" }), ...rest }, defs, depth + 1);
+    return clean({ ...(target ?? { type: "object" }), ...rest }, defs, depth + 1, removed);
   }
   if (Array.isArray(schema.allOf)) {
     const { allOf, ...rest } = schema;
@@ -70,7 +96,7 @@ function clean(schema: Json, defs: Json, depth: number): Json {
         } else merged[key] ??= value;
       }
     }
-    return clean(merged, defs, depth + 1);
+    return clean(merged, defs, depth + 1, removed);
   }
   const out: Json = {};
   let type = schema.type;
@@ -88,17 +114,18 @@ function clean(schema: Json, defs: Json, depth: number): Json {
     if (schema[key] !== undefined) out[key] = schema[key];
   }
   if (schema.format === "enum" || schema.format === "date-time") out.format = schema.format;
+  else if (schema.format !== undefined) removed();
   const values = schema.enum ?? (schema.const !== undefined ? [schema.const] : undefined);
   if (Array.isArray(values)) {
     const strings = values.filter((v) => typeof v === "string");
     if (strings.length && strings.length === values.length) {
       out.enum = strings;
       out.type ??= "string";
-    }
+    } else removed();
   }
   const variants = schema.anyOf ?? schema.oneOf;
   if (Array.isArray(variants)) {
-    const cleaned = variants.filter(isObject).map((v) => clean(v, defs, depth + 1));
+    const cleaned = variants.filter(isObject).map((v) => clean(v, defs, depth + 1, removed));
     const nonNull = cleaned.filter((v) => !(v.nullable === true && v.type === undefined));
     if (nonNull.length !== cleaned.length) out.nullable = true;
     if (nonNull.length === 1) Object.assign(out, { ...nonNull[0], ...out });
@@ -107,7 +134,7 @@ function clean(schema: Json, defs: Json, depth: number): Json {
   if (isObject(schema.properties)) {
     const properties: Json = {};
     for (const [name, value] of Object.entries(schema.properties)) {
-      properties[name] = clean(isObject(value) ? value : {}, defs, depth + 1);
+      properties[name] = clean(isObject(value) ? value : {}, defs, depth + 1, removed);
     }
     if (Object.keys(properties).length) {
       out.properties = properties;
@@ -121,7 +148,7 @@ function clean(schema: Json, defs: Json, depth: number): Json {
     }
   }
   if (schema.items !== undefined) {
-    out.items = clean(isObject(schema.items) ? schema.items : {}, defs, depth + 1);
+    out.items = clean(isObject(schema.items) ? schema.items : {}, defs, depth + 1, removed);
     out.type ??= "array";
   }
   if (out.type === "array" && out.items === undefined) out.items = { type: "string" };

@@ -3,11 +3,13 @@
  * temperature, top-p, top-k, seed, the penalties, stop sequences and the answers asked for — and
  * the field that carries each in every protocol, in one table that every codec reads and writes
  * through. A protocol without a field for a parameter (Responses' `top_k`, Messages' `seed`)
- * neither reads nor writes it: a hint with no field on the other side is not sent.
+ * neither reads nor writes it: a hint with no field on the other side is not sent, and noted as
+ * an adaptation (`top_k_dropped`, `seed_dropped`…).
  */
 import { optionalNumber, stringList } from "../http/json.ts";
+import { type Adapt, type AdaptationKind, fieldOf, IGNORED } from "./adaptations.ts";
 import { inexpressible } from "./inexpressible.ts";
-import type { CanonicalRequest, Json, ProtocolId } from "./ir.ts";
+import type { CanonicalRequest, Json, NamedMember, ProtocolId } from "./ir.ts";
 
 /** The canonical sampling parameters. */
 export type SamplingKey =
@@ -84,7 +86,8 @@ export interface SamplingSource {
 
 /**
  * Reads the protocol's sampling fields of `from` into `request`: numbers (a value of another type
- * is a 400 naming its field), and stop sequences (a string alone is one; none is no field).
+ * is a 400 naming its field), and stop sequences (a string alone is one; none is no field). The
+ * name each was read under is recorded in `request.fields`.
  */
 export function decodeSampling(
   protocol: ProtocolId,
@@ -104,27 +107,48 @@ export function decodeSampling(
       const value = optionalNumber(get(from, name), prefix + name);
       if (value === undefined) continue;
       request[key] = value;
+      if (key !== "choices") request.fields[key] = prefix + name;
       break;
     }
   }
 }
 
+/** What leaving out a parameter the target has no field for is noted as. */
+const DROPPED: Partial<Record<SamplingKey, AdaptationKind>> = {
+  temperature: "temperature_dropped",
+  topP: "top_p_dropped",
+  topK: "top_k_dropped",
+  seed: "seed_dropped",
+  presencePenalty: "penalties_dropped",
+  frequencyPenalty: "penalties_dropped",
+};
+
 /**
  * Writes `sampling`'s values into `to` under the protocol's names (`names` overrides some, e.g.
  * chat's output cap by the upstream's dialect). Answers asked for are never written: every
- * encoder asks for one (see `oneAnswer`).
+ * encoder asks for one (see `oneAnswer`). A value the protocol has no field for is noted to
+ * `adapt` as left out, under the client's name for it in `request`.
  */
 export function encodeSampling(
   protocol: ProtocolId,
   sampling: Sampling,
   to: Json,
   names: Partial<Record<SamplingKey, string>> = {},
+  adapt: Adapt = IGNORED,
+  request?: CanonicalRequest,
 ): void {
-  for (const [key, fields] of fieldsOf(protocol)) {
+  const fields = SAMPLING_FIELDS[protocol];
+  for (const [key, fieldNames] of fieldsOf(protocol)) {
     const value = sampling[key];
     if (key === "choices" || value === undefined) continue;
     if (Array.isArray(value) && !value.length) continue;
-    to[names[key] ?? fields[0]] = value;
+    to[names[key] ?? fieldNames[0]] = value;
+  }
+  for (
+    const [key, kind] of Object.entries(DROPPED) as [NamedMember & SamplingKey, AdaptationKind][]
+  ) {
+    if (sampling[key] === undefined || fields[key]) continue;
+    adapt(kind, request ? fieldOf(request, key) : key);
   }
 }
 

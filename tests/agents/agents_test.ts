@@ -52,11 +52,19 @@ await install();
 // Codex always offers its hosted web search: the models price it, as the built-in catalog does.
 const SEARCH = { web_search: 0.01, grounded_prompt: 0.035 };
 const stack = await startStack({
+  // WebSockets on: Codex tries the Responses API over a WebSocket first (its WebSocket variant
+  // below); the plain variant gets HTTP.
+  server: { maxBodyBytes: 65536, webSockets: true },
   models: Object.fromEntries(
     [
       ["gpt-test", "openai", "gpt-5.4"],
       ["claude-test", "anthropic", "claude-sonnet-4-5"],
       ["gemini-test", "gemini", "gemini-2.5-flash"],
+      // Codex's own model ids, each served by a foreign family (an alias an operator sets up so
+      // Codex runs on another vendor's model): Codex then offers what it offers a GPT-5.x model.
+      ["gpt-5.4", "anthropic", "claude-sonnet-4-5"],
+      ["gpt-5.4-mini", "gemini", "gemini-2.5-flash"],
+      ["gpt-5.2", "local", "qwen3-coder"],
     ].map(([id, provider, upstream]) => [id, {
       provider,
       upstream,
@@ -107,6 +115,39 @@ interface Agent {
   run(model: string, prompt: string, key: string, cwd: string, home: string): Promise<Run>;
   /** The agent's tool that reads a file, as an emulator directive. */
   readDirective(path: string): string;
+  /** Its calls go over a WebSocket (each turn a request id `<upgrade>.<n>`). */
+  webSocket?: boolean;
+}
+
+/** Codex on the gateway as a Responses provider, over HTTP or (`webSocket`) over a WebSocket. */
+function codex(name: string, webSocket: boolean): Agent {
+  const provider = `{name="gw",base_url="${gateway.url}/v1",env_key="SWITCHYARD_KEY",` +
+    `wire_api="responses",supports_websockets=${webSocket}}`;
+  return {
+    name,
+    native: "gpt-test",
+    webSocket,
+    run: (model, prompt, key, cwd, home) =>
+      run(
+        "codex",
+        [
+          "exec",
+          "--skip-git-repo-check",
+          "--dangerously-bypass-approvals-and-sandbox",
+          "-c",
+          `model_providers.gw=${provider}`,
+          "-c",
+          "model_provider=gw",
+          "-m",
+          model,
+          prompt,
+        ],
+        { HOME: home, CODEX_HOME: home, SWITCHYARD_KEY: key },
+        cwd,
+      ),
+    // No spaces in a directive value: the shell reads the file by redirection.
+    readDirective: (path) => `[[emulate tool=exec_command arg.cmd=cat<${path}]]`,
+  };
 }
 
 const AGENT_LIST: Agent[] = [
@@ -134,30 +175,8 @@ const AGENT_LIST: Agent[] = [
       }, cwd),
     readDirective: (path) => `[[emulate tool=Read arg.file_path=${path}]]`,
   },
-  {
-    name: "Codex",
-    native: "gpt-test",
-    run: (model, prompt, key, cwd, home) =>
-      run(
-        "codex",
-        [
-          "exec",
-          "--skip-git-repo-check",
-          "--dangerously-bypass-approvals-and-sandbox",
-          "-c",
-          `model_providers.gw={name="gw",base_url="${gateway.url}/v1",env_key="SWITCHYARD_KEY",wire_api="responses"}`,
-          "-c",
-          "model_provider=gw",
-          "-m",
-          model,
-          prompt,
-        ],
-        { HOME: home, CODEX_HOME: home, SWITCHYARD_KEY: key },
-        cwd,
-      ),
-    // No spaces in a directive value: the shell reads the file by redirection.
-    readDirective: (path) => `[[emulate tool=exec_command arg.cmd=cat<${path}]]`,
-  },
+  codex("Codex", false),
+  codex("Codex over WebSocket", true),
   {
     name: "Gemini CLI",
     native: "gemini-test",
@@ -179,6 +198,8 @@ const AGENT_LIST: Agent[] = [
 ];
 
 const MODELS = ["gpt-test", "claude-test", "gemini-test", "local-test"];
+/** Codex's own GPT-5.x ids served by the Anthropic, Gemini and chat families. */
+const CODEX_IDS = ["gpt-5.4", "gpt-5.4-mini", "gpt-5.2"];
 
 /** The account's charges, oldest first. */
 async function ledger(account: string): Promise<{ status: string; estimated: boolean }[]> {
@@ -191,14 +212,14 @@ async function ledger(account: string): Promise<{ status: string; estimated: boo
 /** Text calls the emulator received since `from` (counting calls are free, not billed). */
 async function upstreamCalls(from: number): Promise<number> {
   const seen = await stack.upstreamSince(from);
-  return seen.filter((r) => !/count_?tokens|countTokens|input_tokens/i.test(r.path)).length;
+  // Not counting calls, nor the upgrade of an upstream WebSocket (its turns are the calls).
+  return seen.filter((r) =>
+    r.method !== "GET" && !/count_?tokens|countTokens|input_tokens/i.test(r.path)
+  ).length;
 }
 
 for (const agent of AGENT_LIST) {
-  for (const model of MODELS) {
-    // Codex and Gemini CLI are asked of the issue on their native and two foreign families;
-    // Claude Code on all four.
-    if (agent.name !== "Claude Code" && model === "local-test") continue;
+  for (const model of agent.native === "gpt-test" ? [...MODELS, ...CODEX_IDS] : MODELS) {
     const where = model === agent.native ? "native" : "translated";
     Deno.test(`${agent.name} on ${model} (${where}): a plain prompt and a tool round trip`, async () => {
       const account = `agent-${agent.name.replace(/\W/g, "")}-${model}`;
@@ -235,6 +256,10 @@ for (const agent of AGENT_LIST) {
         );
         const charges = await ledger(account);
         assert.equal(charges.length, calls, "one ledger entry per upstream call");
+        // Over a WebSocket every turn was one: its request id is the upgrade's and a number.
+        const turns = (await ledgerOf(gateway, { account }))
+          .filter((e) => e.kind === "charge" && /\.\d+$/.test(e.requestId ?? ""));
+        assert.equal(turns.length, agent.webSocket ? calls : 0, "turns over a WebSocket");
         assert.ok(
           charges.every((c) => c.status === "settled" && !c.estimated),
           JSON.stringify(charges),

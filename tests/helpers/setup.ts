@@ -1,6 +1,7 @@
 /** A gateway wired to an in-process provider emulator, with an account and key ready. */
 import { PROVIDER_PREFIXES, startEmulator } from "../../src/emulator/server.ts";
 import { type Gateway, startGateway } from "./gateway.ts";
+import { DEFAULT_PROVIDERS } from "../../src/config/defaults.ts";
 
 export const UPSTREAM_KEY = "upstream-secret-1234";
 
@@ -82,11 +83,16 @@ export async function startStack(
       routing: { maxAttempts: 1 },
       defaultCatalog: false,
       providers: {
-        // Every built-in family where the emulator serves it.
+        // Every built-in family where the emulator serves it (holding threads where the real one
+        // does: the built-in entry says).
         ...Object.fromEntries(
-          Object.entries(PROVIDER_PREFIXES).map((
-            [name, at],
-          ) => [name, provider(at.type, at.baseUrl, at.chatBaseUrl)]),
+          Object.entries(PROVIDER_PREFIXES).map(([name, at]) => {
+            const threads = DEFAULT_PROVIDERS[name]?.messageThreads;
+            return [name, {
+              ...provider(at.type, at.baseUrl, at.chatBaseUrl),
+              ...(threads === undefined ? {} : { messageThreads: threads }),
+            }];
+          }),
         ),
         // A local OpenAI-compatible server: chat completions only, no key.
         local: { type: "openai-compatible", baseUrl: `${emulatorUrl}/local/v1` },

@@ -9,7 +9,10 @@
  *   `prompt_cache_key`, `stream_options` beyond usage) are not carried; features the answer
  *   depends on (log probabilities, audio, predicted output, token biases, grammar-bound custom
  *   tools, file ids) are refused by name, as are the deprecated `functions` and `function_call`;
- * - `web_search_options` and xAI's Live Search are hosted tools.
+ * - `web_search_options` and xAI's Live Search are hosted tools;
+ * - of the hints not carried, those that change the answer — `verbosity`, a `service_tier` other
+ *   than the default, a participant's `name`, `web_search_options`' own options — are noted as
+ *   adaptations (see `translate/adaptations.ts`).
  */
 import {
   invalid,
@@ -20,6 +23,8 @@ import {
   optionalString,
   string,
 } from "../../http/json.ts";
+import { isBaseTier } from "../../billing/price.ts";
+import { type Adapt, IGNORED } from "../../translate/adaptations.ts";
 import type { RouteInfo } from "../../translate/codec.ts";
 import { CUSTOM_INPUT } from "../../translate/custom_tools.ts";
 import { splitDataUrl } from "../../translate/data_url.ts";
@@ -326,8 +331,28 @@ function refuseUntranslatable(body: Json): void {
   if (present(body.function_call)) throw invalid("function_call", "is deprecated; use tool_choice");
 }
 
+/** Notes the hints of `body` not carried that change the answer (see the module's doc). */
+function noteUncarried(body: Json, adapt: Adapt): void {
+  if (present(body.verbosity)) adapt("hint_dropped", "verbosity");
+  if (typeof body.service_tier === "string" && !isBaseTier(body.service_tier)) {
+    adapt("hint_dropped", "service_tier");
+  }
+  if (Array.isArray(body.messages)) {
+    const at = body.messages.findIndex((m) => isObject(m) && present(m.name));
+    if (at >= 0) adapt("hint_dropped", `messages[${at}].name`);
+  }
+  const search = body.web_search_options;
+  if (isObject(search) && Object.values(search).some(present)) {
+    adapt("search_options_dropped", "web_search_options");
+  }
+}
+
 /** A chat request (validated by `schema.ts`) as canonical. */
-export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
+export function decodeRequest(
+  body: Json,
+  _route: RouteInfo,
+  adapt: Adapt = IGNORED,
+): CanonicalRequest {
   refuseUntranslatable(body);
   const { system, messages } = decodeMessages(body);
   const { tools, hosted } = decodeTools(body);
@@ -344,12 +369,22 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
     fields: { messages: "messages", tools: "tools", choices: "n", stop: "stop" },
   };
   decodeSampling("chat", body, request);
+  noteUncarried(body, adapt);
   const format = decodeFormat(body.response_format);
-  if (format) request.responseFormat = format;
+  if (format) {
+    request.responseFormat = format;
+    request.fields.responseFormat = "response_format";
+  }
   const effort = readEffort(body.reasoning_effort);
-  if (effort) request.reasoning = effort === "none" ? { off: true } : { effort };
-  const user = optionalString(body.safety_identifier, "safety_identifier") ??
-    optionalString(body.user, "user");
-  if (user) request.user = user;
+  if (effort) {
+    request.reasoning = effort === "none" ? { off: true } : { effort };
+    request.fields.reasoning = "reasoning_effort";
+  }
+  const identifier = optionalString(body.safety_identifier, "safety_identifier");
+  const user = identifier ?? optionalString(body.user, "user");
+  if (user) {
+    request.user = user;
+    request.fields.user = identifier ? "safety_identifier" : "user";
+  }
   return request;
 }

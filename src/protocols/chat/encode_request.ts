@@ -10,13 +10,23 @@
  *   client's history: it does not survive a chat client's round trip (the other encoders cope
  *   with its absence);
  * - records of hosted work (`hosted-call` parts) are not sent: a chat upstream cannot replay them;
- * - hosted tools cannot run on a chat upstream and are refused by the client's field name;
- *   free-form (custom) tools are offered to a chat upstream as functions taking `{input}`;
+ * - web search is not offered (a chat upstream cannot search: noted as `web_search_dropped`), other
+ *   hosted tools cannot run there and are refused by the client's field name; and free-form
+ *   (custom) tools are offered to a chat upstream as functions taking `{input}`;
  * - the output cap is `max_completion_tokens` for OpenAI itself, `max_tokens` for every other
  *   server (vLLM, Ollama, llama.cpp and most vendors read only that one); `top_k`, a reasoning
  *   budget's exact size (sent as the nearest effort) and `visible` have no field and are not sent;
- * - streams ask for the usage chunk (`stream_options.include_usage`).
+ * - streams ask for the usage chunk (`stream_options.include_usage`);
+ * - each adaptation is noted (see `translate/adaptations.ts`).
  */
+import {
+  type Adapt,
+  failedResults,
+  fieldOf,
+  hostedRecords,
+  IGNORED,
+  unreplayed,
+} from "../../translate/adaptations.ts";
 import type { Target } from "../../translate/codec.ts";
 import { CUSTOM_INPUT } from "../../translate/custom_tools.ts";
 import { dataUrl } from "../../translate/data_url.ts";
@@ -171,13 +181,33 @@ function encodeFormat(format: NonNullable<CanonicalRequest["responseFormat"]>): 
   };
 }
 
+/** Notes what `request` loses on its way to a chat upstream (see `adaptations.ts`). */
+function noteAdaptations(request: CanonicalRequest, adapt: Adapt): void {
+  const field = request.fields.messages;
+  // Chat takes no reasoning and no provider state at all.
+  if (unreplayed(request.messages, "", [])) adapt("reasoning_not_replayed", field);
+  if (hostedRecords(request.messages)) adapt("hosted_history_dropped", field);
+  if (failedResults(request.messages)) adapt("error_flag_as_text", field);
+  const reasoning = request.reasoning;
+  if (reasoning?.off || reasoning?.budgetTokens !== undefined || reasoning?.visible) {
+    adapt("reasoning_approximated", fieldOf(request, "reasoning"));
+  }
+}
+
 /** A canonical request as a chat body for `target`. */
-export function encodeRequest(request: CanonicalRequest, target: Target): Json {
+export function encodeRequest(
+  request: CanonicalRequest,
+  target: Target,
+  adapt: Adapt = IGNORED,
+): Json {
   oneAnswer(request, PROTOCOL);
-  const hosted = request.hostedTools[0];
-  if (hosted) {
-    const name = hosted.type === "web_search" ? "web_search" : hosted.name;
-    throw inexpressible(hosted.field, `the hosted tool \`${name}\``, PROTOCOL);
+  // Web search is offered, never forced (a forced hosted tool is refused where it is read): a
+  // chat upstream cannot search, so the model answers without it — noted, and refused when strict.
+  for (const hosted of request.hostedTools) {
+    if (hosted.type !== "web_search") {
+      throw inexpressible(hosted.field, `the hosted tool \`${hosted.name}\``, PROTOCOL);
+    }
+    adapt("web_search_dropped", hosted.field);
   }
   const body: Json = { model: target.model, messages: encodeMessages(request) };
   if (request.tools.length) {
@@ -188,9 +218,17 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
     }
   }
   // The output cap is `max_completion_tokens` for OpenAI itself, `max_tokens` for every other.
-  encodeSampling("chat", request, body, {
-    maxOutputTokens: target.family === "openai" ? "max_completion_tokens" : "max_tokens",
-  });
+  encodeSampling(
+    "chat",
+    request,
+    body,
+    {
+      maxOutputTokens: target.family === "openai" ? "max_completion_tokens" : "max_tokens",
+    },
+    adapt,
+    request,
+  );
+  noteAdaptations(request, adapt);
   if (request.responseFormat) body.response_format = encodeFormat(request.responseFormat);
   const reasoning = request.reasoning;
   if (reasoning && !reasoning.off) {

@@ -21,9 +21,14 @@
  * - not carried (hints with no field on the other side): `safetySettings`, `labels`,
  *   `mediaResolution`, `toolConfig.retrievalConfig`. Refused by name: code execution parts,
  *   files in a model turn, output other than text, log probabilities, speech and image
- *   configuration.
+ *   configuration;
+ * - what changes the answer is noted as an adaptation (see `translate/adaptations.ts`):
+ *   `safetySettings`, `mediaResolution` and `retrievalConfig` left out, Google Search's options
+ *   left out, a choice of several functions or `VALIDATED`, a dynamic thinking budget (-1, read as
+ *   a medium effort).
  */
 import { invalid, isObject, list, object, optionalNumber, string } from "../../http/json.ts";
+import { type Adapt, IGNORED } from "../../translate/adaptations.ts";
 import type { RouteInfo } from "../../translate/codec.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
 import type {
@@ -301,7 +306,7 @@ function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] 
   return { tools, hosted };
 }
 
-function decodeChoice(body: Json): ToolChoice | undefined {
+function decodeChoice(body: Json, adapt: Adapt): ToolChoice | undefined {
   const config = field(body, "toolConfig");
   if (!isObject(config)) return undefined;
   const calling = field(config, "functionCallingConfig");
@@ -310,13 +315,16 @@ function decodeChoice(body: Json): ToolChoice | undefined {
   const names = list(field(calling, "allowedFunctionNames"), `${at}.allowedFunctionNames`)
     .map((name, i) => string(name, `${at}.allowedFunctionNames[${i}]`));
   switch (calling.mode ?? "AUTO") {
-    case "AUTO":
     case "VALIDATED":
+      adapt("tool_choice_approximated", `${at}.mode`);
+      return { type: "auto" };
+    case "AUTO":
     case "MODE_UNSPECIFIED":
       return { type: "auto" };
     case "NONE":
       return { type: "none" };
     case "ANY":
+      if (names.length > 1) adapt("tool_choice_approximated", `${at}.allowedFunctionNames`);
       return names.length === 1 ? { type: "tool", name: names[0] } : { type: "required" };
     default:
       throw invalid(`${at}.mode`, "must be AUTO, ANY, NONE or VALIDATED");
@@ -329,19 +337,22 @@ function readLevel(level: string): Effort {
 }
 
 /** `thinkingConfig` as canonical reasoning. */
-function decodeThinking(thinking: Json, at: string): CanonicalRequest["reasoning"] {
+function decodeThinking(thinking: Json, at: string, adapt: Adapt): CanonicalRequest["reasoning"] {
   const budget = optionalNumber(field(thinking, "thinkingBudget"), `${at}.thinkingBudget`);
   const level = field(thinking, "thinkingLevel");
   const visible = field(thinking, "includeThoughts") === true ? { visible: true } : {};
   if (budget === 0) return { off: true };
   if (budget !== undefined && budget > 0) return { budgetTokens: budget, ...visible };
   if (typeof level === "string" && level) return { effort: readLevel(level), ...visible };
-  if (budget === -1) return { effort: "medium", ...visible };
+  if (budget === -1) {
+    adapt("reasoning_approximated", `${at}.thinkingBudget`);
+    return { effort: "medium", ...visible };
+  }
   return visible.visible ? visible : undefined;
 }
 
 /** `generationConfig` into `request`. */
-function decodeConfig(config: Json, request: CanonicalRequest): void {
+function decodeConfig(config: Json, request: CanonicalRequest, adapt: Adapt): void {
   const at = (name: string) => `generationConfig.${name}`;
   decodeSampling("generate", config, request, { get: field, prefix: at("") });
   const modalities = field(config, "responseModalities");
@@ -366,20 +377,49 @@ function decodeConfig(config: Json, request: CanonicalRequest): void {
     : undefined;
   if (mime === "application/json" || schema) {
     request.responseFormat = { type: "json", ...(schema ? { schema } : {}) };
+    request.fields.responseFormat = at("responseMimeType");
   } else if (present(mime) && mime !== "text/plain") {
     throw inexpressible(at("responseMimeType"), `\`${String(mime)}\` output`, ELSEWHERE);
   }
   const thinking = field(config, "thinkingConfig");
   if (isObject(thinking)) {
-    const reasoning = decodeThinking(thinking, at("thinkingConfig"));
-    if (reasoning) request.reasoning = reasoning;
+    const reasoning = decodeThinking(thinking, at("thinkingConfig"), adapt);
+    if (reasoning) {
+      request.reasoning = reasoning;
+      request.fields.reasoning = at("thinkingConfig");
+    }
   }
+  if (present(field(config, "mediaResolution"))) adapt("hint_dropped", at("mediaResolution"));
+}
+
+/** Notes the options of `body` not carried that change the answer (see the module's doc). */
+function noteUncarried(body: Json, adapt: Adapt): void {
+  const safety = field(body, "safetySettings");
+  if (Array.isArray(safety) && safety.length) adapt("hint_dropped", "safetySettings");
+  const config = field(body, "toolConfig");
+  if (isObject(config) && present(field(config, "retrievalConfig"))) {
+    adapt("hint_dropped", "toolConfig.retrievalConfig");
+  }
+  if (!Array.isArray(body.tools)) return;
+  body.tools.forEach((tool, i) => {
+    if (!isObject(tool)) return;
+    for (const key of SEARCH) {
+      const options = tool[key];
+      if (isObject(options) && Object.values(options).some(present)) {
+        adapt("search_options_dropped", `tools[${i}].${key}`);
+      }
+    }
+  });
 }
 
 /** A generateContent request (validated by `schema.ts`) as canonical. */
-export function decodeRequest(body: Json, route: RouteInfo): CanonicalRequest {
+export function decodeRequest(
+  body: Json,
+  route: RouteInfo,
+  adapt: Adapt = IGNORED,
+): CanonicalRequest {
   const { tools, hosted } = decodeTools(body);
-  const choice = decodeChoice(body);
+  const choice = decodeChoice(body, adapt);
   const request: CanonicalRequest = {
     system: systemParts(field(body, "systemInstruction")),
     messages: decodeContents(body.contents),
@@ -395,6 +435,7 @@ export function decodeRequest(body: Json, route: RouteInfo): CanonicalRequest {
     },
   };
   const config = field(body, "generationConfig");
-  if (isObject(config)) decodeConfig(config, request);
+  if (isObject(config)) decodeConfig(config, request, adapt);
+  noteUncarried(body, adapt);
   return request;
 }

@@ -16,9 +16,19 @@
  * - not carried: a web search's `maxUses`, image `detail`, file names, `parallel_tool_calls:
  *   false` and end-user ids; records of hosted work (`hosted-call` parts) are not sent. Refused
  *   by name: hosted tools other than Google Search, more than one candidate, more than five stop
- *   sequences.
+ *   sequences;
+ * - each adaptation is noted (see `translate/adaptations.ts`).
  */
 import { invalid, isObject } from "../../http/json.ts";
+import {
+  type Adapt,
+  fieldOf,
+  fileDetails,
+  hostedRecords,
+  IGNORED,
+  laterSystem,
+  unreplayed,
+} from "../../translate/adaptations.ts";
 import type { Target } from "../../translate/codec.ts";
 import { splitDataUrl } from "../../translate/data_url.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
@@ -182,12 +192,14 @@ function encodeContents(request: CanonicalRequest, target: Target, system: TextP
   return turns;
 }
 
-function encodeTools(request: CanonicalRequest): Json[] {
+function encodeTools(request: CanonicalRequest, adapt: Adapt): Json[] {
   const tools: Json[] = [];
+  const cleaned = () => adapt("schema_cleaned", request.fields.tools);
   if (request.tools.length) {
     tools.push({
       functionDeclarations: request.tools.map((tool) => {
-        const schema = geminiSchema(tool.parameters);
+        if (tool.strict) adapt("strict_dropped", request.fields.tools);
+        const schema = geminiSchema(tool.parameters, cleaned);
         return {
           name: tool.name,
           ...(tool.description ? { description: tool.description } : {}),
@@ -200,6 +212,7 @@ function encodeTools(request: CanonicalRequest): Json[] {
     if (hosted.type !== "web_search") {
       throw inexpressible(hosted.field, `the hosted tool \`${hosted.name}\``, PROTOCOL);
     }
+    if (hosted.maxUses) adapt("search_options_dropped", hosted.field);
     if (!tools.some((t) => t.googleSearch)) tools.push({ googleSearch: {} });
   }
   return tools;
@@ -218,13 +231,23 @@ function encodeChoice(choice: ToolChoice): Json {
   }
 }
 
-/** Canonical reasoning as `thinkingConfig` for `model`. */
-function encodeThinking(reasoning: NonNullable<CanonicalRequest["reasoning"]>, model: string) {
+/**
+ * Canonical reasoning as `thinkingConfig` for `model`; `approximated` is called when it is not
+ * the reasoning asked for exactly (an effort as a budget or a level, off as the lowest level).
+ */
+function encodeThinking(
+  reasoning: NonNullable<CanonicalRequest["reasoning"]>,
+  model: string,
+  approximated: () => void,
+) {
   const older = OLDER.test(model);
   const thinking: Json = {};
   if (reasoning.off) {
     if (older) thinking.thinkingBudget = 0;
-    else thinking.thinkingLevel = "low";
+    else {
+      thinking.thinkingLevel = "low";
+      approximated();
+    }
     return thinking;
   }
   if (reasoning.budgetTokens !== undefined) thinking.thinkingBudget = reasoning.budgetTokens;
@@ -235,41 +258,66 @@ function encodeThinking(reasoning: NonNullable<CanonicalRequest["reasoning"]>, m
         ? "low"
         : "high";
     }
+    if (older || reasoning.effort === "minimal" || reasoning.effort === "medium") approximated();
   }
   if (reasoning.visible) thinking.includeThoughts = true;
   return thinking;
 }
 
-function encodeConfig(request: CanonicalRequest, target: Target): Json {
+function encodeConfig(request: CanonicalRequest, target: Target, adapt: Adapt): Json {
   if (request.stop && request.stop.length > 5) {
     throw inexpressible(request.fields.stop ?? "stop", "more than 5 stop sequences", PROTOCOL);
   }
   const config: Json = {};
-  encodeSampling("generate", request, config);
+  encodeSampling("generate", request, config, {}, adapt, request);
   if (request.responseFormat) {
     config.responseMimeType = "application/json";
     if (request.responseFormat.schema) config.responseJsonSchema = request.responseFormat.schema;
   }
   if (request.reasoning) {
-    const thinking = encodeThinking(request.reasoning, target.model);
+    const thinking = encodeThinking(
+      request.reasoning,
+      target.model,
+      () => adapt("reasoning_approximated", fieldOf(request, "reasoning")),
+    );
     if (Object.keys(thinking).length) config.thinkingConfig = thinking;
   }
   return config;
 }
 
+/** Notes what the rest of `request` loses on its way to a Gemini upstream (see `adaptations.ts`). */
+function noteAdaptations(request: CanonicalRequest, provider: string, adapt: Adapt): void {
+  const field = request.fields.messages;
+  if (laterSystem(request.messages)) adapt("system_hoisted", field);
+  if (unreplayed(request.messages, provider, ["thought-signature"], ["thought-signature"])) {
+    adapt("reasoning_not_replayed", field);
+  }
+  if (hostedRecords(request.messages)) adapt("hosted_history_dropped", field);
+  if (fileDetails(request.messages)) adapt("file_details_dropped", field);
+  if (request.parallelToolCalls === false && request.tools.length) {
+    adapt("parallel_calls_dropped", fieldOf(request, "parallelToolCalls"));
+  }
+  if (request.user) adapt("user_dropped", fieldOf(request, "user"));
+}
+
 /** A canonical request as a generateContent body for `target` (the model goes in the path). */
-export function encodeRequest(request: CanonicalRequest, target: Target): Json {
+export function encodeRequest(
+  request: CanonicalRequest,
+  target: Target,
+  adapt: Adapt = IGNORED,
+): Json {
   oneAnswer(request, PROTOCOL);
   const system = [...request.system];
   const body: Json = { contents: encodeContents(request, target, system) };
   const text = system.map((p) => p.text).filter(Boolean).join("\n\n");
   if (text) body.systemInstruction = { parts: [{ text }] };
-  const tools = encodeTools(request);
+  const tools = encodeTools(request, adapt);
   if (tools.length) body.tools = tools;
   if (request.toolChoice && request.tools.length) {
     body.toolConfig = { functionCallingConfig: encodeChoice(request.toolChoice) };
   }
-  const config = encodeConfig(request, target);
+  const config = encodeConfig(request, target, adapt);
+  noteAdaptations(request, target.provider, adapt);
   if (Object.keys(config).length) body.generationConfig = config;
   return body;
 }

@@ -1,11 +1,13 @@
 /**
  * The conversation of a Messages request: Claude Code's session — its `x-claude-code-session-id`
  * header, or the `session_id` in `metadata.user_id` (a JSON string since Claude Code 2.1.78,
- * `user_…_account_…_session_<id>` before) — else its prefix: system prompt, tools and first
- * message. A `cache_control` with `ttl: "1h"` asks for extended retention.
+ * `user_…_account_…_session_<id>` before) — else the answer a thread continues (each answer of a
+ * thread then names it too), else its prefix: system prompt, tools and first message. A
+ * `cache_control` with `ttl: "1h"` asks for extended retention.
  */
 import type { ConversationOf } from "../wire.ts";
 import { named, prefixed } from "../conversation.ts";
+import { threadOf } from "./thread.ts";
 
 /** A legacy `metadata.user_id`'s session. */
 const LEGACY_SESSION = /_session_([0-9A-Za-z-]{8,64})$/;
@@ -33,6 +35,9 @@ export const messagesConversation: ConversationOf = (input, body) => {
     claudeCodeSession(metadata?.user_id);
   const sessioned = named("session", session, extended);
   if (sessioned) return sessioned;
+  // A thread is continued by its last answer's id: each answer's id names it too.
+  const thread = threadOf(value);
+  if (thread?.type === "continue") return named("answer", thread.previous, extended, true);
   const messages = Array.isArray(value.messages) ? value.messages : [];
-  return prefixed([value.system, value.tools, messages[0]], extended);
+  return prefixed([value.system, value.tools, messages[0]], extended, thread !== undefined);
 };

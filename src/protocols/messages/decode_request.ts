@@ -8,7 +8,10 @@
  * - `thinking` (enabled with a budget, adaptive, disabled) and `output_config.effort` are the
  *   canonical reasoning; `output_config.format` is structured output;
  * - search results and tool references (Claude Code's tool search) are read as text; a container,
- *   MCP servers, file ids and `max_tokens: 0` (prompt-cache warming) are refused by name.
+ *   MCP servers, file ids and `max_tokens: 0` (prompt-cache warming) are refused by name;
+ * - what is carried only approximately — search results and tool references as text, a web
+ *   search's domain and location options (not carried), adaptive thinking without an effort (as
+ *   a medium effort) — is noted as adaptations (see `translate/adaptations.ts`).
  */
 import {
   invalid,
@@ -19,6 +22,7 @@ import {
   optionalString,
   string,
 } from "../../http/json.ts";
+import { type Adapt, IGNORED } from "../../translate/adaptations.ts";
 import type { RouteInfo } from "../../translate/codec.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
 import type {
@@ -259,8 +263,39 @@ function decodeChoice(value: unknown): { choice?: ToolChoice; parallel?: boolean
   }
 }
 
+/** Whether blocks of `content` (a tool result's too) are search results or tool references. */
+function readAsText(content: unknown): boolean {
+  return Array.isArray(content) && content.some((block) =>
+    isObject(block) &&
+    (block.type === "search_result" || block.type === "tool_reference" ||
+      (block.type === "tool_result" && readAsText(block.content)))
+  );
+}
+
+/** Notes what `body` carries only approximately (see the module's doc). */
+function noteApproximate(body: Json, adapt: Adapt): void {
+  if (Array.isArray(body.messages)) {
+    const at = body.messages.findIndex((m) => isObject(m) && readAsText(m.content));
+    if (at >= 0) adapt("content_as_text", `messages[${at}].content`);
+  }
+  if (!Array.isArray(body.tools)) return;
+  body.tools.forEach((tool, i) => {
+    if (!isObject(tool) || typeof tool.type !== "string" || !WEB_SEARCH.test(tool.type)) return;
+    for (const option of ["allowed_domains", "blocked_domains", "user_location"]) {
+      if (tool[option] !== undefined && tool[option] !== null) {
+        adapt("search_options_dropped", `tools[${i}].${option}`);
+        return;
+      }
+    }
+  });
+}
+
 /** A Messages request (validated by `schema.ts`) as canonical. */
-export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
+export function decodeRequest(
+  body: Json,
+  _route: RouteInfo,
+  adapt: Adapt = IGNORED,
+): CanonicalRequest {
   for (const field of ["container", "mcp_servers"]) {
     if (body[field] !== undefined && body[field] !== null) {
       throw inexpressible(field, `\`${field}\``, "another protocol");
@@ -297,6 +332,10 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
     stream: body.stream === true,
     fields: { messages: "messages", tools: "tools", stop: "stop_sequences" },
   };
+  if (parallel === false) {
+    request.fields.parallelToolCalls = "tool_choice.disable_parallel_tool_use";
+  }
+  noteApproximate(body, adapt);
   if (body.max_tokens === 0) {
     throw inexpressible("max_tokens", "`max_tokens: 0` (prompt-cache warming)", "another protocol");
   }
@@ -304,7 +343,10 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
   const user = isObject(body.metadata)
     ? optionalString(body.metadata.user_id, "metadata.user_id")
     : undefined;
-  if (user) request.user = user;
+  if (user) {
+    request.user = user;
+    request.fields.user = "metadata.user_id";
+  }
   const output = isObject(body.output_config) ? body.output_config : {};
   if (isObject(output.format)) {
     if (output.format.type !== "json_schema") {
@@ -314,6 +356,7 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
       type: "json",
       ...(isObject(output.format.schema) ? { schema: output.format.schema } : {}),
     };
+    request.fields.responseFormat = "output_config.format";
   }
   const thinking = isObject(body.thinking) ? body.thinking : undefined;
   const effort = readEffort(output.effort);
@@ -324,6 +367,7 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
       visible: thinking.display !== "omitted",
     };
   } else if (thinking?.type === "adaptive") {
+    if (!effort || effort === "none") adapt("reasoning_approximated", "thinking");
     request.reasoning = {
       effort: effort && effort !== "none" ? effort : "medium",
       visible: thinking.display !== "omitted",
@@ -333,5 +377,6 @@ export function decodeRequest(body: Json, _route: RouteInfo): CanonicalRequest {
   } else if (effort) {
     request.reasoning = effort === "none" ? { off: true } : { effort };
   }
+  if (request.reasoning) request.fields.reasoning = thinking ? "thinking" : "output_config.effort";
   return request;
 }

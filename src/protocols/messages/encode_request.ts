@@ -10,9 +10,20 @@
  *   forced (`any`/`tool`), thinking is turned off for the call instead of failing;
  * - `temperature` is clamped to 0–1; with thinking on, temperature and top-p/top-k are not sent;
  * - JSON output without a schema is asked for in the system prompt (Messages needs a schema);
- * - records of hosted work are not sent; hosted tools other than web search are refused.
+ * - records of hosted work are not sent; hosted tools other than web search are refused;
+ * - each of these adaptations is noted (see `translate/adaptations.ts`), as are image `detail`,
+ *   file names and `strict` tools, which Messages has no field for.
  */
 import { isObject } from "../../http/json.ts";
+import {
+  type Adapt,
+  fieldOf,
+  fileDetails,
+  hostedRecords,
+  IGNORED,
+  laterSystem,
+  unreplayed,
+} from "../../translate/adaptations.ts";
 import type { Target } from "../../translate/codec.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
 import type {
@@ -121,14 +132,18 @@ function pushTurn(turns: Json[], role: "user" | "assistant", blocks: Json[]): vo
   else turns.push({ role, content: blocks });
 }
 
-function encodeTools(request: CanonicalRequest): Json[] {
-  const tools: Json[] = request.tools.map((tool) => ({
-    name: tool.name,
-    ...(tool.description ? { description: tool.description } : {}),
-    input_schema: tool.parameters.type === "object"
-      ? tool.parameters
-      : { type: "object", properties: {} },
-  }));
+function encodeTools(request: CanonicalRequest, adapt: Adapt): Json[] {
+  const tools: Json[] = request.tools.map((tool) => {
+    if (tool.parameters.type !== "object") adapt("schema_cleaned", request.fields.tools);
+    if (tool.strict) adapt("strict_dropped", request.fields.tools);
+    return {
+      name: tool.name,
+      ...(tool.description ? { description: tool.description } : {}),
+      input_schema: tool.parameters.type === "object"
+        ? tool.parameters
+        : { type: "object", properties: {} },
+    };
+  });
   for (const hosted of request.hostedTools) {
     if (hosted.type !== "web_search") {
       throw inexpressible(hosted.field, `the hosted tool \`${hosted.name}\``, PROTOCOL);
@@ -161,6 +176,13 @@ function encodeChoice(request: CanonicalRequest): Json | undefined {
   }
 }
 
+/** What Messages does not take with thinking on, and what leaving each out is noted as. */
+const DROPPED_WITH_THINKING = [
+  ["temperature", "temperature_dropped"],
+  ["topP", "top_p_dropped"],
+  ["topK", "top_k_dropped"],
+] as const;
+
 /**
  * Whether the conversation continues a tool loop whose assistant turn carries no thinking this
  * provider signed (Messages then refuses thinking: the turn must start with a thinking block).
@@ -175,8 +197,23 @@ function unsignedToolLoop(messages: Message[], provider: string): boolean {
     replayable(first.opaque, provider, "thinking-signature", "redacted-thinking"));
 }
 
+/** Notes what the history loses on its way to `provider` (see `translate/adaptations.ts`). */
+function noteHistory(request: CanonicalRequest, provider: string, adapt: Adapt): void {
+  const field = request.fields.messages;
+  if (laterSystem(request.messages)) adapt("system_hoisted", field);
+  if (unreplayed(request.messages, provider, ["thinking-signature", "redacted-thinking"])) {
+    adapt("reasoning_not_replayed", field);
+  }
+  if (hostedRecords(request.messages)) adapt("hosted_history_dropped", field);
+  if (fileDetails(request.messages)) adapt("file_details_dropped", field);
+}
+
 /** A canonical request as a Messages body for `target`. */
-export function encodeRequest(request: CanonicalRequest, target: Target): Json {
+export function encodeRequest(
+  request: CanonicalRequest,
+  target: Target,
+  adapt: Adapt = IGNORED,
+): Json {
   oneAnswer(request, PROTOCOL);
   const system = [...request.system];
   const turns: Json[] = [];
@@ -214,7 +251,9 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
   });
   if (request.responseFormat && !request.responseFormat.schema) {
     system.push({ type: "text", text: "Respond with one JSON object and nothing else." });
+    adapt("json_instructed", fieldOf(request, "responseFormat"));
   }
+  noteHistory(request, target.provider, adapt);
   const body: Json = {
     model: target.model,
     messages: turns,
@@ -225,26 +264,45 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
   const reasoning = request.reasoning;
   const thinking = reasoning && !reasoning.off && !forced &&
     !unsignedToolLoop(request.messages, target.provider);
+  const reasoningField = fieldOf(request, "reasoning");
   if (thinking) {
-    let budget = reasoning.budgetTokens ?? budgetFor(reasoning.effort ?? "medium");
+    const asked = reasoning.budgetTokens ?? budgetFor(reasoning.effort ?? "medium");
+    let budget = asked;
     if (request.maxOutputTokens !== undefined) {
       budget = Math.min(budget, request.maxOutputTokens - 1);
     }
     if (budget >= 1024) body.thinking = { type: "enabled", budget_tokens: Math.max(1024, budget) };
+    else adapt("thinking_off", reasoningField);
+    if (budget >= 1024 && (budget !== asked || reasoning.budgetTokens === undefined)) {
+      adapt("reasoning_approximated", reasoningField);
+    }
   } else if (reasoning?.off) {
     body.thinking = { type: "disabled" };
-  }
+  } else if (reasoning) adapt("thinking_off", reasoningField);
   // With thinking on, Messages takes no temperature, top-p or top-k; temperature is 0 to 1.
-  const { temperature, maxOutputTokens, stop } = request;
+  const { temperature } = request;
+  const thinkingOn = (body.thinking as Json | undefined)?.type === "enabled";
+  if (thinkingOn) {
+    for (const [member, kind] of DROPPED_WITH_THINKING) {
+      if (request[member] !== undefined) adapt(kind, fieldOf(request, member));
+    }
+  } else if (temperature !== undefined && (temperature < 0 || temperature > 1)) {
+    adapt("temperature_clamped", fieldOf(request, "temperature"));
+  }
   encodeSampling(
     "messages",
-    (body.thinking as Json | undefined)?.type === "enabled" ? { maxOutputTokens, stop } : {
+    thinkingOn ? { ...request, temperature: undefined, topP: undefined, topK: undefined } : {
       ...request,
       temperature: temperature === undefined ? undefined : Math.min(1, Math.max(0, temperature)),
     },
     body,
+    {},
+    adapt,
+    request,
   );
-  if (request.tools.length || request.hostedTools.length) body.tools = encodeTools(request);
+  if (request.tools.length || request.hostedTools.length) {
+    body.tools = encodeTools(request, adapt);
+  }
   const choice = encodeChoice(request);
   if (choice && body.tools) body.tool_choice = choice;
   if (request.responseFormat?.schema) {

@@ -1,7 +1,8 @@
 /**
  * The Messages protocol (`/v1/messages`, Anthropic and the Anthropic-compatible vendors) as one
  * record: its converters, the client's request, and calls to a Messages upstream — on
- * pass-through with the client's `anthropic-version`/`anthropic-beta` forwarded.
+ * pass-through with the client's `anthropic-version`/`anthropic-beta` forwarded (and a `thread`
+ * as it is: the upstream holds it).
  */
 import { GatewayError } from "../../http/errors.ts";
 import { validate } from "../../http/validate.ts";
@@ -20,6 +21,7 @@ import { messagesMinCap, messagesToolUses, wantsLongContext, withToolLimits } fr
 import { MessagesRequest } from "./schema.ts";
 import { messagesDecoder, messagesEncoder } from "./stream.ts";
 import { streamErrorEvent } from "./errors.ts";
+import { threadOf } from "./thread.ts";
 import { messagesMeter, messagesObjects, messagesUsage, messagesUsageView } from "./usage.ts";
 
 /** The client headers a Messages upstream gets on pass-through. */
@@ -59,8 +61,12 @@ export const messages: WireProtocol = {
   prepare(input, body, model, options) {
     const value = body.value;
     const headers = options.passthrough ? forwardedHeaders(input.headers) : {};
-    // A container (code execution) is reused by id: only the account that created it may.
-    messagesState(input, value);
+    // A container (code execution) is reused by id, and a thread continued upstream by its last
+    // answer's: only the account that created it may.
+    const state = messagesState(input, value);
+    // On pass-through the upstream holds a thread the body creates or continues: each answer is
+    // the caller's to continue (recorded as a stored response of its provider).
+    const threaded = options.passthrough && threadOf(value) !== undefined;
     if (model.prices && !model.prices.longContext && wantsLongContext(headers["anthropic-beta"])) {
       throw new GatewayError(
         400,
@@ -72,6 +78,7 @@ export const messages: WireProtocol = {
     return {
       tokens: {
         input: estimateInput(value),
+        ...(state.contextTokens ? { contextTokens: state.contextTokens } : {}),
         requestedCap: cap,
         // Messages requires `max_tokens`: a translated request without one gets the hold's cap.
         capRequired: cap === undefined,
@@ -95,8 +102,8 @@ export const messages: WireProtocol = {
         };
       },
       usageFromJson: messagesUsage,
-      meter: messagesMeter,
-      objectsFromJson: messagesObjects,
+      meter: () => messagesMeter(threaded),
+      objectsFromJson: (answer) => messagesObjects(answer, threaded),
     };
   },
 };

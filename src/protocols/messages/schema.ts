@@ -4,6 +4,7 @@
  */
 import * as v from "valibot";
 import { tokenCount } from "../../http/validate.ts";
+import { ThreadField } from "./thread.ts";
 
 const model = v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"));
 const messages = v.array(
@@ -21,6 +22,7 @@ export const MessagesRequest = v.looseObject({
   messages,
   stream: v.optional(v.boolean("must be a boolean")),
   service_tier: v.optional(v.string("must be a string")),
+  thread: ThreadField,
 });
 
 /** A `count_tokens` request: the model and the messages. */

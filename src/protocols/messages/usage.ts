@@ -1,6 +1,7 @@
 /**
  * Reading usage from Messages answers and streams (`anthropic-messages.md` §4–5): cache reads and
- * writes, server tool calls, and the container an answer uses.
+ * writes, server tool calls, and the container an answer uses (and, on a thread held upstream, the
+ * answer the next turn continues).
  */
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
@@ -11,6 +12,7 @@ import { asArray, asObject, eventJson } from "../../http/json.ts";
 import {
   addCalls,
   count,
+  type CreatedObject,
   Meter,
   PARTIAL_JSON,
   type StreamMeter,
@@ -20,10 +22,17 @@ import {
 
 type Json = Record<string, unknown>;
 
-/** The container a whole Messages answer created or used. */
-export function messagesObjects(message: unknown): { id: string; kind: "container" }[] {
-  const id = asObject(asObject(message).container).id;
-  return typeof id === "string" ? [{ id, kind: "container" }] : [];
+/**
+ * The container a whole Messages answer created or used; with `threaded` (a thread held upstream),
+ * the answer itself, which the next turn continues.
+ */
+export function messagesObjects(message: unknown, threaded = false): CreatedObject[] {
+  const m = asObject(message);
+  const id = asObject(m.container).id;
+  return [
+    ...(threaded && typeof m.id === "string" ? [{ id: m.id, kind: "response" as const }] : []),
+    ...(typeof id === "string" ? [{ id, kind: "container" as const }] : []),
+  ];
 }
 
 /** Anthropic server tools, by the name of their `server_tool_use` blocks. */
@@ -81,7 +90,7 @@ export function messagesUsage(message: unknown): Usage | null {
  * cumulative totals (its non-null fields replace those of `message_start`, so nothing is counted
  * twice, and a null never wipes a count); output from text, thinking and tool-input deltas.
  */
-export function messagesMeter(): StreamMeter {
+export function messagesMeter(threaded = false): StreamMeter {
   const m = new Meter();
   let merged: Json = {};
   const blocks: Json[] = [];
@@ -106,6 +115,7 @@ export function messagesMeter(): StreamMeter {
       }
       case "message_start": {
         const message = asObject(eventJson(e).message);
+        if (threaded) m.remember(message.id, "response");
         m.remember(asObject(message.container).id, "container");
         return update(asObject(message.usage), false);
       }

@@ -20,7 +20,10 @@
  *   stored `prompt`, other item references, `compaction` and other hosted items), file ids and
  *   log probabilities are refused by name;
  * - `safety_identifier` (else `user`) is the end-user id; web search records a client replays are
- *   kept as hosted-call parts.
+ *   kept as hosted-call parts;
+ * - options with no canonical field that change the answer — `text.verbosity`, a `service_tier`
+ *   other than the default, `truncation: auto`, `max_tool_calls`, a web search's options — are
+ *   not carried, and noted as adaptations (see `translate/adaptations.ts`).
  */
 import {
   invalid,
@@ -32,6 +35,8 @@ import {
   optionalString,
   string,
 } from "../../http/json.ts";
+import { isBaseTier } from "../../billing/price.ts";
+import { type Adapt, IGNORED } from "../../translate/adaptations.ts";
 import type { RouteInfo } from "../../translate/codec.ts";
 import { splitDataUrl } from "../../translate/data_url.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
@@ -492,12 +497,37 @@ function decodeReasoning(value: unknown): CanonicalRequest["reasoning"] {
   return { ...(effort ? { effort } : {}), ...(visible ? { visible } : {}) };
 }
 
+/** Notes the options of `body` the canonical form does not carry (see the module's doc). */
+function noteUncarried(body: Json, adapt: Adapt): void {
+  if (isObject(body.text) && body.text.verbosity !== undefined && body.text.verbosity !== null) {
+    adapt("hint_dropped", "text.verbosity");
+  }
+  if (typeof body.service_tier === "string" && !isBaseTier(body.service_tier)) {
+    adapt("hint_dropped", "service_tier");
+  }
+  if (body.truncation === "auto") adapt("hint_dropped", "truncation");
+  if (body.max_tool_calls !== undefined && body.max_tool_calls !== null) {
+    adapt("hint_dropped", "max_tool_calls");
+  }
+  if (!Array.isArray(body.tools)) return;
+  body.tools.forEach((tool, i) => {
+    if (!isObject(tool) || !isWebSearch(String(tool.type))) return;
+    if (Object.entries(tool).some(([k, v]) => k !== "type" && v !== undefined && v !== null)) {
+      adapt("search_options_dropped", `tools[${i}]`);
+    }
+  });
+}
+
 /**
  * A Responses request (validated by `schema.ts`) as canonical. `previous_response_id`, `store`,
  * `include`, `metadata`, `prompt_cache_key`, `service_tier`, `truncation` and `background` are
  * read elsewhere.
  */
-export function decodeRequest(body: Json, route: RouteInfo): CanonicalRequest {
+export function decodeRequest(
+  body: Json,
+  route: RouteInfo,
+  adapt: Adapt = IGNORED,
+): CanonicalRequest {
   refuseStoredState(body);
   const system: TextPart[] = [];
   const instructions = optionalString(body.instructions, "instructions");
@@ -528,12 +558,22 @@ export function decodeRequest(body: Json, route: RouteInfo): CanonicalRequest {
     fields: { messages: "input", tools: "tools" },
   };
   decodeSampling("responses", body, request);
-  const user = optionalString(body.safety_identifier, "safety_identifier") ??
-    optionalString(body.user, "user");
-  if (user) request.user = user;
+  const identifier = optionalString(body.safety_identifier, "safety_identifier");
+  const user = identifier ?? optionalString(body.user, "user");
+  if (user) {
+    request.user = user;
+    request.fields.user = identifier ? "safety_identifier" : "user";
+  }
+  noteUncarried(body, adapt);
   const format = decodeFormat(body.text);
-  if (format) request.responseFormat = format;
+  if (format) {
+    request.responseFormat = format;
+    request.fields.responseFormat = "text.format";
+  }
   const reasoning = decodeReasoning(body.reasoning);
-  if (reasoning) request.reasoning = reasoning;
+  if (reasoning) {
+    request.reasoning = reasoning;
+    request.fields.reasoning = "reasoning";
+  }
   return request;
 }

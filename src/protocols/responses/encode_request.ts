@@ -11,8 +11,18 @@
  *   `max_output_tokens` is at least 16; a user id longer than `safety_identifier` allows (64) is
  *   sent as a stable hash of it;
  * - a tool result marked as an error is sent as text starting with `Error:` (Responses has no
- *   error flag); a file sent inline gets a name (Responses requires one).
+ *   error flag); a file sent inline gets a name (Responses requires one);
+ * - each adaptation is noted (see `translate/adaptations.ts`), with a web search's `maxUses`, a
+ *   reasoning budget sent as its nearest effort and reasoning turned off, which have no field.
  */
+import {
+  type Adapt,
+  failedResults,
+  fieldOf,
+  hostedRecords,
+  IGNORED,
+  unreplayed,
+} from "../../translate/adaptations.ts";
 import type { Target } from "../../translate/codec.ts";
 import { customInput } from "../../translate/custom_tools.ts";
 import { dataUrl } from "../../translate/data_url.ts";
@@ -185,8 +195,34 @@ function safetyIdentifier(user: string): string {
   return user.length <= 64 ? user : `user_${shortHash(user)}${shortHash(`${user}#`)}`;
 }
 
+/** Notes what `request` loses on its way to a Responses upstream (see `adaptations.ts`). */
+function noteAdaptations(request: CanonicalRequest, provider: string, adapt: Adapt): void {
+  const field = request.fields.messages;
+  if (unreplayed(request.messages, provider, ["encrypted-reasoning"])) {
+    adapt("reasoning_not_replayed", field);
+  }
+  if (hostedRecords(request.messages)) adapt("hosted_history_dropped", field);
+  if (failedResults(request.messages)) adapt("error_flag_as_text", field);
+  for (const hosted of request.hostedTools) {
+    if (hosted.type === "web_search" && hosted.maxUses) {
+      adapt("search_options_dropped", hosted.field);
+    }
+  }
+  const reasoning = request.reasoning;
+  if (reasoning?.off || reasoning?.budgetTokens !== undefined) {
+    adapt("reasoning_approximated", fieldOf(request, "reasoning"));
+  }
+  if (request.maxOutputTokens !== undefined && request.maxOutputTokens < 16) {
+    adapt("max_output_raised", fieldOf(request, "maxOutputTokens"));
+  }
+}
+
 /** A canonical request as a Responses body for `target` (OpenAI, xAI). */
-export function encodeRequest(request: CanonicalRequest, target: Target): Json {
+export function encodeRequest(
+  request: CanonicalRequest,
+  target: Target,
+  adapt: Adapt = IGNORED,
+): Json {
   oneAnswer(request, PROTOCOL);
   if (request.stop?.length) {
     throw inexpressible(request.fields.stop ?? "stop", "stop sequences", PROTOCOL);
@@ -209,10 +245,18 @@ export function encodeRequest(request: CanonicalRequest, target: Target): Json {
     }
   }
   const cap = request.maxOutputTokens;
-  encodeSampling("responses", {
-    ...request,
-    maxOutputTokens: cap === undefined ? undefined : Math.max(16, cap),
-  }, body);
+  encodeSampling(
+    "responses",
+    {
+      ...request,
+      maxOutputTokens: cap === undefined ? undefined : Math.max(16, cap),
+    },
+    body,
+    {},
+    adapt,
+    request,
+  );
+  noteAdaptations(request, target.provider, adapt);
   const format = request.responseFormat;
   if (format) {
     body.text = {
