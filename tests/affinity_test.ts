@@ -202,6 +202,14 @@ test("a tripped circuit moves the conversation once, counted and logged; it stay
   assert.equal(moved.attempts, "2", "its deployment first, then the other");
   assert.equal(moved.log.affinity, "moved");
   assert.equal(await moves(placed), before + 1);
+  // The key holder sees the miss the move caused: one failover, and what it lost (an estimate).
+  const usage = await (await fetch(`${gateway.url}/v1/usage`, { headers: bearer(alice) })).json();
+  const failover = usage.cache.misses.failover;
+  assert.equal(failover.requests, 1, JSON.stringify(usage.cache.misses));
+  assert.ok(
+    failover.missed_input_tokens > 0 && failover.lost_nanousd > 0,
+    JSON.stringify(failover),
+  );
   await setFault(null);
   // The first deployment is offered again (its circuit half-open): the conversation stays.
   await eventually(async () => {

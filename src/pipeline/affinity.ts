@@ -155,7 +155,7 @@ async function placementOf(
  * too. What a store replicas share is to hold is written before the call ends (so before the
  * client has the whole answer, and can send the next turn to another replica).
  */
-export const affinityStep: StepOf = ({ call }) => {
+export const affinityStep: StepOf = ({ call, bill }) => {
   const conversation = conversations.get(call.ctx);
   if (!conversation) return undefined;
   const { ctx } = call;
@@ -171,7 +171,14 @@ export const affinityStep: StepOf = ({ call }) => {
         outcome = same ? "kept" : "moved";
       }
       ctx.log.affinity = outcome;
-      if (outcome === "moved") metrics.add(AFFINITY_MOVES, [deploymentOf(ctx, conversation, was!)]);
+      if (outcome === "moved") {
+        metrics.add(AFFINITY_MOVES, [deploymentOf(ctx, conversation, was!)]);
+        // The cache it left behind: a miss the gateway caused, by another deployment or key. How
+        // much it would have read is not known here; the bill caps it at the input it did not
+        // read (so the loss is an upper estimate).
+        const cause = was!.target === nameHash(deployment) ? "key_rotation" : "failover";
+        bill.cacheMiss({ cause, tokens: Number.MAX_SAFE_INTEGER });
+      }
       const write = place(ctx, conversation, deployment, key, outcome === "kept" ? was : undefined);
       if (write) writes.push(write);
     },
