@@ -1584,6 +1584,45 @@ contract("keys about to expire: active ones whose expiry falls in the span", asy
   }
 });
 
+contract(
+  "conversations' placements: a store replicas share keeps them for all; one process's has none",
+  async (place) => {
+    const one = await place.open();
+    const two = place.url ? await place.open() : undefined;
+    try {
+      if (!place.url) {
+        // One process's threads share placements in memory: the embedded store keeps none.
+        assert.equal(one.affinity, undefined);
+        assert.equal(one.saveAffinity, undefined);
+        return;
+      }
+      const now = Date.now();
+      const placed = {
+        deployment: "ant-a/claude-sonnet-4-5",
+        key: "1a2b3c",
+        expiresAt: now + 60_000,
+      };
+      assert.equal(await two!.affinity!("conv-1"), undefined);
+      await one.saveAffinity!("conv-1", placed);
+      assert.deepEqual(await two!.affinity!("conv-1"), placed, "another replica reads it");
+      const moved = {
+        deployment: "ant-b/claude-sonnet-4-5",
+        key: "4d5e6f",
+        expiresAt: now + 120_000,
+      };
+      await two!.saveAffinity!("conv-1", moved);
+      assert.deepEqual(await one.affinity!("conv-1"), moved, "replaced");
+      await one.saveAffinity!("conv-2", { ...placed, expiresAt: now - 1 });
+      assert.equal(await one.affinity!("conv-2"), undefined, "an expired one is not read");
+      assert.equal(await one.pruneAffinity!(now), 1);
+      assert.deepEqual(await one.affinity!("conv-1"), moved, "a live one is not pruned");
+    } finally {
+      await two?.close();
+      await one.close();
+    }
+  },
+);
+
 Deno.test({
   name: "[postgres] stop the shared throw-away server",
   ignore: !HAS_POSTGRES,

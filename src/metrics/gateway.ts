@@ -53,6 +53,11 @@ export const UPSTREAM_RETRIES: Family = counter(
   "Failed attempts that moved a call on to another key, deployment or model, by provider and reason.",
   ["provider", "reason"],
 );
+export const AFFINITY_MOVES: Family = counter(
+  "switchyard_cache_affinity_moves_total",
+  "Conversations a call moved off the deployment and key holding their prompt cache (a circuit, resting keys, limits or a failure), by the deployment they left.",
+  ["deployment"],
+);
 export const CIRCUITS: Family = gauge(
   "switchyard_deployment_circuit_open",
   "1 when a deployment's circuit is open or half-open (calls pass it over), else 0.",
@@ -128,6 +133,7 @@ export const FAMILIES: readonly Family[] = [
   UPSTREAM_SECONDS,
   UPSTREAM_ERRORS,
   UPSTREAM_RETRIES,
+  AFFINITY_MOVES,
   CIRCUITS,
   TOKENS,
   SPEND,

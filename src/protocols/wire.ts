@@ -80,6 +80,26 @@ export interface StateNames {
   chained?: boolean;
 }
 
+/**
+ * The conversation a call belongs to, named from what clients already send, so that its calls
+ * keep to the deployment and upstream key holding its prompt cache (see `pipeline/affinity.ts`).
+ */
+export interface ConversationId {
+  /**
+   * The client's own name for it (`session:…` Claude Code's session, `cache-key:…` a
+   * `prompt_cache_key`, `answer:…` the answer a `previous_response_id` continues), or the hash of
+   * its cacheable prefix — system prompt, tools, first turn (`prefix:…`).
+   */
+  id: string;
+  /** The client asked the provider to keep its cache an hour or more (extended retention). */
+  extended: boolean;
+  /** Its clients continue it by an answer's id: each answer's id names it too. */
+  chained?: boolean;
+}
+
+/** A protocol's conversations: the one a request belongs to, if it can tell (pure). */
+export type ConversationOf = (input: CallInput, body: JsonBody) => ConversationId | undefined;
+
 /** How a protocol's answers look where the gateway writes or changes them. */
 export interface AnswerForms {
   /** A new id for a translated answer (`resp_…`, `msg_…`, `chatcmpl-…`). */
@@ -188,6 +208,8 @@ export interface WireProtocol extends Codec {
   names?: StateNames;
   /** Its token counting, when it has any. */
   count?: Counting;
+  /** The conversation a request belongs to, when its requests can tell. */
+  conversation?: ConversationOf;
   /** Reads the client's request: validation (400 naming the field), the model, streaming. */
   accept(input: CallInput, body: JsonBody): Accepted;
   /** Plans a call of `body` — already in this protocol — to `model`. */

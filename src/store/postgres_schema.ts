@@ -286,6 +286,15 @@ export const MIGRATIONS: string[] = [
      ADD COLUMN cache_miss text,
      ADD COLUMN cache_miss_tokens bigint NOT NULL DEFAULT 0,
      ADD COLUMN cache_lost bigint NOT NULL DEFAULT 0;`,
+  // Where conversations' prompt caches are (see `postgres_affinity.ts`): unlogged, as a placement
+  // lost in a crash only costs a cache miss.
+  `CREATE UNLOGGED TABLE conversation_affinity (
+     id text PRIMARY KEY,
+     deployment text NOT NULL,
+     key_id text NOT NULL,
+     expires_at bigint NOT NULL
+   );
+   CREATE INDEX conversation_affinity_expiry ON conversation_affinity (expires_at);`,
 ];
 
 /** Runs the migrations the database has not had yet (once, whichever replica comes first). */

@@ -505,6 +505,17 @@ export interface ChainBound {
   bytes: number;
 }
 
+/**
+ * Where a conversation's prompt cache is, as replicas share it (see `pipeline/affinity.ts`): the
+ * deployment (its name) and upstream key (its id) that served it last, and until when.
+ */
+export interface AffinityRecord {
+  deployment: string;
+  key: string;
+  /** When the provider's cache runs out (ms since the epoch). */
+  expiresAt: number;
+}
+
 /** A key's requests per minute: may one more be made, and what is left (`countRequest`). */
 export interface RateDecision {
   allowed: boolean;
@@ -683,6 +694,16 @@ export interface Store {
    * when allowed.
    */
   countRequest?(keyId: string, limit: number): Promise<RateDecision>;
+  /**
+   * A store shared by several hosts keeps where conversations' prompt caches are, for every
+   * replica (absent: a process's serving threads share them in memory only). `affinity` reads
+   * conversation `id`'s placement (undefined when it has none, or one past its expiry), and
+   * `saveAffinity` replaces it.
+   */
+  affinity?(id: string): Promise<AffinityRecord | undefined>;
+  saveAffinity?(id: string, record: AffinityRecord): Promise<void>;
+  /** Forgets placements that expired before `before` (ms since the epoch); returns how many. */
+  pruneAffinity?(before: number): Promise<number>;
   /**
    * Whether this process should run the once-only background work now (video poller, recovery,
    * pruning) — on a store shared by several hosts, one of them at a time; absent: always.

@@ -155,6 +155,7 @@ Deno.test("attempts: bounded by count and by budget; retry-after read as seconds
     retryOn: new Set(["5xx"] as const),
     cooldownMs: 1000,
     queueMs: 0,
+    cacheAffinity: true,
     circuit: CIRCUIT,
   };
   const t0 = Date.now();
