@@ -5,7 +5,8 @@
  * the end of the previous turn (for an hour when it asks OpenAI's extended retention), and each
  * turn of its conversation repeats the previous turn's upstream prompt up to that turn's last
  * breakpoint, byte for byte — whole histories sent again and a `previous_response_id` chain the
- * gateway keeps alike. A model with `cacheBreakpoints: false` gets none; a Messages client's
+ * gateway keeps alike — so on the emulator's Anthropic cache each turn reads what the turn before
+ * wrote. A model with `cacheBreakpoints: false` gets none; a Messages client's
  * breakpoints go to no upstream that caches by itself, and in a Messages thread the gateway holds
  * only the latest turn's go up. None of it is an adaptation.
  */
@@ -272,4 +273,42 @@ Deno.test("a Messages thread the gateway holds: each turn's breakpoints go up, e
   assert.deepEqual(breakpoints(bodies[1]), ["tools[0]", "system[0]", "messages[2][0]"]);
   assert.deepEqual(breakpoints(bodies[2]), ["tools[0]", "system[0]", "messages[4][0]"]);
   assertPrefixes(bodies);
+});
+
+Deno.test("on the emulator's Anthropic cache: each turn reads what the one before wrote; without the gateway's breakpoints, nothing", async () => {
+  const { key } = await gateway.createKey("bp-reads", "--credit", "5");
+  /** A system prompt over Claude's 1,024-token minimum, unique to `tag` (caches are shared). */
+  const long = (tag: string) => Array.from({ length: 1500 }, (_, i) => `${tag}${i % 7}`).join(" ");
+  const conversation = async (model: string) => {
+    const base = {
+      model,
+      instructions: long(model),
+      tools: [{ type: "function", ...READ }],
+      store: false,
+    };
+    const input: Json[] = [{ role: "user", content: "What is in a.txt?" }];
+    const usages: Json[] = [];
+    for (const next of ["The file says hello.", "And b.txt?"]) {
+      const { answer } = await sent(() =>
+        postJson(gateway.url, "/v1/responses", bearer(key), { ...base, input })
+      );
+      usages.push(answer.usage);
+      const call = answer.output.find((item: Json) => item.type === "function_call");
+      input.push(
+        ...answer.output,
+        call
+          ? { type: "function_call_output", call_id: call.call_id, output: next }
+          : { role: "user", content: next },
+      );
+    }
+    const { answer } = await sent(() =>
+      postJson(gateway.url, "/v1/responses", bearer(key), { ...base, input })
+    );
+    return [...usages, answer.usage].map((u) => u.input_tokens_details.cached_tokens as number);
+  };
+  const [first, second, third] = await conversation("claude-test");
+  assert.equal(first, 0, "nothing cached yet");
+  assert.ok(second > 1500, `the tools and system prompt read on the second turn (${second})`);
+  assert.ok(third > second, `the previous turn read too on the third (${third} > ${second})`);
+  assert.deepEqual(await conversation("claude-plain"), [0, 0, 0], "no breakpoint, no cache");
 });
