@@ -59,9 +59,12 @@ interface Slot {
 
 /**
  * The places of `body` (a copy the caller owns: blocks are copied as they are marked), with the
- * slots that end the tools, the system prompt and each message.
+ * slots that end the tools and the system prompt, and after each message the last slot so far
+ * (`ends`; before the first, `ends[-1]`: the last slot before the messages).
  */
-function slotsOf(body: Json): { slots: Slot[]; tools?: number; system?: number; ends: number[] } {
+function slotsOf(
+  body: Json,
+): { slots: Slot[]; tools?: number; system?: number; ends: Map<number, number> } {
   const slots: Slot[] = [];
   const blockSlot = (blocks: unknown[], i: number): void => {
     const block = blocks[i];
@@ -94,7 +97,7 @@ function slotsOf(body: Json): { slots: Slot[]; tools?: number; system?: number; 
   const before = slots.length;
   blocksOf(body.system, (blocks) => body.system = blocks);
   const system = slots.length > before ? slots.length - 1 : undefined;
-  const ends: number[] = [];
+  const ends = new Map([[-1, slots.length - 1]]);
   if (Array.isArray(body.messages)) {
     const messages = [...body.messages];
     body.messages = messages;
@@ -102,7 +105,7 @@ function slotsOf(body: Json): { slots: Slot[]; tools?: number; system?: number; 
       const message = isObject(raw) ? { ...raw } : {};
       if (isObject(raw)) messages[i] = message;
       blocksOf(message.content, (blocks) => message.content = blocks);
-      ends.push(slots.length - 1);
+      ends.set(i, slots.length - 1);
     });
   }
   return { slots, tools, system, ends };
@@ -131,9 +134,8 @@ export function withBreakpoints(body: Json, ttl?: CacheMark["ttl"]): Json {
   const messages = Array.isArray(body.messages) ? body.messages : [];
   const finalUser = messages.findLastIndex((m) => isObject(m) && m.role === "user");
   // The previous turn's last block that takes a breakpoint (none in a turn of thinking alone).
-  const previous = finalUser > 0 && ends[finalUser - 1] > (ends[finalUser - 2] ?? -1)
-    ? ends[finalUser - 1]
-    : undefined;
+  const end = ends.get(finalUser - 1)!;
+  const previous = finalUser > 0 && end > ends.get(finalUser - 2)! ? end : undefined;
   for (const at of [previous, system, tools]) {
     if (at === undefined || free <= 0 || slots[at].ttl) continue;
     const wanted: Ttl = ttl ?? "5m";

@@ -205,3 +205,14 @@ Deno.test("no longer-lived breakpoint follows a shorter-lived one: the default l
   // Before an hour-long one, a 5-minute one cannot stand: with a 5-minute lifetime asked, none.
   assert.deepEqual(breakpoints(withBreakpoints(later)), ["messages[4][0]:1h"]);
 });
+
+Deno.test("a previous turn with no block is not marked, nor is the system prompt in its place", () => {
+  const body = {
+    model: "m",
+    system: "s",
+    messages: [{ role: "assistant", content: [] }, { role: "user", content: "hi" }],
+  };
+  assert.deepEqual(breakpoints(withBreakpoints(body)), ["system[0]"]);
+  const none = { model: "m", messages: [{ role: "user", content: "hi" }] };
+  assert.deepEqual(withBreakpoints(none), none);
+});
