@@ -323,6 +323,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       fallbacks: m.fallbacks ?? [],
       contextFallback: m.contextFallback,
       maxOutputTokens: m.maxOutputTokens,
+      ...(m.cacheBreakpoints === false ? { cacheBreakpoints: false } : {}),
       image: m.image && {
         sizes: m.image.sizes,
         aspectRatios: m.image.aspectRatios ?? ASPECT_RATIOS,

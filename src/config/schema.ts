@@ -301,6 +301,12 @@ export const ModelSchema = v.strictObject({
   free: v.optional(v.boolean("must be true or false")),
   /** Image-output rules, for image models. */
   image: v.optional(ImageRulesSchema),
+  /**
+   * Whether calls to this (text) model from clients of a protocol that caches by itself
+   * (Responses, chat, generateContent) get prompt-cache breakpoints placed by the gateway when
+   * its provider caches only at breakpoints (Messages); default true.
+   */
+  cacheBreakpoints: v.optional(v.boolean("must be true or false")),
 });
 export type ModelInput = v.InferOutput<typeof ModelSchema>;
 

@@ -185,6 +185,7 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     model: model.upstreamId,
     provider: model.provider.name,
     family: model.provider.type,
+    ...(model.cacheBreakpoints === false ? { cacheBreakpoints: false } : {}),
   };
   const { value: encoded, adaptations } = collect((adapt) =>
     upstream.encodeRequest(canonical, target, adapt)

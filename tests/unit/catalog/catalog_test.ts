@@ -196,3 +196,32 @@ Deno.test("resolutions of ids only a pattern matches are cached at most PATTERN_
   const latest = `local-${PATTERN_CACHE_SIZE}-${"m".repeat(200)}`;
   assert.equal(resolved(latest), resolved(latest));
 });
+
+Deno.test("a model's cacheBreakpoints: off where the config says false, else left to the default", () => {
+  const config = buildConfig({
+    models: {
+      "claude-plain": {
+        provider: "anthropic",
+        upstream: "claude-sonnet-4-5",
+        price: { input: 1 },
+        cacheBreakpoints: false,
+      },
+      "claude-marked": { provider: "anthropic", price: { input: 1 }, cacheBreakpoints: true },
+    },
+  }, env({ ANTHROPIC_API_KEY: "a" }));
+  const plain = config.catalog.resolve("claude-plain");
+  assert.ok(plain.ok);
+  assert.equal(plain.model.cacheBreakpoints, false);
+  for (const id of ["claude-marked", "claude-sonnet-4-5"]) {
+    const model = config.catalog.resolve(id);
+    assert.ok(model.ok);
+    assert.equal(model.model.cacheBreakpoints, undefined, id);
+  }
+  assert.throws(
+    () =>
+      buildConfig({
+        models: { bad: { provider: "anthropic", price: { input: 1 }, cacheBreakpoints: "no" } },
+      }, env({ ANTHROPIC_API_KEY: "a" })),
+    /cacheBreakpoints: must be true or false/,
+  );
+});

@@ -47,6 +47,8 @@ Deno.test("the recorded request decodes to one user message and nothing else", (
     hostedTools: [],
     stream: false,
     fields: { messages: "messages", tools: "tools", choices: "n", stop: "stop" },
+    // Chat caches by itself: a Messages upstream gets the gateway's breakpoints.
+    cache: { implicit: true },
   });
 });
 

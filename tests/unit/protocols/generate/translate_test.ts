@@ -158,6 +158,7 @@ Deno.test("a recorded request decodes; field names are read in both spellings", 
   const { system: _s, messages: _m, tools: _t, hostedTools: _h, toolChoice: _c, ...rest } = camel;
   assert.deepEqual(rest, {
     stream: false,
+    cache: { implicit: true },
     fields: {
       messages: "contents",
       tools: "tools",
