@@ -4,9 +4,9 @@
  * and parses the client's body and sends it on re-serialised, checks a key (SHA-256 and a
  * constant-time compare), takes a hold in the SQLite store and waits for its commit before going
  * upstream, reads the usage (the whole JSON answer, or every event of a stream through the
- * project's relay and meter), records the stored response, settles (committed before the client
- * sees the end) and writes an access-log line. No routing, limits, validation, pricing, metrics or
- * translation: the calls go to the upstream as they arrive (the bare proxy's requests).
+ * project's relay and meter), records the stored response and its items, settles (committed before
+ * the client sees the end) and writes an access-log line. No routing, limits, validation, pricing,
+ * metrics or translation: the calls go to the upstream as they arrive (the bare proxy's requests).
  * Prints `{"port":N}` once listening.
  *   deno run --allow-net --allow-read=DIR,src --allow-write=DIR bench/floor_proxy.ts UPSTREAM_URL DIR
  */
@@ -21,9 +21,13 @@ import {
   UnitFramer,
 } from "../src/http/relay.ts";
 import { log } from "../src/log.ts";
-import type { StreamMeter } from "../src/billing/usage.ts";
+import type { CreatedObject, StreamMeter } from "../src/billing/usage.ts";
 import type { Usage } from "../src/billing/price.ts";
-import { responsesMeter, responsesUsage } from "../src/protocols/responses/usage.ts";
+import {
+  responsesMeter,
+  responsesObjects,
+  responsesUsage,
+} from "../src/protocols/responses/usage.ts";
 import { messagesMeter, messagesUsage } from "../src/protocols/messages/usage.ts";
 import { geminiMeter, generateUsage } from "../src/protocols/generate/usage.ts";
 import { chatMeter, chatUsage } from "../src/protocols/chat/usage.ts";
@@ -97,13 +101,15 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
     body,
   });
   const headers = { "content-type": upstream.headers.get("content-type") ?? "application/json" };
-  const finish = async (usage: Usage | null, responseId: unknown) => {
-    if (typeof responseId === "string" && responseId.startsWith("resp")) {
+  const finish = async (usage: Usage | null, objects: CreatedObject[]) => {
+    // A stored response, and its items (a later input may refer to them).
+    for (const { id, kind } of objects) {
+      if (kind === "container") continue;
       store.recordObject({
-        id: responseId,
+        id,
         accountId: account.id,
-        kind: "response",
-        contextTokens: usage ? usage.inputTokens + usage.outputTokens : 0,
+        kind,
+        contextTokens: usage && kind === "response" ? usage.inputTokens + usage.outputTokens : 0,
         provider: "emulator",
       });
     }
@@ -123,7 +129,8 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
     try {
       json = JSON.parse(text);
     } catch { /* no usage: estimated */ }
-    await finish(family.usage(json), json.id);
+    const id = typeof json.id === "string" ? json.id : "";
+    await finish(family.usage(json), id.startsWith("resp") ? responsesObjects(json) : []);
     return new Response(text, { status: upstream.status, headers });
   }
   const meter = family.meter();
@@ -133,7 +140,7 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
     new PassUnits(),
   ];
   const relayed = relayStream(upstream.body, stages, {
-    onEnd: () => finish(meter.usage(), meter.objects().find((o) => o.kind === "response")?.id),
+    onEnd: () => finish(meter.usage(), meter.objects()),
     abort: () => {},
     idleMs: 0,
     maxMs: 0,

@@ -154,7 +154,13 @@ Deno.test("a dead webhook does not slow calls (measured against no webhook)", as
     assert.ok(stuckAlerts.length >= KEYS * 2, `alerts raised: ${stuckAlerts.length}`);
     assert.ok(Math.abs(stuckAlerts.length - quietAlerts.length) <= KEYS, JSON.stringify(report));
     assert.ok(quietAlerts.every((a) => a.status === "unsent"));
-    assert.ok(stuckAlerts.every((a) => a.status === "pending"), "none delivered, none given up");
+    // None delivered: still being tried, or — on a run slow enough for an alert's eleven attempts
+    // to pass — given up.
+    assert.ok(
+      stuckAlerts.every((a) => a.status === "pending" || a.status === "failed"),
+      "none delivered",
+    );
+    assert.ok(stuckAlerts.some((a) => a.status === "pending"), "still being tried");
     // Deliveries hung on the dead webhook throughout: four at a time, each for its timeout (1 s),
     // then again 100 ms later (with slack for a loaded machine).
     assert.ok(connections >= 4 * Math.floor(seconds / 1.5), JSON.stringify(report));

@@ -175,14 +175,17 @@ Deno.test("connections that never finish their headers are closed after headerTi
 });
 
 Deno.test("a request in flight longer than headerTimeoutMs is not cut; its connection closes once idle", async () => {
-  const stack = await startStack({ server: { headerTimeoutMs: DEADLINE, maxBodyBytes: 65536 } });
+  // A deadline of its own, longer than the others: on a starved machine the request must still
+  // get to the gateway within it (this test is of a request in flight, not of a slow start).
+  const deadline = 5000;
+  const stack = await startStack({ server: { headerTimeoutMs: deadline, maxBodyBytes: 65536 } });
   const client = await Client.open(stack.gateway);
   try {
     const { key } = await stack.gateway.createKey("slow-stream", "--credit", "5");
     // Events 250 ms apart, for longer than the deadline.
     const body = JSON.stringify({
       model: "gpt-test",
-      input: "[[emulate words=16]] [[emulate delay=250]] go on",
+      input: "[[emulate words=32]] [[emulate delay=250]] go on",
       stream: true,
     });
     const sent = Date.now();
@@ -191,15 +194,18 @@ Deno.test("a request in flight longer than headerTimeoutMs is not cut; its conne
         `authorization: Bearer ${key}\r\ncontent-length: ${encoder.encode(body).length}\r\n\r\n` +
         body,
     );
-    await eventually(() => Promise.resolve(/response\.completed/.test(client.text)), 30_000);
+    // The stream's end, or the connection's: whichever comes first says which happened.
+    await eventually(() =>
+      Promise.resolve(/response\.completed/.test(client.text) || client.closedAfter !== null)
+    );
+    assert.equal(client.closedAfter, null, `cut while in flight:\n${client.text.slice(-300)}`);
     const streamed = Date.now() - sent;
-    assert.ok(streamed > DEADLINE + 500, `the stream took ${streamed} ms`);
+    assert.ok(streamed > deadline + 500, `the stream took ${streamed} ms`);
     assert.match(client.text, /^HTTP\/1\.1 200/);
-    assert.equal(client.closedAfter, null, "not cut while in flight");
     // Idle once its answer is out: closed after the deadline.
-    await within(client.done, DEADLINE + 15_000, "still open");
+    await within(client.done, deadline + 15_000, "still open");
     assert.ok(
-      client.closedAfter! - streamed >= DEADLINE - 500,
+      client.closedAfter! - streamed >= deadline - 500,
       `closed ${client.closedAfter! - streamed} ms after the stream`,
     );
   } finally {

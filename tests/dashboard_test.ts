@@ -2,7 +2,8 @@
  * The admin dashboard (`GET /admin`) in a real browser — headless Chromium driven over the
  * DevTools Protocol (see `helpers/chromium.ts`): the page loads without a token under a strict
  * CSP, signs in with the admin token (refusing a wrong one), shows accounts, provider health and
- * the 30-day spend chart (one bar per day with spend), creates a key whose secret works at once,
+ * the 30-day spend chart (one bar per day with spend) and the prompt cache's hit rate per day and
+ * figures by model, creates a key whose secret works at once,
  * and revokes it; creates a key with a $20 monthly budget, two model patterns and an expiry from
  * its form (its operator-chosen name and metadata shown as text, never markup), shows its budget as
  * a bar with the reset time, disables, enables, rotates and changes it, sets its account's budget
@@ -55,11 +56,11 @@ async function api(method: string, path: string) {
   return await res.json();
 }
 
-function respond(key: string, model = "gpt-test") {
+function respond(key: string, model = "gpt-test", input = "dashboard test") {
   return fetch(`${stack!.gateway.url}/v1/responses`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model, input: "dashboard test", max_output_tokens: 32 }),
+    body: JSON.stringify({ model, input, max_output_tokens: 32 }),
   });
 }
 
@@ -126,15 +127,17 @@ Deno.test("the page's CSP allows exactly its inline script and stylesheet; 404 w
 
 Deno.test({
   name:
-    "the dashboard in headless Chromium: sign in, health, chart; keys created with settings, their budget bars, disabled, enabled, rotated, changed, revoked; account limits; alerts",
+    "the dashboard in headless Chromium: sign in, health, chart, prompt cache; keys created with settings, their budget bars, disabled, enabled, rotated, changed, revoked; account limits; alerts",
   ignore: skip,
   async fn(t) {
     stack = await startStack({ admin: { token: ADMIN } });
     const { gateway } = stack;
-    // Four charges: 40 days ago (outside the chart), 10 and 3 days ago, and today.
+    // Four charges: 40 days ago (outside the chart), 10 and 3 days ago, and today — each reading
+    // more of its input from the prompt cache (none 10 days ago).
     const { key } = await gateway.createKey("dash-acme", "--credit", "5");
     for (let i = 0; i < 4; i++) {
-      const res = await respond(key);
+      const input = `${"dashboard test ".repeat(20)}[[emulate cached=${[5, 0, 10, 30][i]}]]`;
+      const res = await respond(key, "gpt-test", input);
       assert.equal(res.status, 200);
       await res.text();
     }
@@ -224,6 +227,49 @@ Deno.test({
         await page.evaluate("document.querySelector('#chart svg').namespaceURI"),
         "http://www.w3.org/2000/svg",
       );
+    });
+
+    await t.step("the prompt cache: its hit rate per day, its figures by model", async () => {
+      const cache = usage.cache;
+      assert.deepEqual(
+        cache.by_day.map((d: { hit_rate: number }) => d.hit_rate > 0),
+        [false, true, true],
+        "none read 10 days ago, some since",
+      );
+      const bars = await page.evaluate<{ day: string; rate: number; height: number }[]>(
+        `[...document.querySelectorAll('#cache-chart svg rect.bar')].map((r) => ({
+          day: r.dataset.day, rate: Number(r.dataset.rate), height: r.getBBox().height }))`,
+      );
+      assert.deepEqual(
+        bars.map((b) => [b.day, b.rate]),
+        cache.by_day.map((d: { day: string; hit_rate: number }) => [d.day, d.hit_rate]),
+      );
+      // Heights in proportion to the rate, on a 0-100 % axis.
+      const plot = 160 - 12 - 28;
+      for (const bar of bars) assert.ok(Math.abs(bar.height - bar.rate * plot) < 0.01, bar.day);
+      assert.equal(bars[0].height, 0);
+      const gpt = cache.by_model["gpt-test"];
+      const cells = await page.evaluate<string[]>(
+        `[...document.querySelectorAll('#cache-rows tr[data-model="gpt-test"] td')]
+          .map((c) => c.textContent)`,
+      );
+      assert.deepEqual(cells, [
+        "gpt-test",
+        String(gpt.input_tokens),
+        `${(gpt.hit_rate * 100).toFixed(1)} %`,
+        "0",
+        "0",
+        `$${gpt.saved_usd}`,
+        "$0.00",
+      ]);
+      assert.ok(gpt.saved_nanousd > 0);
+      const total = await page.evaluate<string>(
+        "document.getElementById('cache-total').textContent",
+      );
+      assert.ok(
+        total.startsWith(`${(cache.hit_rate * 100).toFixed(1)} % of ${cache.input_tokens}`),
+      );
+      assert.ok(total.includes(`saved $${cache.saved_usd}`));
     });
 
     let made = { secret: "", id: "" };

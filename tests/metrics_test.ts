@@ -125,6 +125,51 @@ Deno.test("a known sequence of calls is counted exactly, across both threads", a
   assert.ok(value(after, "switchyard_store_commit_seconds_count") > 0);
 });
 
+Deno.test("input tokens by how the prompt cache served them, and what reads saved, by model", async () => {
+  const { key } = await gateway.createKey("metrics-cache", "--credit", "5");
+  const series = (cache: string) =>
+    `switchyard_cache_input_tokens_total{model="claude-test",cache="${cache}"}`;
+  const saved = 'switchyard_cache_saved_nanousd_total{model="claude-test"}';
+  const before = (await scrape()).values;
+  const prefix = "A shared prefix long enough for the cache. ".repeat(10);
+  for (const stream of [false, true]) {
+    const res = await fetch(`${gateway.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "claude-test",
+        max_tokens: 32,
+        stream,
+        messages: [{
+          role: "user",
+          content: `${prefix}[[emulate cached=20 cache_write=30 cache_write_1h=40]]`,
+        }],
+      }),
+    });
+    assert.equal(res.status, 200);
+    await res.text();
+  }
+  await eventually(async () => (await usageOf(gateway, key)).requests === 2);
+  const usage = await usageOf(gateway, key);
+  // Each settlement is counted once it commits: wait until both are in.
+  let after = new Map<string, number>();
+  const delta = (name: string) => value(after, name) - value(before, name);
+  await eventually(async () => {
+    after = (await scrape()).values;
+    return delta(series("read")) === 40;
+  });
+  assert.deepEqual(
+    ["read", "write_5m", "write_1h", "uncached"].map((cache) => delta(series(cache))),
+    [40, 60, 80, usage.by_unit.input_tokens.quantity],
+  );
+  // 20 tokens at the input rate minus at the cached rate, twice: exactly the ledger's.
+  const perToken = (TEST_PRICE.input - TEST_PRICE.cachedInput) * 1000;
+  assert.equal(delta(saved), 2 * 20 * perToken);
+  assert.equal(usage.cache.saved_nanousd, 2 * 20 * perToken);
+  const { text } = await scrape();
+  assert.match(text, /^# TYPE switchyard_cache_lost_nanousd_total counter$/m);
+});
+
 Deno.test("a key over its RPM limit is counted as rate-limited", async () => {
   const { key } = await gateway.createKey("metrics-rpm", "--credit", "1", "--rpm", "1");
   const before = (await scrape()).values;

@@ -289,6 +289,7 @@ Deno.test("real answers fit the documented schemas for their status", async () =
   const usage = await call("GET", "/admin/api/accounts/oa-team/usage?days=7");
   conforms("GET", "/admin/api/accounts/{name}/usage", usage);
   assert.ok(Object.keys(usage.json.by_unit).length > 0 && usage.json.by_day.length === 1);
+  assert.ok(usage.json.cache.by_key[id].requests > 0, "the prompt cache's figures, by key");
   conforms("GET", "/admin/api/usage", await call("GET", "/admin/api/usage?days=2"));
   const revoked = await call("DELETE", key);
   conforms("DELETE", "/admin/api/keys/{id}", revoked);

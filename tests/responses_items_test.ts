@@ -3,8 +3,9 @@
  * the emulator: tools the client runs that are not functions (Codex's `tool_search` with
  * `execution: "client"`) are offered upstream as functions and come back as their own call items;
  * items of a translated answer can be referred to by id (`item_reference`, as the Vercel AI SDK
- * sends them with `store: true`) by the account they were issued to, and by no other; and a
- * call continuing a kept conversation echoes its `previous_response_id`.
+ * sends them with `store: true`) by the account they were issued to, and by no other — as can
+ * the items of a stored answer passed through, which the upstream holds; and a call continuing a
+ * kept conversation echoes its `previous_response_id`.
  */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
@@ -345,4 +346,74 @@ Deno.test("a call continuing a kept conversation echoes previous_response_id, JS
     input: "Two.",
   });
   assert.equal(next.previous_response_id, first.id);
+});
+
+Deno.test("items of a stored answer passed through are referred to by id by its account only", async () => {
+  const { key } = await gateway.createKey("items-native", "--credit", "5");
+  const { key: other } = await gateway.createKey("items-native-other", "--credit", "5");
+  const tools = [{ type: "function", ...WEATHER }];
+  const reasoning = { effort: "low", summary: "auto" };
+  const question = { role: "user", content: "[[emulate tool=get_weather]] Weather in Paris?" };
+  for (const stream of [false, true]) {
+    const first = await respond(key, {
+      model: "gpt-test",
+      input: [question],
+      tools,
+      reasoning,
+      stream,
+    });
+    assert.equal(first.status, 200, first.text);
+    const output = stream
+      ? (sseEvents(first.text).at(-1)!.data as any).response.output
+      : first.json.output;
+    const [thought, call] = output;
+    assert.deepEqual([thought.type, call.type], ["reasoning", "function_call"]);
+    // As the Vercel AI SDK sends them with `store: true`: reasoning by id, the call whole.
+    const input = (id: string) => [
+      question,
+      { type: "item_reference", id },
+      call,
+      { type: "function_call_output", call_id: call.call_id, output: "sunny" },
+    ];
+    const next = await respond(key, {
+      model: "gpt-test",
+      input: input(thought.id),
+      tools,
+      reasoning,
+    });
+    assert.equal(next.status, 200, next.text);
+    assert.match(JSON.stringify(next.json.output), /the tool returned sunny/);
+    // Sent on as it came: the upstream holds the item (the emulator refuses one it does not).
+    assert.deepEqual(((await lastUpstream()).body as any).input[1], {
+      type: "item_reference",
+      id: thought.id,
+    });
+
+    // Another account's reference is refused as an unknown id is, and nothing goes upstream.
+    const before = await stack.upstreamCount();
+    const refused = await respond(other, { model: "gpt-test", input: input(thought.id), tools });
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.json.error.param, "input[1]");
+    const unknown = await respond(other, { model: "gpt-test", input: input("rs_0123"), tools });
+    assert.equal(
+      refused.json.error.message.replace(thought.id, "ID"),
+      unknown.json.error.message.replace("rs_0123", "ID"),
+    );
+    assert.equal(await stack.upstreamCount(), before);
+  }
+  // An answer stored nowhere has no items to refer to.
+  const unstored = await respond(key, {
+    model: "gpt-test",
+    input: [question],
+    tools,
+    reasoning,
+    store: false,
+  });
+  const before = await stack.upstreamCount();
+  const refused = await respond(key, {
+    model: "gpt-test",
+    input: [question, { type: "item_reference", id: unstored.json.output[0].id }],
+  });
+  assert.equal(refused.status, 400, refused.text);
+  assert.equal(await stack.upstreamCount(), before);
 });

@@ -123,6 +123,9 @@ const gateway: Gateway = await startGateway({
       backoffMs: 5,
       queueMs: 600,
       circuit: { failures: 2, coolOffMs: 1500 },
+      // These tests send the same prompt again and again and check each call's turn: a
+      // conversation keeping to its cache would keep them on one (see affinity_test.ts).
+      cacheAffinity: false,
     },
     providers: {
       rotate: openai([KEYS.good, KEYS.busy]),

@@ -14,8 +14,30 @@ Deno.test("GET /v1/usage with a Bearer key returns the account's exact balance",
   assert.equal(res.headers.get("content-type"), "application/json");
   const body = await res.json();
   assert.match(body.key.id, /^key_/);
-  assert.deepEqual({ ...body, key: undefined }, {
+  // The prompt cache over the last 30 days (from `since`, a UTC date): nothing yet.
+  const none = {
+    by_day: [],
+    by_model: {},
+    requests: 0,
+    input_tokens: 0,
+    cached_input_tokens: 0,
+    uncached_input_tokens: 0,
+    cache_write_tokens: 0,
+    cache_write_1h_tokens: 0,
+    hit_rate: null,
+    saved_nanousd: 0,
+    saved_usd: "0.00",
+    lost_nanousd: 0,
+    lost_usd: "0.00",
+    missed_input_tokens: 0,
+    misses: {},
+  };
+  // Thirty UTC days, today's included.
+  const since = new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10);
+  assert.deepEqual(body.cache, { ...none, days: 30, since, key: none });
+  assert.deepEqual({ ...body, key: undefined, cache: undefined }, {
     key: undefined,
+    cache: undefined,
     account_limits: { budgets: [], models: null, deny_models: null },
     budgets: [],
     object: "usage",

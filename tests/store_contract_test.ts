@@ -8,7 +8,7 @@ import { DatabaseSync } from "node:sqlite";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
 import postgres from "postgres";
-import type { NewAlert, SpentBudget, Store } from "../src/store/store.ts";
+import type { CacheCharge, NewAlert, SpentBudget, Store } from "../src/store/store.ts";
 import { waitFor } from "./helpers/poll.ts";
 import { AmountError, CreditRefused, MAX_BALANCE } from "../src/store/amounts.ts";
 import { utcWindows } from "../src/store/limits.ts";
@@ -189,6 +189,107 @@ contract(
       assert.deepEqual(await store.totalUsageByDay(Date.now() - 60_000), [
         { day, requests: 1, amount: 2_500 },
       ]);
+    } finally {
+      await store.close();
+    }
+  },
+);
+
+contract(
+  "a charge's cache figures stay with its entry and are summed per day, key, model and miss cause",
+  async (place) => {
+    const store = await place.open({ owner: true });
+    try {
+      const account = await store.ensureAccount("cached");
+      const other = await store.ensureAccount("elsewhere");
+      await store.credit(account.id, 1_000_000, "test");
+      await store.credit(other.id, 1_000_000, "test");
+      const settle = async (
+        accountId: number,
+        keyId: string,
+        model: string,
+        cache?: CacheCharge,
+      ) => {
+        const id = await store.reserve({ ...holdOf(accountId, 100), keyId, model });
+        assert.ok(id !== null);
+        assert.equal(await store.settle(id, { ...charge(50), cache }), true);
+        return id;
+      };
+      const read = {
+        inputTokens: 1_000,
+        cachedTokens: 800,
+        cacheWriteTokens: 100,
+        cacheWrite1hTokens: 50,
+        saved: 1_800,
+        miss: null,
+      };
+      const moved = {
+        inputTokens: 2_000,
+        cachedTokens: 0,
+        cacheWriteTokens: 2_000,
+        cacheWrite1hTokens: 0,
+        saved: 0,
+        miss: { cause: "failover", tokens: 1_500, lost: 3_375 },
+      };
+      await settle(account.id, "ka", "m1", read);
+      await settle(account.id, "ka", "m1", read);
+      await settle(account.id, "ka", "m1", moved);
+      await settle(account.id, "kb", "m2", read);
+      await settle(account.id, "kb", "m2"); // no cache figures (a crash's estimate): left out
+      await settle(other.id, "kc", "m1", read);
+
+      const entries = await store.ledgerPage({ accountId: account.id, limit: 10 });
+      assert.deepEqual(entries.slice(0, 4).map((e) => e.cache), [null, read, moved, read]);
+      assert.equal(entries.at(-1)!.cache, null, "a credit has none");
+
+      const day = new Date().toISOString().slice(0, 10);
+      const row = (keyId: string | null, model: string, requests: number, c: CacheCharge) => ({
+        day,
+        keyId,
+        model,
+        missCause: c.miss?.cause ?? null,
+        requests,
+        inputTokens: c.inputTokens * requests,
+        cachedTokens: c.cachedTokens * requests,
+        cacheWriteTokens: c.cacheWriteTokens * requests,
+        cacheWrite1hTokens: c.cacheWrite1hTokens * requests,
+        saved: c.saved * requests,
+        missTokens: (c.miss?.tokens ?? 0) * requests,
+        lost: (c.miss?.lost ?? 0) * requests,
+      });
+      const since = Date.now() - 60_000;
+      // By day, key, model, then cause (calls without a miss first).
+      assert.deepEqual(await store.cacheUsage(since, account.id), [
+        row("ka", "m1", 2, read),
+        row("ka", "m1", 1, moved),
+        row("kb", "m2", 1, read),
+      ]);
+      assert.deepEqual(await store.cacheUsage(Date.now() + 60_000, account.id), [], "from since");
+      assert.deepEqual(await store.cacheUsage(since), [
+        row(null, "m1", 3, read),
+        row(null, "m1", 1, moved),
+        row(null, "m2", 1, read),
+      ]);
+
+      // Figures that cannot be a call's are refused before anything is written.
+      const id = await store.reserve(holdOf(account.id, 100, 9));
+      assert.ok(id !== null);
+      await refused(
+        store.settle(id, { ...charge(50), cache: { ...read, cachedTokens: 1_000 } }),
+        /past the 1000 input/,
+      );
+      await refused(
+        store.settle(id, { ...charge(50), cache: { ...read, saved: 0.5 } }),
+        /saved must be a whole number/,
+      );
+      await refused(
+        store.settle(id, {
+          ...charge(50),
+          cache: { ...moved, miss: { ...moved.miss, cause: "" } },
+        }),
+        /cause must be a name/,
+      );
+      assert.equal(await store.settle(id, null), true, "still held until now");
     } finally {
       await store.close();
     }
@@ -1482,6 +1583,45 @@ contract("keys about to expire: active ones whose expiry falls in the span", asy
     await store.close();
   }
 });
+
+contract(
+  "conversations' placements: a store replicas share keeps them for all; one process's has none",
+  async (place) => {
+    const one = await place.open();
+    const two = place.url ? await place.open() : undefined;
+    try {
+      if (!place.url) {
+        // One process's threads share placements in memory: the embedded store keeps none.
+        assert.equal(one.affinity, undefined);
+        assert.equal(one.saveAffinity, undefined);
+        return;
+      }
+      const now = Date.now();
+      const placed = {
+        deployment: "ant-a/claude-sonnet-4-5",
+        key: "1a2b3c",
+        expiresAt: now + 60_000,
+      };
+      assert.equal(await two!.affinity!("conv-1"), undefined);
+      await one.saveAffinity!("conv-1", placed);
+      assert.deepEqual(await two!.affinity!("conv-1"), placed, "another replica reads it");
+      const moved = {
+        deployment: "ant-b/claude-sonnet-4-5",
+        key: "4d5e6f",
+        expiresAt: now + 120_000,
+      };
+      await two!.saveAffinity!("conv-1", moved);
+      assert.deepEqual(await one.affinity!("conv-1"), moved, "replaced");
+      await one.saveAffinity!("conv-2", { ...placed, expiresAt: now - 1 });
+      assert.equal(await one.affinity!("conv-2"), undefined, "an expired one is not read");
+      assert.equal(await one.pruneAffinity!(now), 1);
+      assert.deepEqual(await one.affinity!("conv-1"), moved, "a live one is not pruned");
+    } finally {
+      await two?.close();
+      await one.close();
+    }
+  },
+);
 
 Deno.test({
   name: "[postgres] stop the shared throw-away server",

@@ -121,9 +121,23 @@ Deno.test({
           estimate: { units: [{ unit: "input_tokens", quantity: 1, amount: 1 }], amount: 1 },
         });
         const units = [{ unit: "input_tokens", quantity: max, amount: max }];
-        assert.equal(await source.settle(id!, { units, amount: max, estimated: false }), true);
+        // What the prompt cache did goes along too (one call's figures, one miss).
+        const cache = {
+          inputTokens: max,
+          cachedTokens: i,
+          cacheWriteTokens: 1,
+          cacheWrite1hTokens: 2,
+          saved: 5 + i,
+          miss: i === 2 ? { cause: "failover", tokens: 7, lost: 9 } : null,
+        };
+        assert.equal(
+          await source.settle(id!, { units, amount: max, estimated: false, cache }),
+          true,
+        );
       }
       const usage = await source.usage(account.id);
+      const cached = await source.cacheUsage(0, account.id);
+      const entries = await source.ledgerPage({ limit: 10 });
       assert.equal(usage.account.spent, 3n * BigInt(max));
       // Alerts go along with their delivery state (and stay once: the same one is not new there).
       const alert = {
@@ -150,6 +164,9 @@ Deno.test({
       const target = await openPostgresStore(pg.url);
       try {
         assert.deepEqual(await target.usage(account.id), usage, "the same, exactly");
+        assert.deepEqual(await target.cacheUsage(0, account.id), cached);
+        assert.deepEqual(await target.ledgerPage({ limit: 10 }), entries);
+        assert.equal(report.sums["ledger.cache_saved"], 18);
         assert.deepEqual(await target.listAlerts({ limit: 10 }), alerts);
         assert.equal(await target.raiseAlert(alert), null, "raised once, before the copy");
         const next = await target.raiseAlert({ ...alert, windowStart: 6_000 });

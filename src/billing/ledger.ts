@@ -21,6 +21,7 @@ import { log } from "../log.ts";
 import { tokensForBytes } from "./estimate.ts";
 import { recordCharge } from "../metrics/gateway.ts";
 import { noteSpent } from "./spend_notes.ts";
+import { cacheCharge, type CacheMiss, hasPromptCache } from "./cache.ts";
 
 /**
  * Where a request keeps its bills, so that whatever way the request ends, none stays open (see
@@ -200,6 +201,7 @@ export type BillOwner = "request" | "stream" | "job";
 export class Bill {
   #done = false;
   #owner: BillOwner = "request";
+  #miss: CacheMiss | null = null;
   constructor(
     private readonly store: Store,
     /** The call's ledger entry (durable: a crash from here on charges its estimate). */
@@ -229,6 +231,15 @@ export class Bill {
   /** Who ends it (see `BillOwner`). */
   get owner(): BillOwner {
     return this.#owner;
+  }
+
+  /**
+   * Notes that the gateway made this call miss a prompt cache it could have read (see
+   * `billing/cache.ts`): kept with its charge, the loss estimated when it settles. The last note
+   * before the settlement counts.
+   */
+  cacheMiss(miss: CacheMiss): void {
+    this.#miss = miss;
   }
 
   /** The response's stream settles it when it ends (`relayStream`'s `onEnd`). */
@@ -316,11 +327,14 @@ export class Bill {
       });
     }
     const charge = price(usage, prices);
+    const cache = hasPromptCache(this.call.model.kind)
+      ? cacheCharge(usage, prices, this.#miss)
+      : undefined;
     let settled: boolean;
     try {
       settled = await this.store.settle(
         this.id,
-        { ...charge, estimated: charged.estimated },
+        { ...charge, estimated: charged.estimated, cache },
         this.#windows(),
       );
     } catch (error) {
@@ -335,7 +349,15 @@ export class Bill {
       return;
     }
     if (!settled) log("warn", "ledger entry was already settled", { ledger_id: this.id });
-    else recordCharge(this.call.model.id, this.call.principal.accountName, usage, charge.amount);
+    else {
+      recordCharge(
+        this.call.model.id,
+        this.call.principal.accountName,
+        usage,
+        charge.amount,
+        cache,
+      );
+    }
     if (settled) noteSpent(this.call.principal); // for alerts: looked at off the request path
   }
 

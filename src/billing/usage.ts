@@ -74,10 +74,16 @@ export function tokenUsageOf(u: Usage): TokenUsage {
   };
 }
 
-/** An upstream object an answer created (a stored response, a container): its id and kind. */
+/**
+ * The kinds of upstream objects an answer creates: a stored response, a container, an item of a
+ * stored response (which a later call's input may refer to by id).
+ */
+export type ObjectKind = "response" | "container" | "item";
+
+/** An upstream object an answer created: its id and kind. */
 export interface CreatedObject {
   id: string;
-  kind: "response" | "container";
+  kind: ObjectKind;
 }
 
 /** What a stream meter knows when the stream ends or is cut. */
@@ -92,8 +98,8 @@ export interface StreamMeter {
   finished(): boolean;
   /** UTF-8 bytes of output relayed: text, thinking and tool-argument deltas. */
   outputBytes(): number;
-  /** Upstream objects the stream created: a stored response, containers. */
-  objects(): { id: string; kind: "response" | "container" }[];
+  /** Upstream objects the stream created: a stored response, its items, containers. */
+  objects(): CreatedObject[];
   /** The reported output is a running count, kept current as the stream goes (Gemini's). */
   running?(): boolean;
 }
@@ -106,9 +112,9 @@ export class Meter {
   bytes = 0;
   /** `reported` is kept current as the stream goes (see `StreamMeter.running`). */
   running = false;
-  created: { id: string; kind: "response" | "container" }[] = [];
+  created: CreatedObject[] = [];
 
-  remember(id: unknown, kind: "response" | "container"): void {
+  remember(id: unknown, kind: ObjectKind): void {
     if (typeof id === "string" && !this.created.some((o) => o.id === id)) {
       this.created.push({ id, kind });
     }

@@ -135,6 +135,8 @@ export interface ModelEntry {
   /** The most output tokens one call can produce (text models). */
   maxOutputTokens?: number;
   image?: ImageRules;
+  /** `false`: the gateway places no prompt-cache breakpoints for this model's calls. */
+  cacheBreakpoints?: boolean;
 }
 
 /** A deployment of a resolved model: its provider entry and the id sent upstream. */
@@ -180,6 +182,8 @@ export interface ResolvedModel {
   maxOutputTokens?: number;
   /** Present for image models. */
   image?: ImageRules;
+  /** `false`: the gateway places no prompt-cache breakpoints for this model's calls. */
+  cacheBreakpoints?: boolean;
 }
 
 /** A concrete model id the catalog lists, with the entry and provider that serve it. */
@@ -360,6 +364,7 @@ export class Catalog {
             },
             maxOutputTokens: entry.maxOutputTokens,
             image: entry.image,
+            ...(entry.cacheBreakpoints === false ? { cacheBreakpoints: false } : {}),
           },
         }
         : { ok: false, reason: "disabled", provider: entry.provider };

@@ -3,7 +3,7 @@
  * million tokens; images per image, video per second, tool calls per call), each model's output
  * limit, and its service-tier, long-context and hosted-tool prices. Prices were checked on
  * 2026-11-22 against the providers' pricing pages and published price tables (see
- * `tests/unit/list_prices_test.ts`); they change, so check them before you charge real money.
+ * `tests/unit/config/defaults_test.ts`); they change, so check them before you charge real money.
  *
  * Ids are exact, or a pattern that catches one model's dated snapshots (`gpt-5.4-20*`) — never a
  * whole family: a variant the catalog does not know is refused, not priced at a neighbour's rate.

@@ -115,6 +115,8 @@ export interface RoutingSettings {
   retryOn: ReadonlySet<RetryTrigger>;
   cooldownMs: number;
   queueMs: number;
+  /** A conversation's calls keep to the deployment and key holding its cache. */
+  cacheAffinity: boolean;
   circuit: CircuitSettings;
 }
 
@@ -321,6 +323,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
       fallbacks: m.fallbacks ?? [],
       contextFallback: m.contextFallback,
       maxOutputTokens: m.maxOutputTokens,
+      ...(m.cacheBreakpoints === false ? { cacheBreakpoints: false } : {}),
       image: m.image && {
         sizes: m.image.sizes,
         aspectRatios: m.image.aspectRatios ?? ASPECT_RATIOS,
@@ -448,6 +451,7 @@ function routingSettings(r: ConfigInput["routing"]): RoutingSettings {
     retryOn: new Set(r?.retryOn ?? RETRY_TRIGGERS),
     cooldownMs: r?.cooldownMs ?? 1000,
     queueMs: r?.queueMs ?? 2000,
+    cacheAffinity: r?.cacheAffinity ?? true,
     circuit: {
       failures: r?.circuit?.failures ?? 5,
       errorRate: r?.circuit?.errorRate ?? 0.5,

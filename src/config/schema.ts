@@ -301,6 +301,12 @@ export const ModelSchema = v.strictObject({
   free: v.optional(v.boolean("must be true or false")),
   /** Image-output rules, for image models. */
   image: v.optional(ImageRulesSchema),
+  /**
+   * Whether calls to this (text) model from clients of a protocol that caches by itself
+   * (Responses, chat, generateContent) get prompt-cache breakpoints placed by the gateway when
+   * its provider caches only at breakpoints (Messages); default true.
+   */
+  cacheBreakpoints: v.optional(v.boolean("must be true or false")),
 });
 export type ModelInput = v.InferOutput<typeof ModelSchema>;
 
@@ -523,6 +529,8 @@ export const ConfigSchema = v.strictObject({
     cooldownMs: v.optional(count(1)),
     /** Calls wait at most this long for a deployment's `maxConcurrent` or `rpm` (ms). */
     queueMs: v.optional(count(0)),
+    /** A conversation's calls go to the deployment and key holding its cache (default true). */
+    cacheAffinity: v.optional(v.boolean("must be true or false")),
     /** When a deployment's circuit opens, and for how long. */
     circuit: v.optional(v.strictObject({
       /** Consecutive failures that open it (default 5). */

@@ -87,6 +87,15 @@ export const DASHBOARD_HTML = `<!doctype html>
     <p id="spend-total" class="note"></p>
     <div id="chart"></div>
   </section>
+  <section id="cache">
+    <h2>Prompt cache, last 30 days (UTC)</h2>
+    <p id="cache-total" class="note"></p>
+    <div id="cache-chart"></div>
+    <table>
+      <thead><tr><th>model</th><th class="num">input tokens</th><th class="num">hit rate</th><th class="num">written, 5 min</th><th class="num">written, 1 h</th><th class="num">saved</th><th class="num">lost to misses</th></tr></thead>
+      <tbody id="cache-rows"></tbody>
+    </table>
+  </section>
   <section id="alerts" hidden>
     <h2>Alerts</h2>
     <table>

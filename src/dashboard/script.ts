@@ -7,14 +7,15 @@
  * gateway may sit under a prefix.
  *
  * One function body in parts that share its scope: this module's helpers and panels (health,
- * spend, ledger), then accounts (`script_accounts.ts`), keys (`script_keys.ts`) and alerts
- * (`script_alerts.ts`), then this module's start.
+ * spend, ledger), then the prompt cache (`script_cache.ts`), accounts (`script_accounts.ts`), keys
+ * (`script_keys.ts`) and alerts (`script_alerts.ts`), then this module's start.
  *
  * Written without template literals (these are ones) and with `String.raw` (backslashes stay as
  * written).
  */
 import { ACCOUNTS_SCRIPT } from "./script_accounts.ts";
 import { ALERTS_SCRIPT } from "./script_alerts.ts";
+import { CACHE_SCRIPT } from "./script_cache.ts";
 import { KEYS_SCRIPT } from "./script_keys.ts";
 
 const HEAD = String.raw`"use strict";
@@ -226,6 +227,7 @@ const HEAD = String.raw`"use strict";
     ]);
     renderAccounts(list);
     renderChart(usage);
+    renderCache(usage);
     renderHealth(ready);
     say("Updated " + new Date().toISOString().replace("T", " ").slice(0, 19) + " UTC");
     document.body.dataset.loaded = String(Date.now());
@@ -267,4 +269,6 @@ const TAIL = String.raw`
 `;
 
 /** The whole script (one function body; see the module doc). */
-export const DASHBOARD_SCRIPT = HEAD + ACCOUNTS_SCRIPT + KEYS_SCRIPT + ALERTS_SCRIPT + TAIL;
+export const DASHBOARD_SCRIPT = HEAD + CACHE_SCRIPT + ACCOUNTS_SCRIPT + KEYS_SCRIPT +
+  ALERTS_SCRIPT +
+  TAIL;

@@ -29,6 +29,7 @@ import {
   unseal,
 } from "./text.ts";
 import { threadTurn, untilEnded } from "./anthropic_threads.ts";
+import { type CacheContext, cacheScope, prefixes, type Segment, type Ttl } from "./prompt_cache.ts";
 
 type Json = Record<string, unknown>;
 
@@ -231,11 +232,99 @@ function answerText(body: Json, history: Message[], d: Directives): string {
   return answer(lastUserText(history), d);
 }
 
+/** The smallest prefix a model caches (Anthropic's table; older and unknown models: 1,024). */
+function minimumCached(model: string): number {
+  if (/^claude-(opus-4-[5-9]|haiku-4-5)/.test(model)) return 4096;
+  if (/^claude-(3-5-haiku|3-haiku|haiku-3)/.test(model)) return 2048;
+  return 1024;
+}
+
+/** A block as the cache names it: without its `cache_control`. */
+function blockSegment(block: unknown, tokens: number, role = ""): Segment {
+  const { cache_control: control, ...rest } = (block ?? {}) as Json;
+  const ttl = (control as Json | undefined)?.ttl === "1h" ? "1h" : "5m";
+  return {
+    text: `${role}${JSON.stringify(rest)}`,
+    tokens,
+    ...(control && typeof control === "object" ? { breakpoint: ttl as Ttl } : {}),
+  };
+}
+
+const tokensOf = (value: unknown) => countTokens(collectText(value).join(" "));
+
+/**
+ * The prompt as Anthropic caches it: tools, then the system prompt, then each message (its 4
+ * tokens of structure, then its blocks) — a top-level `cache_control` marks the last block.
+ */
+function cacheSegments(body: Json): Segment[] {
+  const segments: Segment[] = [];
+  for (const tool of Array.isArray(body.tools) ? body.tools : []) {
+    segments.push(blockSegment(tool, tokensOf(tool)));
+  }
+  const system = body.system;
+  if (typeof system === "string") segments.push({ text: system, tokens: countTokens(system) });
+  else if (Array.isArray(system)) {
+    for (const block of system) segments.push(blockSegment(block, tokensOf(block)));
+  }
+  for (const message of (Array.isArray(body.messages) ? body.messages : []) as Message[]) {
+    segments.push({ text: message.role, tokens: 4 });
+    const blocks = typeof message.content === "string"
+      ? [{ type: "text", text: message.content }]
+      : Array.isArray(message.content)
+      ? message.content
+      : [];
+    for (const block of blocks) segments.push(blockSegment(block, tokensOf(block), message.role));
+  }
+  const control = body.cache_control as Json | undefined;
+  if (control && typeof control === "object" && segments.length) {
+    segments[segments.length - 1].breakpoint = control.ttl === "1h" ? "1h" : "5m";
+  }
+  return segments;
+}
+
+/**
+ * What the prompt read from and wrote to the cache: as `[[emulate cached=N cache_write=N
+ * cache_write_1h=N]]` say when the prompt says, else as the key's
+ * cache holds it (see `prompt_cache.ts`) — Anthropic's only, not the compatible vendors'.
+ */
+function cacheUse(body: Json, d: Directives, total: number, cache?: CacheContext) {
+  const directed = d.cached !== undefined || d.cacheWrite !== undefined ||
+    d.cacheWrite1h !== undefined;
+  if (directed || !cache) {
+    const read = Math.min(d.cached ?? 0, total);
+    // `cache_write` is written with the lifetime the system prompt asks for (5 minutes unless it
+    // says `ttl: "1h"`), `cache_write_1h` for an hour whatever it asks.
+    const oneHour = JSON.stringify(body.system ?? "").includes('"ttl":"1h"');
+    const written1h = Math.min(
+      (d.cacheWrite1h ?? 0) + (oneHour ? d.cacheWrite ?? 0 : 0),
+      total - read,
+    );
+    const written5m = Math.min(oneHour ? 0 : d.cacheWrite ?? 0, total - read - written1h);
+    return { read, written5m, written1h };
+  }
+  const model = String(body.model);
+  const scope = cacheScope(cache.provider, cache.key, model);
+  const use = cache.cache.breakpoints(
+    scope,
+    prefixes("", cacheSegments(body)),
+    minimumCached(model),
+  );
+  // The segments add up to the count (it is additive): never more than the whole.
+  const read = Math.min(use.read, total);
+  const written5m = Math.min(use.written, total - read);
+  return { read, written5m, written1h: Math.min(use.written1h, total - read - written5m) };
+}
+
 /**
  * `POST /v1/messages`. On `anthropic`, a `thread` is held as Anthropic holds it (see
- * `anthropic_threads.ts`); the compatible vendors ignore the field.
+ * `anthropic_threads.ts`); the compatible vendors ignore the field. `cache`: the prompt cache of
+ * the request's key (Anthropic's only).
  */
-export async function messages(req: Request, vendor = "anthropic"): Promise<Response> {
+export async function messages(
+  req: Request,
+  vendor = "anthropic",
+  cache?: CacheContext,
+): Promise<Response> {
   const sent = await req.json() as Json;
   const opened = vendor === "anthropic" ? threadTurn(req.headers, sent) : undefined;
   if (opened && "status" in opened) {
@@ -254,16 +343,15 @@ export async function messages(req: Request, vendor = "anthropic"): Promise<Resp
   if (unknown) return unknown;
   const history = (Array.isArray(body.messages) ? body.messages : []) as Message[];
   const total = inputTokens(body);
-  const cacheRead = Math.min(d.cached ?? 0, total);
-  const cacheWrite = Math.min(d.cacheWrite ?? 0, total - cacheRead);
-  const oneHour = JSON.stringify(body.system ?? "").includes('"ttl":"1h"');
+  const { read: cacheRead, written5m, written1h } = cacheUse(body, d, total, cache);
+  const cacheWrite = written5m + written1h;
   const usageIn = {
     input_tokens: total - cacheRead - cacheWrite,
     cache_creation_input_tokens: cacheWrite,
     cache_read_input_tokens: cacheRead,
     cache_creation: {
-      ephemeral_5m_input_tokens: oneHour ? 0 : cacheWrite,
-      ephemeral_1h_input_tokens: oneHour ? cacheWrite : 0,
+      ephemeral_5m_input_tokens: written5m,
+      ephemeral_1h_input_tokens: written1h,
     },
   };
 

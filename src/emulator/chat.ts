@@ -28,6 +28,7 @@ import {
   tokenize,
   toolArguments,
 } from "./text.ts";
+import { type CacheContext, openaiCached, prefixes } from "./prompt_cache.ts";
 
 type Json = Record<string, unknown>;
 
@@ -138,10 +139,30 @@ function streamRateLimit(model: unknown): Json {
   };
 }
 
-/** `POST /v1/chat/completions`; `vendor` is the route's prefix (`openai/v1`, `deepseek/compat`…). */
+/**
+ * The tokens OpenAI's cache reads for a chat request (its `prompt_cache_key` and tools, then each
+ * message: 3 tokens of structure and its text), at most `total`.
+ */
+function cachedPrompt(body: Json, messages: Message[], total: number, cache: CacheContext): number {
+  const seed = `${String(body.prompt_cache_key ?? "")}\n${JSON.stringify(body.tools ?? [])}`;
+  const prompt = prefixes(
+    seed,
+    messages.map((m) => ({
+      text: JSON.stringify(m),
+      tokens: 3 + countTokens(collectText(m).join(" ")),
+    })),
+  );
+  return openaiCached(cache, String(body.model), body.prompt_cache_retention, prompt, total);
+}
+
+/**
+ * `POST /v1/chat/completions`; `vendor` is the route's prefix (`openai/v1`, `deepseek/compat`…);
+ * `cache`: the prompt cache of the request's key (OpenAI's only).
+ */
 export async function chatCompletions(
   req: Request,
   groups: Record<string, string | undefined> = {},
+  cache?: CacheContext,
 ): Promise<Response> {
   const body = await req.json() as Json;
   const messages = Array.isArray(body.messages) ? body.messages as Message[] : [];
@@ -165,7 +186,12 @@ export async function chatCompletions(
   if (invalid) return invalid;
 
   const promptTokens = countTokens(texts.join(" ")) + 3 * messages.length;
-  const cached = Math.min(d.cached ?? 0, promptTokens);
+  // `[[emulate cached=N cache_write=N]]` say what is read and written, else OpenAI's cache does.
+  const directed = d.cached !== undefined || d.cacheWrite !== undefined;
+  const cached = !directed && cache?.provider === "openai"
+    ? cachedPrompt(body, messages, promptTokens, cache)
+    : Math.min(d.cached ?? 0, promptTokens);
+  const written = Math.min(d.cacheWrite ?? 0, promptTokens - cached);
   const id = newId("chatcmpl-", 30);
   const created = Math.floor(Date.now() / 1000);
   const tools = functionTools(body, messages, d);
@@ -195,7 +221,12 @@ export async function chatCompletions(
     prompt_tokens: promptTokens,
     completion_tokens: pieces.length,
     total_tokens: promptTokens + pieces.length,
-    prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0 },
+    // `cache_write_tokens` is newer than the field it sits in: older answers leave it out.
+    prompt_tokens_details: {
+      cached_tokens: cached,
+      audio_tokens: 0,
+      ...(written ? { cache_write_tokens: written } : {}),
+    },
     completion_tokens_details: {
       reasoning_tokens: 0,
       audio_tokens: 0,

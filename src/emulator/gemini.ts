@@ -23,6 +23,7 @@ import {
   tokenize,
   toolArguments,
 } from "./text.ts";
+import { type CacheContext, cacheScope, prefixes, type Segment } from "./prompt_cache.ts";
 
 type Json = Record<string, unknown>;
 
@@ -230,8 +231,44 @@ function resultText(part: Json | undefined): string {
   return JSON.stringify(response ?? null);
 }
 
-/** `…:generateContent` and `…:streamGenerateContent`. */
-export async function generate(req: Request, model: string, stream: boolean): Promise<Response> {
+/** The smallest prefix a model caches implicitly (none before Gemini 2.5). */
+function minimumCached(model: string): number {
+  if (/^gemini-2\.5-/.test(model)) return 2048;
+  if (/^gemini-[3-9]/.test(model)) return 4096;
+  return Infinity;
+}
+
+/**
+ * The tokens Gemini's implicit cache reads for a request (its system instruction, tools, then
+ * each content: 2 tokens of structure and its text), at most `total`.
+ */
+function cachedPrompt(body: Json, model: string, total: number, cache: CacheContext): number {
+  const min = minimumCached(model);
+  if (total < min) return 0;
+  const segments: Segment[] = [body.systemInstruction, body.tools].map((part) => ({
+    text: JSON.stringify(part ?? null),
+    tokens: countTokens(collectText(part).join(" ")),
+  }));
+  for (const content of (Array.isArray(body.contents) ? body.contents : []) as Content[]) {
+    segments.push({
+      text: JSON.stringify(content),
+      tokens: 2 + countTokens(collectText(content).join(" ")),
+    });
+  }
+  const scope = cacheScope(cache.provider, cache.key, model);
+  return Math.min(cache.cache.automatic(scope, prefixes("", segments), min, 1, "5m"), total);
+}
+
+/**
+ * `…:generateContent` and `…:streamGenerateContent`; `cache`: the prompt cache of the request's
+ * key (implicit caching).
+ */
+export async function generate(
+  req: Request,
+  model: string,
+  stream: boolean,
+  cache?: CacheContext,
+): Promise<Response> {
   const url = new URL(req.url);
   const body = await req.json() as Json;
   const d = directives(promptTexts(body));
@@ -253,7 +290,9 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
   const modalities = (config.responseModalities ?? ["TEXT"]) as string[];
   const imageSize = String((config.imageConfig as Json | undefined)?.imageSize ?? "1K");
   const promptTokens = countTokens(promptTexts(body).join(" ")) + 2 * contents.length;
-  const cached = Math.min(d.cached ?? 0, promptTokens);
+  const cached = d.cached === undefined && cache
+    ? cachedPrompt(body, model, promptTokens, cache)
+    : Math.min(d.cached ?? 0, promptTokens);
 
   const last = contents.at(-1)?.parts ?? [];
   const answeredTool = last.some((p) => "functionResponse" in p);
@@ -328,8 +367,14 @@ export async function generate(req: Request, model: string, stream: boolean): Pr
     promptTokenCount: promptTokens,
     candidatesTokenCount: candidatesTokens,
     totalTokenCount: promptTokens + candidatesTokens + thoughts,
-    ...(cached ? { cachedContentTokenCount: cached } : {}),
+    ...(cached
+      ? {
+        cachedContentTokenCount: cached,
+        cacheTokensDetails: [{ modality: "TEXT", tokenCount: cached }],
+      }
+      : {}),
     promptTokensDetails: [{ modality: "TEXT", tokenCount: promptTokens }],
+    ...(cached ? { cacheTokensDetails: [{ modality: "TEXT", tokenCount: cached }] } : {}),
     candidatesTokensDetails: [
       { modality: "TEXT", tokenCount: textOut },
       ...(imageOut ? [{ modality: "IMAGE", tokenCount: imageOut }] : []),

@@ -5,6 +5,7 @@
  * `reasoning` is set (a summary when asked, `encrypted_content` with `include` — sealed by the
  * emulator and verified when replayed — and `reasoning_tokens` in usage), hosted tool calls,
  * JSON matching `text.format`'s schema, call outputs checked against the calls of the input,
+ * item references to the items of stored responses (others are not found),
  * `incomplete` at `max_output_tokens`, errors in OpenAI's envelope (`openai.ts`); and
  * `input_tokens` and `compact` beside it.
  */
@@ -27,6 +28,13 @@ import {
   unseal,
 } from "./text.ts";
 import { openaiError, openaiFault, servedTier, streamRateLimit, unknownModel } from "./openai.ts";
+import {
+  type CacheContext,
+  openaiCached,
+  type Prefixes,
+  prefixes,
+  type Segment,
+} from "./prompt_cache.ts";
 
 type Json = Record<string, unknown>;
 
@@ -78,12 +86,25 @@ const SUMMARY = "Thinking it through.";
 /** The prefix of the emulator's `encrypted_content` (as OpenAI's Fernet-like tokens start). */
 const ENCRYPTED = "gAAAAB";
 
+const NOT_PERSISTED =
+  "Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.";
+
 /**
- * Input items the real API rejects: reasoning whose encrypted content it did not issue, and a
- * call output that answers no call of the input (without a stored previous response).
+ * Input items the real API rejects: a reference to an item of no stored response, reasoning whose
+ * encrypted content it did not issue, and a call output that answers no call of the input (a
+ * referred one counts; without a stored previous response).
  */
 function invalidInput(body: Json): Response | undefined {
-  const items = Array.isArray(body.input) ? body.input as Json[] : [];
+  const given = Array.isArray(body.input) ? body.input as Json[] : [];
+  for (const item of given) {
+    if (item.type === "item_reference" && !storedItems.has(String(item.id))) {
+      const message = `Item with id '${String(item.id)}' not found. ${NOT_PERSISTED}`;
+      return Response.json({
+        error: { message, type: "invalid_request_error", param: "input", code: null },
+      }, { status: 404 });
+    }
+  }
+  const items = given.map((i) => i.type === "item_reference" ? storedItems.get(String(i.id))! : i);
   const calls = new Set(
     items.flatMap((i) =>
       i.type === "function_call" || i.type === "custom_tool_call" ? [String(i.call_id)] : []
@@ -141,32 +162,71 @@ function inputTokenCount(body: Json, texts: string[]): number {
   return countTokens(texts.join(" ")) + (Array.isArray(body.input) ? 3 * body.input.length : 3);
 }
 
-/** Stored responses: id → the tokens of the conversation they end (input and output). */
-const stored = new Map<string, number>();
+/** A conversation a response ends: its tokens (input and output) and its prompt's prefixes. */
+interface Ended {
+  tokens: number;
+  /** Absent where nothing is cached (a provider other than OpenAI). */
+  prompt?: Prefixes;
+}
+
+/** Stored responses: id → the conversation they end. */
+const stored = new Map<string, Ended>();
+/** The output items of stored responses, by id (an `item_reference` names one). */
+const storedItems = new Map<string, Json>();
 
 /**
  * What a WebSocket connection keeps of its last response (OpenAI's connection-local cache): a
  * `previous_response_id` naming it continues it, stored or not.
  */
 export interface ConnectionCache {
-  last?: { id: string; tokens: number };
+  last?: { id: string } & Ended;
+}
+
+/**
+ * A Responses request as OpenAI's cache names it: its `prompt_cache_key` and tools first (no
+ * tokens of their own here), the instructions, then each input item (3 tokens of structure and
+ * its text), after the conversation a `previous_response_id` continues.
+ */
+function promptOf(body: Json, history?: Prefixes): Prefixes {
+  const seed = `${String(body.prompt_cache_key ?? "")}\n${JSON.stringify(body.tools ?? [])}`;
+  const segments: Segment[] = [];
+  const instructions = countTokens(collectText(body.instructions).join(" "));
+  if (instructions) {
+    segments.push({ text: JSON.stringify(body.instructions), tokens: instructions });
+  }
+  const items = Array.isArray(body.input) ? body.input : [body.input];
+  for (const item of items) {
+    segments.push({
+      text: JSON.stringify(item),
+      tokens: 3 + countTokens(collectText(item).join(" ")),
+    });
+  }
+  return prefixes(seed, segments, history);
+}
+
+/** The request's key's cache, when it has one the emulator models (OpenAI's, not xAI's). */
+function openaiCache(cache: CacheContext | undefined): CacheContext | undefined {
+  return cache?.provider === "openai" ? cache : undefined;
 }
 
 /**
  * `POST /v1/responses` (and a turn of a WebSocket, with its connection's cache: `generate: false`
- * then makes a response without output, to continue from).
+ * then makes a response without output, to continue from); `cache`: the prompt cache of the
+ * request's key (OpenAI's only).
  */
-export async function responses(req: Request, connection?: ConnectionCache): Promise<Response> {
+export async function responses(
+  req: Request,
+  connection?: ConnectionCache,
+  context?: CacheContext,
+): Promise<Response> {
   const call = await readResponsesCall(req);
   if (call instanceof Response) return call;
   const { body, texts, d } = call;
 
-  let history = 0;
+  let previous: Ended | undefined;
   if (typeof body.previous_response_id === "string") {
-    const local = connection?.last?.id === body.previous_response_id
-      ? connection.last.tokens
-      : undefined;
-    const previous = local ?? stored.get(body.previous_response_id);
+    const local = connection?.last?.id === body.previous_response_id ? connection.last : undefined;
+    previous = local ?? stored.get(body.previous_response_id);
     if (previous === undefined) {
       return Response.json({
         error: {
@@ -177,10 +237,16 @@ export async function responses(req: Request, connection?: ConnectionCache): Pro
         },
       }, { status: 400 });
     }
-    history = previous;
   }
-  const inputTokens = inputTokenCount(body, texts) + history;
-  const cached = Math.min(d.cached ?? 0, inputTokens);
+  const inputTokens = inputTokenCount(body, texts) + (previous?.tokens ?? 0);
+  // `[[emulate cached=N cache_write=N]]` say what is read and written, else the cache does.
+  const directed = d.cached !== undefined || d.cacheWrite !== undefined;
+  const cache = directed ? undefined : openaiCache(context);
+  const prompt = cache && promptOf(body, previous?.prompt);
+  const cached = prompt
+    ? openaiCached(cache, String(body.model), body.prompt_cache_retention, prompt, inputTokens)
+    : Math.min(d.cached ?? 0, inputTokens);
+  const written = Math.min(d.cacheWrite ?? 0, inputTokens - cached);
   const id = newId("resp_", 48);
   const createdAt = Math.floor(Date.now() / 1000);
   // A reasoning item whenever `reasoning` is set (no effort given: the default, medium).
@@ -239,14 +305,25 @@ export async function responses(req: Request, connection?: ConnectionCache): Pro
     });
   }
   const outputTokens = reasoningTokens + pieces.length;
+  const ended: Ended = {
+    tokens: inputTokens + outputTokens,
+    prompt: prompt &&
+      prefixes("", [{ text: JSON.stringify(outputItems), tokens: outputTokens }], prompt),
+  };
   if (body.store !== false) {
     if (stored.size >= 10_000) stored.clear();
-    stored.set(id, inputTokens + outputTokens);
+    stored.set(id, ended);
+    if (storedItems.size >= 50_000) storedItems.clear();
+    for (const item of outputItems) storedItems.set(String(item.id), item);
   }
-  if (connection) connection.last = { id, tokens: inputTokens + outputTokens };
+  if (connection) connection.last = { id, ...ended };
   const usage = {
     input_tokens: inputTokens,
-    input_tokens_details: { cached_tokens: cached },
+    // `cache_write_tokens` is newer than the field it sits in: older answers leave it out.
+    input_tokens_details: {
+      cached_tokens: cached,
+      ...(written ? { cache_write_tokens: written } : {}),
+    },
     output_tokens: outputTokens,
     output_tokens_details: { reasoning_tokens: reasoningTokens },
     total_tokens: inputTokens + outputTokens,

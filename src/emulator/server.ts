@@ -36,6 +36,7 @@ import { stats } from "./text.ts";
 import { KeyBook, type KeySpec, keySpecOf } from "./keys.ts";
 import { type AnswerFaults, answerFaults, faultyAnswer } from "./faults.ts";
 import { serveResponsesSocket } from "./responses_socket.ts";
+import { type CacheContext, PromptCache } from "./prompt_cache.ts";
 import { wantsWebSocket } from "../http/websocket.ts";
 
 /**
@@ -65,6 +66,8 @@ export interface EmulatorOptions {
   keys?: KeySpec[];
   /** Keep the last 200 requests for `GET /_emulator/requests` (tests; costs a body copy). */
   record?: boolean;
+  /** The clock of the prompt caches (ms since the epoch; default the real one). */
+  now?: () => number;
 }
 
 interface Seen {
@@ -90,7 +93,12 @@ const OPENAI: Family = {
 const ANTHROPIC: Family = { key: (req) => req.headers.get("x-api-key"), error: anthropicError };
 const GOOGLE: Family = { key: (req) => req.headers.get("x-goog-api-key"), error: googleError };
 
-type Handle = (req: Request, groups: Record<string, string | undefined>) => Promise<Response>;
+/** A route's handler, given the prompt cache of the request's key (see `prompt_cache.ts`). */
+type Handle = (
+  req: Request,
+  groups: Record<string, string | undefined>,
+  cache: CacheContext,
+) => Promise<Response>;
 
 const ROUTES: { pattern: URLPattern; family: Family; handle: Handle; method?: "GET" }[] = [
   {
@@ -114,7 +122,7 @@ const ROUTES: { pattern: URLPattern; family: Family; handle: Handle; method?: "G
   {
     pattern: new URLPattern({ pathname: "/:vendor(openai|xai)/v1/responses" }),
     family: OPENAI,
-    handle: responses,
+    handle: (req, _g, cache) => responses(req, undefined, cache),
   },
   ...([
     ["/openai/v1/responses/compact", compact],
@@ -139,7 +147,9 @@ const ROUTES: { pattern: URLPattern; family: Family; handle: Handle; method?: "G
       pathname: "/:vendor(anthropic|deepseek|moonshot|zhipu)/v1/messages",
     }),
     family: ANTHROPIC,
-    handle: (req, g) => messages(req, g.vendor),
+    // Anthropic's cache only: the compatible vendors ignore `cache_control`.
+    handle: (req, g, cache) =>
+      messages(req, g.vendor, g.vendor === "anthropic" ? cache : undefined),
   },
   {
     pattern: new URLPattern({ pathname: "/anthropic/v1/messages/count_tokens" }),
@@ -151,7 +161,7 @@ const ROUTES: { pattern: URLPattern; family: Family; handle: Handle; method?: "G
       pathname: "/gemini/v1beta/models/:model\\::action(generateContent|streamGenerateContent)",
     }),
     family: GOOGLE,
-    handle: (req, g) => generate(req, g.model!, g.action === "streamGenerateContent"),
+    handle: (req, g, cache) => generate(req, g.model!, g.action === "streamGenerateContent", cache),
   },
   {
     pattern: new URLPattern({ pathname: "/gemini/v1beta/models/:model\\:countTokens" }),
@@ -225,6 +235,26 @@ async function keysControl(req: Request, book: KeyBook): Promise<Response> {
   }
 }
 
+/**
+ * `GET /_emulator/clock` (the prompt caches' now) and `POST` with `{"advanceMs": N}` (moves it on:
+ * cache entries expire without waiting).
+ */
+async function clockControl(req: Request, clock: { offset: number; now(): number }) {
+  if (req.method === "POST") {
+    const advance = (await req.json().catch(() => ({})) as { advanceMs?: unknown }).advanceMs;
+    if (!Number.isInteger(advance) || (advance as number) < 0) {
+      return Response.json({ error: "advanceMs must be a whole number ≥ 0" }, { status: 400 });
+    }
+    clock.offset += advance as number;
+  }
+  return Response.json({ now: clock.now() });
+}
+
+/** The emulated provider a path is under (its first segment: `anthropic`, `openai`…). */
+function providerOf(pathname: string): string {
+  return pathname.split("/")[1] ?? "";
+}
+
 function familyOf(pathname: string): Family {
   if (pathname.startsWith("/gemini/")) return GOOGLE;
   if (/^\/(deepseek|moonshot|zhipu)\/compat\//.test(pathname)) return OPENAI;
@@ -241,6 +271,9 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
   const required = options.requiredKey ? [{ key: options.requiredKey }] : [];
   const specs = [...(options.keys ?? []), ...required];
   const book = new KeyBook(specs, specs.length === 0);
+  const base = options.now ?? Date.now;
+  const clock = { offset: 0, now: () => base() + clock.offset };
+  const cache = new PromptCache(clock.now);
   const record = (entry: Seen) => {
     seen.push(entry);
     if (seen.length > 200) seen.shift();
@@ -279,7 +312,8 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
       });
       const faults = options.record ? answerFaults(text) : null;
       try {
-        const answer = await responses(request, connection);
+        const scope = { cache, provider: providerOf(url.pathname), key };
+        const answer = await responses(request, connection, scope);
         return faults ? await faultyAnswer(answer, faults) : answer;
       } catch (error) {
         return OPENAI.error(400, `Malformed request: ${(error as Error).message}`);
@@ -295,6 +329,7 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
     if (url.pathname === "/_emulator/requests") return Response.json(seen);
     if (url.pathname === "/_emulator/stats") return Response.json({ ...stats, requests: received });
     if (url.pathname === "/_emulator/keys") return keysControl(req, book);
+    if (url.pathname === "/_emulator/clock") return clockControl(req, clock);
     if (wantsWebSocket(req)) return upgrade(req, url);
     let match: { route: typeof ROUTES[number]; groups: Record<string, string | undefined> } | null =
       null;
@@ -347,7 +382,8 @@ export function startEmulator(options: EmulatorOptions = {}): Deno.HttpServer<De
       faults = bytes && answerFaults(new TextDecoder().decode(bytes));
     }
     try {
-      const answer = await match.route.handle(request, match.groups);
+      const scope = { cache, provider: providerOf(url.pathname), key: key ?? "" };
+      const answer = await match.route.handle(request, match.groups, scope);
       return faults ? await faultyAnswer(answer, faults) : answer;
     } catch (error) {
       return family.error(400, `Malformed request: ${(error as Error).message}`);

@@ -5,7 +5,9 @@
  * `[[emulate stop=5]]` (a stream that ends cleanly before its end), `[[emulate stream_error=5]]`
  * (the provider's error event after 5 events, ending the stream), `[[emulate finish_usage=1]]`
  * (chat: usage on the finishing chunk, asked for or not),
- * `[[emulate delay=20]]`, `[[emulate cached=64]]`, `[[emulate words=300]]`, `[[emulate wait=500]]`,
+ * `[[emulate delay=20]]`, `[[emulate cached=64]]` (cache reads), `[[emulate cache_write=30]]` and
+ * `[[emulate cache_write_1h=20]]` (cache writes; 5-minute and 1-hour on Messages),
+ * `[[emulate words=300]]`, `[[emulate wait=500]]`,
  * and for video jobs `[[emulate ready=800 seconds=5]]`, `[[emulate fail=1]]`, `[[emulate expire=1]]`,
  * `[[emulate gone=1]]`; tool calls are steered with `[[emulate tool=NAME]]` (`tool=none`: no call),
  * `[[emulate parallel=2]]` and `[[emulate arg.KEY=VALUE]]` (a string argument over the
@@ -44,8 +46,13 @@ export interface Directives {
   delay?: number;
   /** Report this many input tokens as read from the prompt cache. */
   cached?: number;
-  /** Report this many input tokens as written to the prompt cache. */
+  /**
+   * Report this many input tokens as written to the prompt cache (Messages: with the 5-minute
+   * lifetime, or the 1-hour one when the request's system prompt asks `ttl: "1h"`).
+   */
   cacheWrite?: number;
+  /** Messages: report this many input tokens as written to the cache with the 1-hour lifetime. */
+  cacheWrite1h?: number;
   /** Answer with this many words of filler text. */
   words?: number;
   /** Milliseconds to wait before answering at all (before the response headers). */
@@ -124,6 +131,7 @@ export function directives(texts: string[]): Directives {
           (found as Record<string, unknown>)[key] = n;
         }
         if (key === "cache_write" && Number.isFinite(n)) found.cacheWrite = n;
+        if (key === "cache_write_1h" && Number.isFinite(n)) found.cacheWrite1h = n;
         if (key === "null_usage" && Number.isFinite(n)) found.nullUsage = n;
         if (key === "no_usage" && Number.isFinite(n)) found.noUsage = n;
         if (key === "stream_error" && Number.isFinite(n)) found.streamError = n;

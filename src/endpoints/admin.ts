@@ -23,6 +23,7 @@ import {
 import { accountJson, keyJson } from "../billing/accounts_json.ts";
 import { OperatorError, type Settings } from "../billing/key_settings.ts";
 import { budgetJson } from "../billing/spend_report.ts";
+import { cacheReport, cacheReportByKey, entryCacheJson } from "../billing/cache_report.ts";
 import { budgetWindows } from "../billing/windows.ts";
 import { sumTotals } from "../store/amounts.ts";
 import type { Account, KeyRecord, LedgerEntry } from "../store/store.ts";
@@ -38,6 +39,7 @@ import {
   NewKey,
   Rotation,
 } from "./admin_bodies.ts";
+import { countParam, daysSince } from "./query.ts";
 
 /** The API's settings as the CLI's (`Settings`): field by field, absent stays absent. */
 function settingsOf(body: Partial<v.InferOutput<typeof KeyChange>>): Settings {
@@ -82,19 +84,6 @@ async function accountNamed(ctx: RequestContext, name: string): Promise<Account>
   return account;
 }
 
-/** An integer query parameter from 1 to `max`, `fallback` when absent. */
-function countParam(url: URL, name: string, fallback: number, max: number): number {
-  const text = url.searchParams.get(name);
-  if (text === null) return fallback;
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < 1 || n > max) {
-    throw new GatewayError(400, `Invalid '${name}': must be an integer from 1 to ${max}.`, {
-      param: name,
-    });
-  }
-  return n;
-}
-
 function entryJson(e: LedgerEntry) {
   return {
     id: e.id,
@@ -113,6 +102,7 @@ function entryJson(e: LedgerEntry) {
       quantity: u.quantity,
       ...amountFields("amount", u.amount),
     })),
+    cache: e.cache && entryCacheJson(e.cache),
     estimated: e.estimated,
     note: e.note,
     created_at: new Date(e.createdAt).toISOString(),
@@ -234,19 +224,19 @@ export const creditAccountRoute: Handler = admin(async (ctx) => {
   return jsonResponse(accountJson(account));
 });
 
-/** The start (ms since epoch) of the UTC day `days - 1` days before today: `days` days in all. */
-function daysSince(days: number): number {
-  const now = new Date();
-  return Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (days - 1));
-}
-
-/** `GET /admin/api/accounts/:name/usage[?days=30]`: spend by day, unit and model. */
+/**
+ * `GET /admin/api/accounts/:name/usage[?days=30]`: spend by day, unit and model; the prompt cache's
+ * figures of the window's days, by model, day and key.
+ */
 export const accountUsage: Handler = admin(async (ctx) => {
   const account = await accountNamed(ctx, ctx.params.name);
   const days = countParam(ctx.url, "days", DEFAULT_DAYS, MAX_DAYS);
   const { store } = ctx.services;
-  const summary = await store.usage(account.id);
   const since = daysSince(days);
+  const [summary, cache] = await Promise.all([
+    store.usage(account.id),
+    store.cacheUsage(since, account.id),
+  ]);
   return jsonResponse({
     object: "usage",
     account: account.name,
@@ -257,17 +247,23 @@ export const accountUsage: Handler = admin(async (ctx) => {
     by_day: byDayFields(await store.usageByDay(account.id, since)),
     by_unit: byUnitFields(summary.byUnit),
     by_model: byModelFields(summary.byModel),
+    cache: { ...cacheReport(cache), by_key: cacheReportByKey(cache) },
   });
 });
 
 /**
  * `GET /admin/api/usage[?days=30]`: every account's settled spend by UTC day (days without spend
- * are absent), from `since` (the first day's date) on, with the window's totals.
+ * are absent), from `since` (the first day's date) on, with the window's totals; the prompt
+ * cache's figures of the same days, by model and day.
  */
 export const totalUsage: Handler = admin(async (ctx) => {
   const days = countParam(ctx.url, "days", DEFAULT_DAYS, MAX_DAYS);
   const since = daysSince(days);
-  const byDay = await ctx.services.store.totalUsageByDay(since);
+  const { store } = ctx.services;
+  const [byDay, cache] = await Promise.all([
+    store.totalUsageByDay(since),
+    store.cacheUsage(since),
+  ]);
   return jsonResponse({
     object: "usage",
     days,
@@ -275,6 +271,7 @@ export const totalUsage: Handler = admin(async (ctx) => {
     requests: byDay.reduce((n, d) => n + d.requests, 0),
     ...amountFields("spent", sumTotals(byDay.map((d) => d.amount))),
     by_day: byDayFields(byDay),
+    cache: cacheReport(cache),
   });
 });
 

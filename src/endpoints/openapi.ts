@@ -161,7 +161,8 @@ const OPERATIONS: Operation[] = [
     path: "/admin/api/accounts/{name}/usage",
     id: "getAccountUsage",
     tag: "usage",
-    summary: "An account's spend by UTC day, by unit and by model",
+    summary:
+      "An account's spend by UTC day, by unit and by model; its prompt cache's figures by model, day and key",
     query: ["days"],
     named: true,
     ok: [[200, "AccountUsage", "The account's usage."]],
@@ -191,7 +192,8 @@ const OPERATIONS: Operation[] = [
     path: "/admin/api/usage",
     id: "getUsage",
     tag: "usage",
-    summary: "Every account's settled spend by UTC day (days without spend left out)",
+    summary:
+      "Every account's settled spend by UTC day (days without spend left out); the prompt cache's figures by model and day",
     query: ["days"],
     ok: [[200, "TotalUsage", "The window's spend."]],
   },
@@ -346,7 +348,11 @@ export function openApiDocument(): Record<string, unknown> {
     tags: [
       { name: "keys", description: "API keys and their limits." },
       { name: "accounts", description: "Accounts: balance, budgets, model lists." },
-      { name: "usage", description: "Spend by day, unit and model." },
+      {
+        name: "usage",
+        description:
+          "Spend by day, unit and model; what the prompt cache read, wrote, saved and lost.",
+      },
       { name: "ledger", description: "Every charge and credit." },
       { name: "alerts", description: "Budget, balance and expiry alerts and their delivery." },
       { name: "meta", description: "This document." },

@@ -103,6 +103,45 @@ const DAY = object({
   ...amount("spent", "Settled spend that day"),
 });
 
+/** One set of calls' prompt-cache figures (`billing/cache_report.ts` `cacheFigures`). */
+const CACHE_FIGURES: Record<string, JsonSchema> = {
+  requests: int("Calls with input tokens."),
+  input_tokens: int("Every input token of those calls: read, written and neither."),
+  cached_input_tokens: int("Input tokens read from the prompt cache."),
+  cache_write_tokens: int("Input tokens written to the cache with the 5-minute lifetime."),
+  cache_write_1h_tokens: int("Input tokens written to the cache with the 1-hour lifetime."),
+  uncached_input_tokens: int("Input tokens neither read from nor written to the cache."),
+  hit_rate: orNull({
+    type: "number",
+    description: "cached_input_tokens ÷ input_tokens, from 0 to 1 (null: no input).",
+  }),
+  ...amount("saved", "What the reads saved: the cached tokens at the input rate minus their cost"),
+  missed_input_tokens: int(
+    "Input tokens calls would have read from the cache but for a miss the gateway caused.",
+  ),
+  ...amount("lost", "What those misses lost, estimated: the tokens × (input − cached rate)"),
+  misses: {
+    type: "object",
+    description: "The misses the gateway caused, by cause (failover, key_rotation, translation).",
+    additionalProperties: object({
+      requests: int(),
+      missed_input_tokens: int(),
+      ...amount("lost", "Lost, estimated"),
+    }),
+  },
+};
+
+/** A cache report (`billing/cache_report.ts` `cacheReport`): figures, by model and by day. */
+const CACHE_REPORT_FIELDS: Record<string, JsonSchema> = {
+  ...CACHE_FIGURES,
+  by_model: {
+    type: "object",
+    description: "By public model id.",
+    additionalProperties: ref("CacheFigures"),
+  },
+  by_day: list(object({ day: str("A UTC day, YYYY-MM-DD."), ...CACHE_FIGURES })),
+};
+
 /** The fields every alert starts with, as its event is delivered. */
 function alertHead(type: string, what: string): Record<string, JsonSchema> {
   return {
@@ -183,6 +222,19 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     budget_states: list(ref("BudgetState")),
   }, "An account with its budgets as they stand now."),
   DayUsage: DAY,
+  CacheFigures: object(CACHE_FIGURES, "What the prompt cache did for a set of calls."),
+  CacheReport: object(
+    CACHE_REPORT_FIELDS,
+    "The prompt cache's figures of the window's calls, in total, by model and by UTC day.",
+  ),
+  AccountCacheReport: object({
+    ...CACHE_REPORT_FIELDS,
+    by_key: {
+      type: "object",
+      description: "By key id.",
+      additionalProperties: ref("CacheReport"),
+    },
+  }, "An account's prompt-cache figures of the window, also by key."),
   AccountUsage: object({
     object: constant("usage"),
     account: str(),
@@ -201,6 +253,7 @@ export const SCHEMAS: Record<string, JsonSchema> = {
       description: "Spend by public model id.",
       additionalProperties: object({ requests: int(), ...amount("spent", "Spent") }),
     },
+    cache: ref("AccountCacheReport"),
   }),
   TotalUsage: object({
     object: constant("usage"),
@@ -209,6 +262,7 @@ export const SCHEMAS: Record<string, JsonSchema> = {
     requests: int(),
     ...amount("spent", "Settled spend in the window"),
     by_day: list(ref("DayUsage")),
+    cache: ref("CacheReport"),
   }),
   LedgerEntry: object({
     id: int(),
@@ -227,6 +281,18 @@ export const SCHEMAS: Record<string, JsonSchema> = {
       quantity: int(),
       ...amount("amount", "This line's amount"),
     })),
+    cache: orNull(object({
+      input_tokens: int("Every input token of the call."),
+      cached_input_tokens: int("Read from the prompt cache."),
+      cache_write_tokens: int("Written to it for 5 minutes."),
+      cache_write_1h_tokens: int("Written to it for an hour."),
+      ...amount("saved", "What the reads saved"),
+      miss: orNull(object({
+        cause: str("Why the gateway made the call miss: failover, key_rotation, translation."),
+        missed_input_tokens: int("Input tokens it would have read from the cache."),
+        ...amount("lost", "What that lost, estimated"),
+      }, "A miss the gateway caused (null: none known).")),
+    }, "What the prompt cache did for the call (null: no input tokens recorded).")),
     estimated: { type: "boolean", description: "Charged on an estimate (no usage reported)." },
     note: orNull(str()),
     created_at: time(),

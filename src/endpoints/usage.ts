@@ -3,7 +3,8 @@
  * the key's RPM). Amounts are exact: decimal USD strings with integer nanoUSD beside them. Spend
  * is split by unit (`by_unit`: tokens by kind, images, video seconds, search calls) and by model;
  * `held_by_unit` shows what is reserved by calls in flight and unfinished video jobs. The calling
- * key's limits and budgets (and its account's) come with it.
+ * key's limits and budgets (and its account's) come with it, and what the prompt cache did for the
+ * account and the key (`cache`, see `billing/cache_report.ts`).
  */
 import type { Handler } from "../context.ts";
 import { amountFields } from "../money.ts";
@@ -11,6 +12,9 @@ import { budgetJson, byModelFields, byUnitFields } from "../billing/spend_report
 import { budgetWindows } from "../billing/windows.ts";
 import { limitsJson } from "../billing/accounts_json.ts";
 import { jsonResponse } from "../http/json.ts";
+import { cacheReport } from "../billing/cache_report.ts";
+import { DEFAULT_DAYS, MAX_DAYS } from "./admin_bodies.ts";
+import { countParam, daysSince } from "./query.ts";
 import type { UsageSummary } from "../store/store.ts";
 
 /** The wire body of `GET /v1/usage`. */
@@ -31,15 +35,20 @@ function usageBody(u: UsageSummary): Record<string, unknown> {
 
 /**
  * The caller's own usage, and its key's: its limits and where its budgets and its account's stand
- * (spent in the window, held, remaining, when each resets) — nothing of other keys.
+ * (spent in the window, held, remaining, when each resets), and the prompt cache's figures of the
+ * last `days` UTC days (default 30) — its account's and its key's own, nothing of other keys or
+ * accounts.
  */
 export const getUsage: Handler = async (ctx) => {
   const principal = ctx.principal!;
   const { store, config } = ctx.services;
   const now = ctx.now();
-  const [summary, budgets] = await Promise.all([
+  const days = countParam(ctx.url, "days", DEFAULT_DAYS, MAX_DAYS);
+  const since = daysSince(days, now);
+  const [summary, budgets, cache] = await Promise.all([
     store.usage(principal.accountId),
     store.budgets(principal.keyId, principal.accountId, budgetWindows(now, config.budgetTimeZone)),
+    store.cacheUsage(since, principal.accountId),
   ]);
   const key = await store.findKey(principal.keyId);
   return jsonResponse({
@@ -53,5 +62,11 @@ export const getUsage: Handler = async (ctx) => {
     },
     account_limits: limitsJson(principal.accountLimits),
     budgets: budgets.map(budgetJson),
+    cache: {
+      days,
+      since: new Date(since).toISOString().slice(0, 10),
+      ...cacheReport(cache),
+      key: cacheReport(cache.filter((row) => row.keyId === principal.keyId)),
+    },
   });
 };

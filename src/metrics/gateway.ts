@@ -16,6 +16,7 @@ import {
   type Samples,
 } from "./registry.ts";
 import type { Usage } from "../billing/price.ts";
+import type { CacheCharge } from "../store/store.ts";
 import type { Config } from "../config/load.ts";
 import { DEFAULT_METRICS_MODELS } from "../config/schema.ts";
 import { RECENT_FAMILIES, RecentCalls } from "./recent.ts";
@@ -52,6 +53,11 @@ export const UPSTREAM_RETRIES: Family = counter(
   "Failed attempts that moved a call on to another key, deployment or model, by provider and reason.",
   ["provider", "reason"],
 );
+export const AFFINITY_MOVES: Family = counter(
+  "switchyard_cache_affinity_moves_total",
+  "Conversations a call moved off the deployment and key holding their prompt cache (a circuit, resting keys, limits or a failure), by the deployment they left.",
+  ["deployment"],
+);
 export const CIRCUITS: Family = gauge(
   "switchyard_deployment_circuit_open",
   "1 when a deployment's circuit is open or half-open (calls pass it over), else 0.",
@@ -66,6 +72,21 @@ export const SPEND: Family = counter(
   "switchyard_spend_nanousd_total",
   "Amount charged in nanoUSD (1e-9 USD), by model and account.",
   ["model", "account"],
+);
+export const CACHE_TOKENS: Family = counter(
+  "switchyard_cache_input_tokens_total",
+  "Input tokens charged, by model and how the prompt cache served them (read, write_5m, write_1h, uncached).",
+  ["model", "cache"],
+);
+export const CACHE_SAVED: Family = counter(
+  "switchyard_cache_saved_nanousd_total",
+  "What prompt-cache reads saved in nanoUSD: the tokens read at the input rate minus what they cost, by model.",
+  ["model"],
+);
+export const CACHE_LOST: Family = counter(
+  "switchyard_cache_lost_nanousd_total",
+  "Estimated nanoUSD lost to prompt-cache misses the gateway caused, by model and cause.",
+  ["model", "cause"],
 );
 export const RATE_LIMITED: Family = counter(
   "switchyard_rate_limited_total",
@@ -112,9 +133,13 @@ export const FAMILIES: readonly Family[] = [
   UPSTREAM_SECONDS,
   UPSTREAM_ERRORS,
   UPSTREAM_RETRIES,
+  AFFINITY_MOVES,
   CIRCUITS,
   TOKENS,
   SPEND,
+  CACHE_TOKENS,
+  CACHE_SAVED,
+  CACHE_LOST,
   OPEN_STREAMS,
   OPEN_CONNECTIONS,
   REFUSED_CONNECTIONS,
@@ -172,8 +197,17 @@ export function observeCommit(seconds: number): void {
 /** This thread's upstream outcomes of the last minutes, by provider (see `recent.ts`). */
 export const recentCalls = new RecentCalls(metrics);
 
-/** Counts a settled charge: its tokens by kind and its amount. */
-export function recordCharge(model: string, account: string, usage: Usage, amount: number): void {
+/**
+ * Counts a settled charge: its tokens by kind and its amount, and with its cache figures its input
+ * tokens by how the prompt cache served them, what reads saved and what a miss lost.
+ */
+export function recordCharge(
+  model: string,
+  account: string,
+  usage: Usage,
+  amount: number,
+  cache?: CacheCharge,
+): void {
   const kinds: [string, number][] = [
     ["input", usage.inputTokens],
     ["cached_input", usage.cachedInputTokens],
@@ -182,6 +216,18 @@ export function recordCharge(model: string, account: string, usage: Usage, amoun
   ];
   for (const [kind, n] of kinds) if (n > 0) metrics.add(TOKENS, [model, account, kind], n);
   metrics.add(SPEND, [model, account], amount);
+  if (!cache) return;
+  const uncached = cache.inputTokens - cache.cachedTokens - cache.cacheWriteTokens -
+    cache.cacheWrite1hTokens;
+  const served: [string, number][] = [
+    ["read", cache.cachedTokens],
+    ["write_5m", cache.cacheWriteTokens],
+    ["write_1h", cache.cacheWrite1hTokens],
+    ["uncached", uncached],
+  ];
+  for (const [how, n] of served) if (n > 0) metrics.add(CACHE_TOKENS, [model, how], n);
+  if (cache.saved > 0) metrics.add(CACHE_SAVED, [model], cache.saved);
+  if (cache.miss) metrics.add(CACHE_LOST, [model, cache.miss.cause], cache.miss.lost);
 }
 
 /** This thread's values as plain data, with its gauges as they are now. */

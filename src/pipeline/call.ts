@@ -242,12 +242,13 @@ function finishReasons(codec: Codec, provider: string) {
 }
 
 /**
- * The records step. Upstream state — stored responses, containers — lives under the operator's
- * one upstream key, so one account must never reach another's: the objects a charged answer
- * created are recorded as the caller's, with the conversation's size for later holds and the
- * provider holding them, in the same commit as the charge (it runs just before the settle step's
- * `after`). A request naming an object that is not its account's is refused as not found (the
- * rule is `resolve.ts`'s; what each protocol's requests name is its own).
+ * The records step. Upstream state — stored responses and their items, containers — lives under
+ * the operator's one upstream key, so one account must never reach another's: the objects a
+ * charged answer created are recorded as the caller's, with the conversation's size for later
+ * holds (a response's) and the provider holding them, in the same commit as the charge (it runs
+ * just before the settle step's `after`); a response stored nowhere (`store: false`) and its items
+ * are not recorded. A request naming an object that is not its account's is refused as not found
+ * (the rule is `resolve.ts`'s; what each protocol's requests name is its own).
  */
 export const recordStep: StepOf = ({ call, bill }) => {
   if (!call.objectsFromJson) return undefined;
@@ -263,9 +264,10 @@ export const recordStep: StepOf = ({ call, bill }) => {
       const local = ctx.socket?.objects;
       for (const { id, kind } of end.objects) {
         if (id.length > MAX_ID) continue;
-        local?.set(id, { id, accountId, kind, contextTokens, provider });
-        if (kind === "response" && call.keepResponses === false) continue;
-        ctx.services.store.recordObject({ id, accountId, kind, contextTokens, provider })
+        const object = { id, accountId, kind, contextTokens: kind === "item" ? 0 : contextTokens };
+        local?.set(id, { ...object, provider });
+        if (kind !== "container" && call.keepResponses === false) continue;
+        ctx.services.store.recordObject({ ...object, provider })
           .catch((error) =>
             log("warn", "upstream object not recorded", {
               request_id: ctx.requestId,

@@ -3,11 +3,10 @@
  * `http/relay.ts` — the bytes as they are (pass-through), or decoded from the upstream's protocol
  * and encoded in the client's (a translation) — with the meter always reading the upstream's side.
  * The cross-cutting work around the answer runs as the steps listed here (`STEPS`: the trace, the
- * settlement, the stored-object records, the metrics, the adaptations shown; see `call.ts`,
- * `adapted.ts`): each `before` as the relay
- * begins, each `after` once the call has ended — a stream when it ends, a whole answer once its
- * response is sure to be sent (see `settle.ts`). Settled exactly once; failed calls are released
- * unbilled.
+ * settlement, the stored-object records, the metrics, the adaptations shown, the conversation's
+ * placement; see `call.ts`, `adapted.ts`, `affinity.ts`): each `before` as the relay begins, each
+ * `after` once the call has ended — a stream when it ends, a whole answer once its response is
+ * sure to be sent (see `settle.ts`). Settled exactly once; failed calls are released unbilled.
  */
 import type { Charged } from "../billing/ledger.ts";
 import type { Usage } from "../billing/price.ts";
@@ -39,12 +38,13 @@ import {
   traceStep,
 } from "./call.ts";
 import { scopeOf, settleStep } from "./settle.ts";
+import { affinityStep } from "./affinity.ts";
 import { adaptedStep } from "./adapted.ts";
 import type { Answered } from "./send.ts";
 import { redact } from "./upstream_errors.ts";
 
 /** The steps around every answer, in order: `before` runs down this list, `after` up it. */
-const STEPS: StepOf[] = [traceStep, settleStep, recordStep, metricsStep, adaptedStep];
+const STEPS: StepOf[] = [traceStep, settleStep, recordStep, metricsStep, adaptedStep, affinityStep];
 
 /** The response header that tells a client the output cap the gateway imposed. */
 export const OUTPUT_CAP_HEADER = "x-switchyard-max-output-tokens";

@@ -3,11 +3,12 @@
  * error in the route's format — unknown model 404, provider without a key 503, a model of another
  * kind (or an endpoint its provider does not offer) 400 with a pointer to the endpoint that serves
  * it, a model the key may not call 403. And the stored state its body names, as its protocol
- * declares it (see `BodyNames`): upstream objects (a `previous_response_id`, a container), the
- * conversation the gateway keeps for a `previous_response_id`, and the kept answers whose items it
- * refers to, read from the store once, before the protocol code that checks it runs (that code is
- * synchronous; the store is not). What the request does not name is not read; what it names but
- * the store does not hold is simply absent, so the checks refuse it. Whose state is whose is this
+ * declares it (see `BodyNames`): upstream objects (a `previous_response_id`, a container, items
+ * of a stored answer it refers to), the conversation the gateway keeps for a
+ * `previous_response_id`, and the kept answers whose items it refers to, read from the store
+ * once, before the protocol code that checks it runs (that code is synchronous; the store is
+ * not). What the request does not name is not read; what it names but the store does not hold is
+ * simply absent, so the checks refuse it. Whose state is whose is this
  * module's rule: the caller's account's, or refused exactly as an id that does not exist.
  */
 import {
@@ -141,7 +142,10 @@ export const MAX_ID = 256;
 export const MAX_STEPS = 2_000;
 /** The most object ids one request may name (more are not read, so refused). */
 const MAX_NAMED = 64;
-/** The most answers whose items one request may refer to (more are not read, so refused). */
+/**
+ * The most answers whose items one request may refer to, and the most upstream items (more are
+ * not read, so refused).
+ */
 const MAX_REFERRED = 256;
 /** How many of those are read at once. */
 const REFERRED_BATCH = 16;
@@ -150,6 +154,15 @@ const REFERRED_BATCH = 16;
 function idOf(value: unknown): string | undefined {
   const id = value !== null && typeof value === "object" ? (value as { id?: unknown }).id : value;
   return typeof id === "string" && id && id.length <= MAX_ID ? id : undefined;
+}
+
+/** `read` of each of `ids`, `REFERRED_BATCH` at a time. */
+async function inBatches<T>(ids: string[], read: (id: string) => Promise<T> | T): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < ids.length; i += REFERRED_BATCH) {
+    out.push(...await Promise.all(ids.slice(i, i + REFERRED_BATCH).map(read)));
+  }
+  return out;
 }
 
 /** What a request that names nothing has (never written to). */
@@ -192,7 +205,12 @@ export async function loadNamedState(
     if (id !== undefined && ids.size < MAX_NAMED) ids.add(id);
   }
   const answers = (names?.answers ?? []).slice(0, MAX_REFERRED);
-  if (!ids.size && !answers.length) {
+  const items = new Set<string>();
+  for (const value of names?.items ?? []) {
+    const id = idOf(value);
+    if (id !== undefined && items.size < MAX_REFERRED) items.add(id);
+  }
+  if (!ids.size && !answers.length && !items.size) {
     ctx.named = NOTHING; // the common case: no query, nothing allocated
     return;
   }
@@ -200,14 +218,18 @@ export async function loadNamedState(
   const bytes = config.conversationMaxBytes * 4;
   // A client WebSocket's own state first (see `SocketState`): the store may not hold it.
   const socket = ctx.socket;
-  const [objects, chain, referred] = await Promise.all([
-    Promise.all([...ids].map((id) => socket?.objects.get(id) ?? store.upstreamObject(id))),
+  const object = (id: string) => socket?.objects.get(id) ?? store.upstreamObject(id);
+  const [objects, chain, referred, referredItems] = await Promise.all([
+    Promise.all([...ids].map(object)),
     previous === undefined || previous === socket?.last?.id
       ? []
       : store.responseChain(previous, { steps: MAX_STEPS + 1, bytes }),
     referredSteps(store, answers, bytes),
+    inBatches([...items].filter((id) => !ids.has(id)), object),
   ]);
-  for (const object of objects) if (object) named.objects.set(object.id, object);
+  for (const object of [...objects, ...referredItems]) {
+    if (object) named.objects.set(object.id, object);
+  }
   for (const step of [...referred, ...chain]) named.steps.set(step.id, step);
   ctx.named = named;
 }
@@ -229,19 +251,24 @@ function mine(ctx: RequestContext, id: unknown) {
  * objects it names, held to the rule of whose they are.
  */
 export function callInput(ctx: RequestContext): CallInput {
+  const owned: CallInput["owned"] = (id, kind) => {
+    namedState(ctx); // a route that did not load the state is a bug, not a refusal
+    const found = mine(ctx, id);
+    return found?.kind === kind ? found : undefined;
+  };
   return {
     url: ctx.url,
     headers: ctx.req.headers,
     params: ctx.params,
     own(id, kind, field) {
-      namedState(ctx); // a route that did not load the state is a bug, not a 404
-      const found = mine(ctx, id);
-      if (!found || found.kind !== kind) {
+      const found = owned(id, kind);
+      if (!found) {
         const text = typeof id === "string" ? id : "";
         throw notFound(kind === "response" ? "Previous response" : "Container", text, field);
       }
       return found;
     },
+    owned,
   };
 }
 

@@ -35,7 +35,7 @@ import { UpstreamSockets } from "../providers/socket.ts";
 /** Turns a connection may have waiting behind the one in flight. */
 const MAX_QUEUED = 16;
 
-/** Upstream responses a connection remembers (the oldest forgotten first). */
+/** Upstream objects (responses, their items) a connection keeps, the oldest forgotten first. */
 const MAX_OBJECTS = 1_000;
 
 /**

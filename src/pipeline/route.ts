@@ -149,10 +149,12 @@ export async function routeCall(
   route.alternatives = retarget &&
     (r.targets.length > 1 || r.fallbacks.length > 0 || r.contextFallback !== undefined);
   const allowed = (id: string) => principalMayCall(ctx, id);
+  // Where the call's conversation has its cache, first (see `affinity.ts`).
+  const prefer = route.prefer?.target;
   const rounds = new Rounds(
     (root) =>
       retarget
-        ? candidates(board, catalog, root, settings.circuit, pin, reaches, allowed)
+        ? candidates(board, catalog, root, settings.circuit, pin, reaches, allowed, prefer)
         : ownTarget(board, root, settings.circuit),
     route,
     model,

@@ -29,6 +29,7 @@ import { planCall } from "../translate/plan.ts";
 import { toolForms } from "../translate/tool_forms.ts";
 import type { Call, Translation } from "./call.ts";
 import { keptConversations } from "./conversations.ts";
+import { keepConversation } from "./affinity.ts";
 import {
   callInput,
   continuedProvider,
@@ -87,6 +88,8 @@ export function textCall(client: WireProtocol): Handler {
     };
     // A body continuing upstream state (a stored response) goes to the provider holding it.
     const pin = continuedProvider(ctx, names);
+    // The deployment and key holding the conversation's prompt cache, first.
+    await keepConversation(ctx, client, input, body, model);
     return await routeCall(ctx, model, (target) => callFor(request, target), true, pin);
   };
 }
@@ -182,6 +185,7 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     model: model.upstreamId,
     provider: model.provider.name,
     family: model.provider.type,
+    ...(model.cacheBreakpoints === false ? { cacheBreakpoints: false } : {}),
   };
   const { value: encoded, adaptations } = collect((adapt) =>
     upstream.encodeRequest(canonical, target, adapt)

@@ -25,6 +25,7 @@ import { log } from "../log.ts";
 import type { BodyNames } from "../protocols/wire.ts";
 import { threadNotFound, threadUnsupported } from "../protocols/messages/thread.ts";
 import type { ThreadTurn } from "../store/store.ts";
+import { unmarked } from "../translate/prompt_cache.ts";
 import type {
   CanonicalRequest,
   CanonicalResponse,
@@ -145,7 +146,8 @@ function continuing(ctx: RequestContext, id: string, turns: KeptTurn[]): ThreadC
       if (bytes > ctx.services.config.conversationMaxBytes) {
         throw threadUnsupported("This turn is too large for this gateway to hold.");
       }
-      return { ...request, ...create!, messages: [...kept, ...request.messages] };
+      // Breakpoints of the turns kept no longer stand: the client set this turn's.
+      return { ...request, ...create!, messages: [...unmarked(kept), ...request.messages] };
     },
     keep(request, response, answerId) {
       save(ctx, answerId, id, { messages: turn(request, response) });

@@ -14,7 +14,7 @@ import type { SseEvent } from "../http/sse.ts";
 import type { Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
 import type { TokenRequest } from "../billing/reserve.ts";
-import type { CreatedObject } from "../billing/usage.ts";
+import type { CreatedObject, ObjectKind } from "../billing/usage.ts";
 import type { UpstreamCall } from "../providers/index.ts";
 import type { Codec, UsageView } from "../translate/codec.ts";
 import type { Json } from "../translate/ir.ts";
@@ -36,6 +36,8 @@ export interface CallInput {
   params: Record<string, string>;
   /** The caller's own upstream object `id` of `kind`, or a thrown 404 naming `field`. */
   own(id: unknown, kind: "response" | "container", field: string): OwnedObject;
+  /** The caller's own upstream object `id` of `kind`, or undefined (the protocol then decides). */
+  owned(id: unknown, kind: ObjectKind): OwnedObject | undefined;
 }
 
 /**
@@ -60,6 +62,11 @@ export interface BodyNames {
   answers?: string[];
   /** The thread it creates or continues, if any. */
   thread?: ThreadName;
+  /**
+   * The upstream items it refers to by id (Responses item references to items of a stored answer
+   * passed through): read like `objects`, but more of them (a long conversation refers to many).
+   */
+  items?: string[];
 }
 
 /** The stored state a protocol's requests name. */
@@ -72,6 +79,26 @@ export interface StateNames {
    */
   chained?: boolean;
 }
+
+/**
+ * The conversation a call belongs to, named from what clients already send, so that its calls
+ * keep to the deployment and upstream key holding its prompt cache (see `pipeline/affinity.ts`).
+ */
+export interface ConversationId {
+  /**
+   * The client's own name for it (`session:…` Claude Code's session, `cache-key:…` a
+   * `prompt_cache_key`, `answer:…` the answer a `previous_response_id` continues), or the hash of
+   * its cacheable prefix — system prompt, tools, first turn (`prefix:…`).
+   */
+  id: string;
+  /** The client asked the provider to keep its cache an hour or more (extended retention). */
+  extended: boolean;
+  /** Its clients continue it by an answer's id: each answer's id names it too. */
+  chained?: boolean;
+}
+
+/** A protocol's conversations: the one a request belongs to, if it can tell (pure). */
+export type ConversationOf = (input: CallInput, body: JsonBody) => ConversationId | undefined;
 
 /** How a protocol's answers look where the gateway writes or changes them. */
 export interface AnswerForms {
@@ -181,6 +208,8 @@ export interface WireProtocol extends Codec {
   names?: StateNames;
   /** Its token counting, when it has any. */
   count?: Counting;
+  /** The conversation a request belongs to, when its requests can tell. */
+  conversation?: ConversationOf;
   /** Reads the client's request: validation (400 naming the field), the model, streaming. */
   accept(input: CallInput, body: JsonBody): Accepted;
   /** Plans a call of `body` — already in this protocol — to `model`. */

@@ -41,6 +41,11 @@ export class CallRoute {
   alternatives = false;
   /** The id of the key the last answered request used (see `UpstreamCall.key`). */
   keyUsed?: string;
+  /**
+   * Where the call's conversation has its prompt cache: that deployment (by name) is tried first
+   * and that key (by id) first on it, while they are usable (see `pipeline/affinity.ts`).
+   */
+  prefer?: { target: string; key: string };
 
   constructor(readonly settings: RoutingSettings, readonly board: Board) {}
 

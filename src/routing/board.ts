@@ -7,9 +7,11 @@
  * A slot is 16 32-bit integers and 4 64-bit times (milliseconds since the epoch); what each field
  * means is up to the module that names the slot (`keys.ts`, `circuit.ts`, `limits.ts`). Names are
  * stable across reloads, so state outlives a config reload (refused keys end by a generation,
- * see `keys.ts`).
+ * see `keys.ts`). After the slots, the same buffer holds where conversations' prompt caches are
+ * (`affinity.ts`).
  */
 import { CLAIMING, hashesOf } from "../name_hash.ts";
+import { AFFINITY_BYTES, AffinityTable } from "./affinity.ts";
 
 /** Slots in the table; names past it get a slot of their own thread (not shared). */
 const SLOTS = 4096;
@@ -21,8 +23,10 @@ const TIMES = 4;
 const HASH_A = 0;
 const HASH_B = 1;
 
-/** The bytes a board takes. */
-export const BOARD_BYTES = SLOTS * (INTS * 4 + TIMES * 8) + 8;
+/** The bytes of the named slots (and the claim count after them). */
+const SLOTS_BYTES = SLOTS * (INTS * 4 + TIMES * 8) + 8;
+/** The bytes a board takes: its slots, then the conversations' placements (`affinity.ts`). */
+export const BOARD_BYTES = SLOTS_BYTES + AFFINITY_BYTES;
 
 /** One named slot: integer fields 2–15 and time fields 0–3. */
 export class Slot {
@@ -75,12 +79,15 @@ export class Board {
   readonly #absent = new Map<string, number>();
   /** One cell after the slots: how many names were ever claimed. */
   readonly #claims: Int32Array;
+  /** Where conversations' prompt caches are (see `affinity.ts`). */
+  readonly affinity: AffinityTable;
 
   constructor(buffer = new SharedArrayBuffer(BOARD_BYTES)) {
     this.buffer = buffer;
     this.#times = new BigInt64Array(buffer, 0, SLOTS * TIMES);
     this.#ints = new Int32Array(buffer, SLOTS * TIMES * 8, SLOTS * INTS);
     this.#claims = new Int32Array(buffer, SLOTS * (TIMES * 8 + INTS * 4), 1);
+    this.affinity = new AffinityTable(buffer, SLOTS_BYTES);
   }
 
   /** The slot named `name`, claimed on first use by any thread. */

@@ -37,14 +37,20 @@ export function targetSlot(board: Board, target: Target): Slot {
   return board.slot(`target:${target.name}`);
 }
 
-/** A model's deployments in the order this call tries them. */
-export function targetOrder(board: Board, model: ResolvedModel): Target[] {
+/**
+ * A model's deployments in the order this call tries them: by weighted turn, but `prefer` (a
+ * deployment's name: where the call's conversation has its cache) first.
+ */
+export function targetOrder(board: Board, model: ResolvedModel, prefer?: string): Target[] {
   const targets = model.route.targets;
   if (targets.length <= 1) return targets;
   let turns = turnsOf.get(targets);
   if (!turns) turnsOf.set(targets, turns = schedule(targets.map((t) => t.weight)));
   const counter = board.slot(`turn:model:${model.route.name}`).add(TURN, 1);
-  return turnOrder(turns, counter, targets.length).map((i) => targets[i]);
+  const order = turnOrder(turns, counter, targets.length).map((i) => targets[i]);
+  const at = prefer === undefined ? -1 : order.findIndex((t) => t.name === prefer);
+  if (at > 0) order.unshift(...order.splice(at, 1));
+  return order;
 }
 
 /**
@@ -55,7 +61,9 @@ export function targetOrder(board: Board, model: ResolvedModel): Target[] {
  * resting one are never used before they wake: the call fails with 429 then). Fallback ids that
  * no longer resolve (a provider disabled), and those the caller may not use (`allowed`), are passed
  * over. With `pin`, only deployments of that provider are offered (when the model or a fallback has
- * one); with `reaches`, only those of providers the endpoint can call.
+ * one); with `reaches`, only those of providers the endpoint can call. `prefer` names the
+ * deployment offered first among the model's own (see `targetOrder`): like any other, it is passed
+ * over while its circuit is open or its keys rest.
  */
 export function* candidates(
   board: Board,
@@ -65,6 +73,7 @@ export function* candidates(
   pin?: string,
   reaches?: (provider: ProviderEntry) => boolean,
   allowed?: (id: string) => boolean,
+  prefer?: string,
 ): Generator<Candidate> {
   const chain: ResolvedModel[] = [model];
   for (const id of model.route.fallbacks) {
@@ -80,7 +89,7 @@ export function* candidates(
   const open: Candidate[] = [];
   let offered = 0;
   for (const current of chain) {
-    for (const target of targetOrder(board, current)) {
+    for (const target of targetOrder(board, current, current === model ? prefer : undefined)) {
       if (pinned && target.provider.name !== pin) continue;
       if (reaches && !reaches(target.provider)) continue;
       const candidate = offer(board, current, target, settings, open);

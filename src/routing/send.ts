@@ -42,6 +42,10 @@ export async function send(
     // The key an object was made with, if it is still configured (else the keys in turn).
     const own = provider.keys.findIndex((k) => k.id === call.key);
     if (own >= 0) turns.order = turns.order.includes(own) ? [own] : [];
+  } else if (route.prefer?.target === model) {
+    // The key holding the conversation's cache first, while it is usable.
+    const at = turns.order.findIndex((i) => provider.keys[i].id === route.prefer!.key);
+    if (at > 0) turns.order.unshift(...turns.order.splice(at, 1));
   }
   if (!turns.order.length) throw noKey(turns.wakes);
   const again = replayable(call.body);

@@ -15,6 +15,8 @@ import { startMemoryTrim } from "./memory_trim.ts";
 const OBJECT_RETENTION_MS = 30 * 24 * 3600 * 1000;
 /** How often calls held by a process that died are looked for (also done at startup). */
 const RECOVERY_INTERVAL_MS = 30_000;
+/** How often conversations' expired placements are pruned (a store replicas share). */
+const AFFINITY_PRUNE_MS = 10 * 60_000;
 
 /** Work that runs once per process, whatever the number of serving threads. */
 export interface Background {
@@ -23,7 +25,8 @@ export interface Background {
 
 /**
  * Starts the background work: the video poller, pruning of upstream objects and kept
- * conversations (now and every 6 hours), settling calls held by processes that died (every
+ * conversations (now and every 6 hours) and of conversations' expired placements (every 10
+ * minutes, on a store replicas share), settling calls held by processes that died (every
  * `RECOVERY_INTERVAL_MS`; startup recovery is the caller's), and alerts (see `alerts/watch.ts`).
  */
 export function startBackground(services: Services): Background {
@@ -58,6 +61,15 @@ export function startBackground(services: Services): Background {
       log("error", "recovering held calls failed", { error: String(error) });
     }
   }, RECOVERY_INTERVAL_MS);
+  // Conversations' placements expire within the hour (see `pipeline/affinity.ts`).
+  const affinityPruner = store.pruneAffinity && setInterval(async () => {
+    try {
+      if (store.leading && !(await store.leading())) return;
+      await store.pruneAffinity!(Date.now());
+    } catch (error) {
+      log("warn", "pruning conversations' placements failed", { error: String(error) });
+    }
+  }, AFFINITY_PRUNE_MS);
   const trimmer = startMemoryTrim();
   const alerts = startAlerts(services);
   return {
@@ -67,6 +79,7 @@ export function startBackground(services: Services): Background {
       poller.stop();
       void metricsServer?.shutdown();
       clearInterval(pruner);
+      clearInterval(affinityPruner);
       clearInterval(recovery);
     },
   };

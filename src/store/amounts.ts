@@ -10,7 +10,15 @@
  * 2^53), a bigint beyond. The stores' columns are 64-bit, so an account's lifetime spend may
  * reach 2^63 − 1 nanoUSD (about 9.2 billion USD).
  */
-import type { Charge, NewHold, Total, UnitLine, VideoJob, VideoOutcome } from "./store.ts";
+import type {
+  CacheCharge,
+  Charge,
+  NewHold,
+  Total,
+  UnitLine,
+  VideoJob,
+  VideoOutcome,
+} from "./store.ts";
 
 /**
  * The most nanoUSD an account may hold, 2^53 − 1 (about 9,007,199.25 USD): a credit that would
@@ -118,9 +126,40 @@ function lines(what: string, units: readonly UnitLine[], amount: unknown): void 
   }
 }
 
-/** A charge to settle a hold on: whole, non-negative lines, and the amount their sum. */
+/** The longest miss cause the store keeps (they are names: `failover`, `key_rotation`, …). */
+const MAX_CAUSE = 64;
+
+/**
+ * A charge's cache figures: whole, non-negative counts and amounts, reads and writes within the
+ * input, and a miss's cause a short name.
+ */
+function cacheFigures(cache: CacheCharge): void {
+  const what = "a charge's cache figures";
+  const input = whole(`${what}: input tokens`, cache.inputTokens);
+  const used = whole(`${what}: cached tokens`, cache.cachedTokens) +
+    whole(`${what}: cache write tokens`, cache.cacheWriteTokens) +
+    whole(`${what}: 1-hour cache write tokens`, cache.cacheWrite1hTokens);
+  if (used > input) {
+    throw new AmountError(`${what}: ${used} tokens read and written, past the ${input} input`);
+  }
+  whole(`${what}: saved`, cache.saved);
+  if (cache.miss === null) return;
+  const cause = cache.miss?.cause;
+  if (typeof cause !== "string" || !cause || cause.length > MAX_CAUSE) {
+    throw new AmountError(`${what}: a miss's cause must be a name of 1 to ${MAX_CAUSE} characters`);
+  }
+  whole(`${what}: a miss's tokens`, cache.miss.tokens);
+  whole(`${what}: a miss's loss`, cache.miss.lost);
+}
+
+/**
+ * A charge to settle a hold on: whole, non-negative lines, the amount their sum, and valid cache
+ * figures when it has them.
+ */
 export function checkCharge(charge: Charge | null): void {
-  if (charge !== null) lines("a charge", charge.units, charge.amount);
+  if (charge === null) return;
+  lines("a charge", charge.units, charge.amount);
+  if (charge.cache !== undefined) cacheFigures(charge.cache);
 }
 
 /** A hold: a whole, non-negative reserve, and a valid estimate. */

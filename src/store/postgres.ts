@@ -11,9 +11,9 @@
  * then in a local spool file — and written once it is back (`postgres_spool.ts`).
  *
  * This module opens the store, puts its parts together — accounts and keys, holds and video jobs,
- * reports, objects, threads, alerts (`postgres_*.ts`) — and runs a serving process's housekeeping. The
- * driver (`npm:postgres`, pure JavaScript) is loaded only by these modules, which `open.ts`
- * imports only when a PostgreSQL URL is configured.
+ * reports, objects, threads, alerts, conversations' placements (`postgres_*.ts`) — and runs a
+ * serving process's housekeeping. The driver (`npm:postgres`, pure JavaScript) is loaded only by
+ * these modules, which `open.ts` imports only when a PostgreSQL URL is configured.
  */
 import { log } from "../log.ts";
 import { type RateDecision, type Store, StoreUnavailable } from "./store.ts";
@@ -27,6 +27,7 @@ import { postgresReports } from "./postgres_reports.ts";
 import { postgresObjects } from "./postgres_objects.ts";
 import { postgresThreads } from "./postgres_threads.ts";
 import { postgresAlerts } from "./postgres_alerts.ts";
+import { postgresAffinity } from "./postgres_affinity.ts";
 
 /** How a PostgreSQL store is opened. */
 export interface PostgresOptions {
@@ -81,6 +82,7 @@ export async function openPostgresStore(
       ...postgresObjects(c),
       ...postgresThreads(c),
       ...postgresAlerts(c),
+      ...postgresAffinity(c),
       countRequest: (keyId, limit) => countRequest(c, keyId, limit),
       leading: () => owners.leading(),
       unreachable: () => c.unreachable(),

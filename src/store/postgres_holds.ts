@@ -28,7 +28,7 @@ import {
   tokensBack,
   utcWindows,
 } from "./limits.ts";
-import { BUDGET_COLUMNS, toBudgetRow, toVideoJob } from "./rows.ts";
+import { BUDGET_COLUMNS, cacheValues, toBudgetRow, toVideoJob } from "./rows.ts";
 import { type PgConnection, REPORT_TIMEOUT_MS, type Tx } from "./postgres_connection.ts";
 import type { PgOwners } from "./postgres_owners.ts";
 import type { Deferred, Spool } from "./postgres_spool.ts";
@@ -41,6 +41,15 @@ import type { HoldsPart } from "./store_parts.ts";
 export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): HoldsPart {
   const { sql } = c;
   const BUDGET = sql.unsafe(BUDGET_COLUMNS);
+
+  /** The cache columns of a settlement (see `cacheValues`), as `SET` assignments. */
+  const cacheSet = (charge: Charge) => {
+    const [input, cached, write, write1h, saved, miss, missTokens, lost] = cacheValues(charge);
+    return sql`input_tokens = ${input}, cached_tokens = ${cached},
+      cache_write_tokens = ${write}, cache_write_1h_tokens = ${write1h},
+      cache_saved = ${saved}::bigint, cache_miss = ${miss}, cache_miss_tokens = ${missTokens},
+      cache_lost = ${lost}::bigint`;
+  };
 
   /** Gives back what a limited hold counted (see `Store.settle`), in `tx`. */
   const giveBack = async (
@@ -85,7 +94,7 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
       ? await tx`
         UPDATE ledger SET status = 'settled', amount = ${charge.amount}::bigint,
                           units = ${c.json(charge.units)}, estimated = ${charge.estimated},
-                          settled_at = ${now}
+                          settled_at = ${now}, ${cacheSet(charge)}
         WHERE id = ${id} AND status = 'held' RETURNING account_id, reserved, key_id, limits`
       : await tx`
         DELETE FROM ledger WHERE id = ${id} AND status = 'held'
@@ -110,7 +119,8 @@ export function postgresHolds(c: PgConnection, owners: PgOwners, spool: Spool): 
         WITH l AS (
           UPDATE ledger SET status = 'settled', amount = ${charge.amount}::bigint,
                             units = ${c.json(charge.units)},
-                            estimated = ${charge.estimated}, settled_at = ${now}
+                            estimated = ${charge.estimated}, settled_at = ${now},
+                            ${cacheSet(charge)}
           WHERE id = ${id} AND status = 'held' AND limits IS NULL RETURNING account_id, reserved
         ), a AS (
           UPDATE accounts SET held = accounts.held - l.reserved,

@@ -1,10 +1,18 @@
 /**
  * What the PostgreSQL store reports from its ledger: an account's usage (by unit, by model, what
- * its calls in flight hold), settled spend by UTC day — an account's, or every account's — and the
- * ledger itself, newest first, a page at a time. Sums are `numeric`, exact at any size (see
+ * its calls in flight hold), settled spend by UTC day — an account's, or every account's — the
+ * prompt cache's figures, and the ledger itself, newest first, a page at a time. Sums are `numeric`, exact at any size (see
  * `amounts.ts`); reports may read much, so they get the longer deadline.
  */
-import { ACCOUNT_COLUMNS, LEDGER_COLUMNS, toDay, toLedgerEntry, toUsage } from "./rows.ts";
+import {
+  ACCOUNT_COLUMNS,
+  CACHE_SUMS,
+  LEDGER_COLUMNS,
+  toCacheUsage,
+  toDay,
+  toLedgerEntry,
+  toUsage,
+} from "./rows.ts";
 import { type PgConnection, REPORT_TIMEOUT_MS } from "./postgres_connection.ts";
 import type { ReportsPart } from "./store_parts.ts";
 
@@ -60,6 +68,25 @@ export function postgresReports(c: PgConnection): ReportsPart {
         REPORT_TIMEOUT_MS,
       );
       return rows.map(toDay);
+    },
+
+    async cacheUsage(since, accountId) {
+      const rows = await c.run(
+        accountId === undefined
+          ? sql`
+          SELECT ${sql.unsafe(DAY)} AS day, l.model, l.cache_miss, ${sql.unsafe(CACHE_SUMS)}
+          FROM ledger l WHERE l.kind = 'charge' AND l.status = 'settled'
+            AND l.created_at >= ${since} AND l.input_tokens > 0
+          GROUP BY 1, 2, 3 ORDER BY 1, 2, 3 NULLS FIRST`
+          : sql`
+          SELECT ${sql.unsafe(DAY)} AS day, l.key_id, l.model, l.cache_miss,
+                 ${sql.unsafe(CACHE_SUMS)}
+          FROM ledger l WHERE l.account_id = ${accountId} AND l.kind = 'charge'
+            AND l.status = 'settled' AND l.created_at >= ${since} AND l.input_tokens > 0
+          GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4 NULLS FIRST`,
+        REPORT_TIMEOUT_MS,
+      );
+      return rows.map(toCacheUsage);
     },
 
     async ledgerPage(page) {

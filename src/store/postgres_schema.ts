@@ -277,6 +277,24 @@ export const MIGRATIONS: string[] = [
      created_at bigint NOT NULL
    );
    CREATE INDEX thread_turns_age ON thread_turns (created_at);`,
+  // What the prompt cache did for each call (see the SQLite store's migration of the same name).
+  `ALTER TABLE ledger ADD COLUMN input_tokens bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cached_tokens bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cache_write_tokens bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cache_write_1h_tokens bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cache_saved bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cache_miss text,
+     ADD COLUMN cache_miss_tokens bigint NOT NULL DEFAULT 0,
+     ADD COLUMN cache_lost bigint NOT NULL DEFAULT 0;`,
+  // Where conversations' prompt caches are (see `postgres_affinity.ts`): unlogged, as a placement
+  // lost in a crash only costs a cache miss.
+  `CREATE UNLOGGED TABLE conversation_affinity (
+     id text PRIMARY KEY,
+     deployment text NOT NULL,
+     key_id text NOT NULL,
+     expires_at bigint NOT NULL
+   );
+   CREATE INDEX conversation_affinity_expiry ON conversation_affinity (expires_at);`,
 ];
 
 /** Runs the migrations the database has not had yet (once, whichever replica comes first). */

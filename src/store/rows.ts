@@ -8,6 +8,9 @@ import type {
   AlertStatus,
   AlertType,
   BudgetPeriod,
+  CacheCharge,
+  CacheUsageRow,
+  Charge,
   DayUsage,
   KeyRecord,
   LedgerEntry,
@@ -37,7 +40,41 @@ export const BUDGET_COLUMNS = "owner, period, amount, held, window_start, window
 /** What `toLedgerEntry` reads, from `ledger l` joined with its `accounts a`. */
 export const LEDGER_COLUMNS = `l.id, l.kind, l.status, a.name AS account, l.request_id, l.key_id,
   l.endpoint, l.model, l.provider, l.upstream_model, l.amount, l.units, l.estimated, l.note,
-  l.created_at, l.settled_at`;
+  l.created_at, l.settled_at, l.input_tokens, l.cached_tokens, l.cache_write_tokens,
+  l.cache_write_1h_tokens, l.cache_saved, l.cache_miss, l.cache_miss_tokens, l.cache_lost`;
+/** The sums `toCacheUsage` reads, of the ledger rows `l` of a group. */
+export const CACHE_SUMS = `count(*) AS requests, sum(l.input_tokens) AS input_tokens,
+  sum(l.cached_tokens) AS cached_tokens, sum(l.cache_write_tokens) AS cache_write_tokens,
+  sum(l.cache_write_1h_tokens) AS cache_write_1h_tokens, sum(l.cache_saved) AS saved,
+  sum(l.cache_miss_tokens) AS miss_tokens, sum(l.cache_lost) AS lost`;
+
+/**
+ * The cache columns a settlement writes, in the order `input_tokens, cached_tokens,
+ * cache_write_tokens, cache_write_1h_tokens, cache_saved, cache_miss, cache_miss_tokens,
+ * cache_lost` (a charge without its cache figures writes zeros).
+ */
+export function cacheValues(charge: Charge): [
+  number,
+  number,
+  number,
+  number,
+  number,
+  string | null,
+  number,
+  number,
+] {
+  const c = charge.cache;
+  return [
+    c?.inputTokens ?? 0,
+    c?.cachedTokens ?? 0,
+    c?.cacheWriteTokens ?? 0,
+    c?.cacheWrite1hTokens ?? 0,
+    c?.saved ?? 0,
+    c?.miss?.cause ?? null,
+    c?.miss?.tokens ?? 0,
+    c?.miss?.lost ?? 0,
+  ];
+}
 /** What `toAlert` reads, from `alerts`. */
 export const ALERT_COLUMNS = `id, type, owner, period, window_start, threshold, account_id, key_id,
   payload, status, attempts, next_attempt_at, last_attempt_at, last_error, created_at,
@@ -117,6 +154,41 @@ export function toThreadTurn(row: Row): ThreadTurn {
     previousId: text(row.previous_id),
     turn: String(row.turn),
     createdAt: Number(row.created_at),
+  };
+}
+
+/** A group of `Store.cacheUsage` (its sums as `CACHE_SUMS` names them). */
+export function toCacheUsage(row: Row): CacheUsageRow {
+  return {
+    day: String(row.day),
+    keyId: text(row.key_id),
+    model: String(row.model ?? ""),
+    missCause: text(row.cache_miss),
+    requests: Number(row.requests),
+    inputTokens: toTotal(row.input_tokens),
+    cachedTokens: toTotal(row.cached_tokens),
+    cacheWriteTokens: toTotal(row.cache_write_tokens),
+    cacheWrite1hTokens: toTotal(row.cache_write_1h_tokens),
+    saved: toTotal(row.saved),
+    missTokens: toTotal(row.miss_tokens),
+    lost: toTotal(row.lost),
+  };
+}
+
+/** A ledger row's cache figures; null when it recorded no input tokens and no miss. */
+function cacheOf(row: Row): CacheCharge | null {
+  const cause = text(row.cache_miss);
+  const inputTokens = Number(row.input_tokens ?? 0);
+  if (!inputTokens && cause === null) return null;
+  return {
+    inputTokens,
+    cachedTokens: Number(row.cached_tokens),
+    cacheWriteTokens: Number(row.cache_write_tokens),
+    cacheWrite1hTokens: Number(row.cache_write_1h_tokens),
+    saved: Number(row.cache_saved),
+    miss: cause === null
+      ? null
+      : { cause, tokens: Number(row.cache_miss_tokens), lost: Number(row.cache_lost) },
   };
 }
 
@@ -226,6 +298,7 @@ export function toLedgerEntry(row: Row): LedgerEntry {
     upstreamModel: text(row.upstream_model),
     amount: toTotal(row.amount),
     units: json(row.units) as LedgerEntry["units"],
+    cache: cacheOf(row),
     estimated: Number(row.estimated) === 1,
     note: text(row.note),
     createdAt: Number(row.created_at),

@@ -25,7 +25,14 @@ import {
   tokensBack,
   utcWindows,
 } from "./limits.ts";
-import { ACCOUNT_COLUMNS, BUDGET_COLUMNS, type Row, toBudgetRow, toVideoJob } from "./rows.ts";
+import {
+  ACCOUNT_COLUMNS,
+  BUDGET_COLUMNS,
+  cacheValues,
+  type Row,
+  toBudgetRow,
+  toVideoJob,
+} from "./rows.ts";
 import { answer, type SqliteConnection } from "./sqlite_connection.ts";
 import type { HoldsPart } from "./store_parts.ts";
 
@@ -49,7 +56,9 @@ export function sqliteHolds(c: SqliteConnection): HoldsPart {
        FROM accounts WHERE id = ?3 AND ?7 >= 0 AND (?7 = 0 OR balance - held >= ?7)`,
     // What a limited hold counted comes back with its settlement (null for the others).
     settleHold: `UPDATE ledger SET status = 'settled', amount = ?, units = ?, estimated = ?,
-                         settled_at = ?
+                         settled_at = ?, input_tokens = ?, cached_tokens = ?,
+                         cache_write_tokens = ?, cache_write_1h_tokens = ?, cache_saved = ?,
+                         cache_miss = ?, cache_miss_tokens = ?, cache_lost = ?
        WHERE id = ? AND status = 'held' RETURNING limits, reserved, key_id`,
     deleteHold:
       `DELETE FROM ledger WHERE id = ? AND status = 'held' RETURNING limits, reserved, key_id`,
@@ -125,6 +134,7 @@ export function sqliteHolds(c: SqliteConnection): HoldsPart {
         JSON.stringify(charge.units),
         charge.estimated ? 1 : 0,
         Date.now(),
+        ...cacheValues(charge),
         id,
       )
       : s.deleteHold.get(id)) as Row | undefined;

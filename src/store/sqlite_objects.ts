@@ -1,8 +1,9 @@
 /**
  * What the SQLite store keeps of calls' answers: the upstream objects they created (stored
- * responses, containers), by the account whose call created each, and the Responses conversations
- * the gateway keeps itself — both group-committed with the call's settlement, both pruned by age
- * (kept in insertion order, so the expired ones are a range at the start).
+ * responses and their items, containers), by the account whose call created each, and the
+ * Responses conversations the gateway keeps itself — both group-committed with the call's
+ * settlement, both pruned by age (kept in insertion order, so the expired ones are a range at the
+ * start).
  */
 import { checkTokens } from "./amounts.ts";
 import { type Row, toStoredResponse, toUpstreamObject } from "./rows.ts";

@@ -1,12 +1,14 @@
 /**
  * What the SQLite store reports from its ledger: an account's usage (by unit, by model, what its
- * calls in flight hold), settled spend by UTC day — an account's, or every account's — and the
- * ledger itself, newest first, a page at a time. Sums are exact at any size (see `amounts.ts`).
+ * calls in flight hold), settled spend by UTC day — an account's, or every account's — the prompt
+ * cache's figures, and the ledger itself, newest first, a page at a time. Sums are exact at any size (see `amounts.ts`).
  */
 import {
   ACCOUNT_COLUMNS,
+  CACHE_SUMS,
   LEDGER_COLUMNS,
   type Row,
+  toCacheUsage,
   toDay,
   toLedgerEntry,
   toUsage,
@@ -50,6 +52,18 @@ export function sqliteReports(c: SqliteConnection): ReportsPart {
                FROM ledger l WHERE l.id >= ?2 AND l.kind = 'charge' AND l.status = 'settled'
                  AND l.created_at >= ?1
                GROUP BY day ORDER BY day`,
+    // The prompt cache's figures: an account's per key; every account's from a lower bound on the
+    // id (see `firstEntryFrom`).
+    cacheByKey: `SELECT date(created_at / 1000, 'unixepoch') AS day, l.key_id, l.model,
+                        l.cache_miss, ${CACHE_SUMS}
+                 FROM ledger l WHERE ${SETTLED_CHARGES} AND l.created_at >= ?
+                   AND l.input_tokens > 0
+                 GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
+    cacheAll: `SELECT date(created_at / 1000, 'unixepoch') AS day, l.model, l.cache_miss,
+                      ${CACHE_SUMS}
+               FROM ledger l WHERE l.id >= ?2 AND l.kind = 'charge' AND l.status = 'settled'
+                 AND l.created_at >= ?1 AND l.input_tokens > 0
+               GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
     ledgerIds: `SELECT min(id) AS lo, max(id) AS hi FROM ledger`,
     entryFrom: `SELECT id, created_at FROM ledger WHERE id >= ? ORDER BY id LIMIT 1`,
     ledgerPage: `SELECT ${LEDGER_COLUMNS} FROM ledger l JOIN accounts a ON a.id = l.account_id
@@ -64,6 +78,8 @@ export function sqliteReports(c: SqliteConnection): ReportsPart {
     "heldByUnit",
     "byDay",
     "allByDay",
+    "cacheByKey",
+    "cacheAll",
     "ledgerPage",
     "accountLedgerPage",
   ]);
@@ -108,6 +124,13 @@ export function sqliteReports(c: SqliteConnection): ReportsPart {
         const first = firstEntryFrom(since - LEDGER_SKEW_MS);
         return (s.allByDay.all(since, first) as Row[]).map(toDay);
       }),
+
+    cacheUsage: (since, accountId) =>
+      answer(() =>
+        (accountId === undefined
+          ? s.cacheAll.all(since, firstEntryFrom(since - LEDGER_SKEW_MS))
+          : s.cacheByKey.all(accountId, since) as Row[]).map(toCacheUsage)
+      ),
 
     ledgerPage: (page) =>
       answer(() => newestFirst(s.ledgerPage, s.accountLedgerPage, page).map(toLedgerEntry)),

@@ -220,6 +220,17 @@ export const MIGRATIONS: string[] = [
      turn TEXT NOT NULL,
      created_at INTEGER NOT NULL
    );`,
+  // What the prompt cache did for each call (see `billing/cache.ts`): its input tokens, those read
+  // and written (5-minute, 1-hour), what the reads saved, and a miss the gateway caused — its
+  // cause, the tokens it would have read, what that lost (nanoUSD). Older rows keep zeros.
+  `ALTER TABLE ledger ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cache_write_1h_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cache_saved INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cache_miss TEXT;
+   ALTER TABLE ledger ADD COLUMN cache_miss_tokens INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE ledger ADD COLUMN cache_lost INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** Runs the migrations `db` has not had yet. */

@@ -167,6 +167,32 @@ export interface UnitLine {
   amount: number;
 }
 
+/**
+ * A miss of the prompt cache the gateway caused (see `billing/cache.ts`): why, how many input
+ * tokens the call would have read from the cache, and the money that estimate lost (nanoUSD).
+ */
+export interface CacheMissRecord {
+  cause: string;
+  tokens: number;
+  lost: number;
+}
+
+/**
+ * What a charge says of the prompt cache (see `billing/cache.ts`): the call's input tokens, those
+ * read from the cache and those written to it (5-minute and 1-hour lifetimes), what the reads
+ * saved (nanoUSD), and a miss the gateway caused (null: none known).
+ */
+export interface CacheCharge {
+  /** Every input token of the call: uncached, read and written. */
+  inputTokens: number;
+  cachedTokens: number;
+  cacheWriteTokens: number;
+  cacheWrite1hTokens: number;
+  /** The cached tokens at the input rate minus what they cost, nanoUSD. */
+  saved: number;
+  miss: CacheMissRecord | null;
+}
+
 /** What a call is charged: unit lines and their total. */
 export interface Charge {
   units: UnitLine[];
@@ -174,6 +200,8 @@ export interface Charge {
   amount: number;
   /** True when the usage was estimated because the upstream reported none. */
   estimated: boolean;
+  /** What the prompt cache did for the call (absent: nothing known, as for a crash's estimate). */
+  cache?: CacheCharge;
 }
 
 /**
@@ -221,6 +249,29 @@ export interface DayUsage {
   amount: Total;
 }
 
+/**
+ * The prompt cache's figures of settled calls summed over one UTC day, model and miss cause (and
+ * key, see `Store.cacheUsage`). Amounts in nanoUSD.
+ */
+export interface CacheUsageRow {
+  /** `YYYY-MM-DD` (UTC). */
+  day: string;
+  /** The calling key; null when the rows are not per key. */
+  keyId: string | null;
+  model: string;
+  /** The cause of the misses the gateway caused, summed in this row; null: calls without one. */
+  missCause: string | null;
+  requests: number;
+  inputTokens: Total;
+  cachedTokens: Total;
+  cacheWriteTokens: Total;
+  cacheWrite1hTokens: Total;
+  saved: Total;
+  /** Input tokens the calls would have read but for the gateway. */
+  missTokens: Total;
+  lost: Total;
+}
+
 /** One ledger entry as the admin API lists it. */
 export interface LedgerEntry {
   id: number;
@@ -238,6 +289,8 @@ export interface LedgerEntry {
   amount: Total;
   /** The charge's lines (`[]` for credits and held entries). */
   units: UnitLine[];
+  /** What the prompt cache did for the call; null when its charge recorded no input tokens. */
+  cache: CacheCharge | null;
   estimated: boolean;
   note: string | null;
   createdAt: number;
@@ -283,11 +336,14 @@ export interface VideoOutcome {
   result: string;
 }
 
-/** An upstream object (a stored response, a container) and the account whose call created it. */
+/**
+ * An upstream object (a stored response, a container, an item of a stored response) and the
+ * account whose call created it.
+ */
 export interface UpstreamObject {
   id: string;
   accountId: number;
-  kind: "response" | "container";
+  kind: "response" | "container" | "item";
   /** For a response: the tokens of the conversation it ends (its input and output). */
   contextTokens: number;
   /** The provider (config name) that holds it; null for objects recorded before migration 12. */
@@ -449,6 +505,17 @@ export interface ChainBound {
   bytes: number;
 }
 
+/**
+ * Where a conversation's prompt cache is, as replicas share it (see `pipeline/affinity.ts`): the
+ * deployment (its name) and upstream key (its id) that served it last, and until when.
+ */
+export interface AffinityRecord {
+  deployment: string;
+  key: string;
+  /** When the provider's cache runs out (ms since the epoch). */
+  expiresAt: number;
+}
+
 /** A key's requests per minute: may one more be made, and what is left (`countRequest`). */
 export interface RateDecision {
   allowed: boolean;
@@ -583,6 +650,13 @@ export interface Store {
   /** Settled spend of every account per UTC day from `since` (ms since epoch) on, oldest first. */
   totalUsageByDay(since: number): Promise<DayUsage[]>;
   /**
+   * The prompt cache's figures of settled calls created from `since` (ms since epoch) on, summed
+   * per UTC day, model and miss cause: of one account, per key, when `accountId` is given; else of
+   * every account (`keyId` null), in that order (calls without a miss before a cause's). Calls
+   * whose charge recorded no input tokens are left out.
+   */
+  cacheUsage(since: number, accountId?: number): Promise<CacheUsageRow[]>;
+  /**
    * Ledger entries, newest first: at most `limit`, with ids below `before` when given (the next
    * page), of one account when given.
    */
@@ -620,6 +694,16 @@ export interface Store {
    * when allowed.
    */
   countRequest?(keyId: string, limit: number): Promise<RateDecision>;
+  /**
+   * A store shared by several hosts keeps where conversations' prompt caches are, for every
+   * replica (absent: a process's serving threads share them in memory only). `affinity` reads
+   * conversation `id`'s placement (undefined when it has none, or one past its expiry), and
+   * `saveAffinity` replaces it.
+   */
+  affinity?(id: string): Promise<AffinityRecord | undefined>;
+  saveAffinity?(id: string, record: AffinityRecord): Promise<void>;
+  /** Forgets placements that expired before `before` (ms since the epoch); returns how many. */
+  pruneAffinity?(before: number): Promise<number>;
   /**
    * Whether this process should run the once-only background work now (video poller, recovery,
    * pruning) — on a store shared by several hosts, one of them at a time; absent: always.

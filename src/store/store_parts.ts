@@ -2,7 +2,8 @@
  * The store's methods by job. Each implementation puts its `Store` together from one part per job,
  * in modules named for it: accounts and keys (`sqlite_accounts.ts`, `postgres_accounts.ts`), holds
  * and video jobs (`…_holds.ts`), reports from the ledger (`…_reports.ts`), upstream objects and kept
- * conversations (`…_objects.ts`), Messages threads (`…_threads.ts`), alerts (`…_alerts.ts`).
+ * conversations (`…_objects.ts`), Messages threads (`…_threads.ts`), alerts (`…_alerts.ts`);
+ * PostgreSQL's conversations' placements (`postgres_affinity.ts`).
  */
 import type { Store } from "./store.ts";
 
@@ -39,8 +40,11 @@ export type HoldsPart = Pick<
   | "finishVideoJob"
 >;
 
-/** Reports from the ledger: usage, spend by day, the ledger's pages. */
-export type ReportsPart = Pick<Store, "usage" | "usageByDay" | "totalUsageByDay" | "ledgerPage">;
+/** Reports from the ledger: usage, spend by day, the prompt cache's figures, the ledger's pages. */
+export type ReportsPart = Pick<
+  Store,
+  "usage" | "usageByDay" | "totalUsageByDay" | "cacheUsage" | "ledgerPage"
+>;
 
 /** Upstream objects and kept conversations. */
 export type ObjectsPart = Pick<
@@ -67,3 +71,6 @@ export type AlertsPart = Pick<
   | "lowBalances"
   | "expiringKeys"
 >;
+
+/** Where conversations' prompt caches are, for a store several hosts share. */
+export type AffinityPart = Required<Pick<Store, "affinity" | "saveAffinity" | "pruneAffinity">>;

@@ -37,6 +37,11 @@ export interface Target {
   provider: string;
   /** The provider's family (`openai`, `openai-compatible`…), for its dialect's small choices. */
   family: ProviderType;
+  /**
+   * `false`: the operator turned off the breakpoints the gateway places for clients of a protocol
+   * that caches by itself (the model's `cacheBreakpoints`); a client's own are sent regardless.
+   */
+  cacheBreakpoints?: boolean;
 }
 
 /** What a client-side encoder puts in what it writes. */

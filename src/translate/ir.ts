@@ -26,12 +26,21 @@ export interface Opaque {
   itemId?: string;
 }
 
+/**
+ * A prompt-cache breakpoint (Messages `cache_control`): the prompt up to and including the part
+ * that carries it is cached, for `ttl` (5 minutes when absent, as Anthropic's default).
+ */
+export interface CacheMark {
+  ttl?: "5m" | "1h";
+}
+
 /** Text, with the Gemini signature that may close it. */
 export interface TextPart {
   type: "text";
   text: string;
   /** A Gemini thought signature on a text part. */
   opaque?: Opaque;
+  cache?: CacheMark;
 }
 
 /** An image, PDF or audio clip: inline base64 or a URL. */
@@ -43,6 +52,7 @@ export interface FilePart {
   filename?: string;
   /** Image detail (`low`, `high`, `auto`). */
   detail?: string;
+  cache?: CacheMark;
 }
 
 /** Reasoning the model showed, with the opaque state that replays it. */
@@ -64,6 +74,7 @@ export interface ToolCallPart {
   kind?: "function" | "custom";
   /** A Gemini thought signature on the call. */
   opaque?: Opaque;
+  cache?: CacheMark;
 }
 
 /** The result of a call, answering it by id. */
@@ -76,6 +87,7 @@ export interface ToolResultPart {
   content: (TextPart | FilePart)[];
   isError?: boolean;
   kind?: "function" | "custom";
+  cache?: CacheMark;
 }
 
 /** A hosted tool call the upstream ran itself (web search), kept for the client's record. */
@@ -119,11 +131,12 @@ export interface FunctionTool {
    * as this function, and its calls go back to the client as that type's call items.
    */
   clientType?: string;
+  cache?: CacheMark;
 }
 
 /** A hosted tool the request offers; `field` names it in the client's request (for errors). */
 export type HostedTool =
-  | { type: "web_search"; field: string; maxUses?: number }
+  | { type: "web_search"; field: string; maxUses?: number; cache?: CacheMark }
   | { type: "other"; field: string; name: string };
 
 /** Which tools the model may or must call. */
@@ -132,6 +145,22 @@ export type ToolChoice =
   | { type: "none" }
   | { type: "required" }
   | { type: "tool"; name: string };
+
+/**
+ * What the client asked of the prompt cache, beside the breakpoints its parts carry. A protocol
+ * whose provider caches every prompt's prefix by itself (Responses, chat, generateContent) is
+ * `implicit`: its client sets no breakpoints, so an upstream that caches only at breakpoints
+ * (Messages) gets them placed by the gateway. `key` and `retention` are OpenAI's
+ * `prompt_cache_key` (which cache machine a prompt goes to) and `prompt_cache_retention`
+ * (`in_memory`, `24h`); `whole` is Messages' top-level `cache_control` (the upstream puts the
+ * breakpoint on the prompt's last block).
+ */
+export interface CacheIntent {
+  implicit?: boolean;
+  key?: string;
+  retention?: string;
+  whole?: CacheMark;
+}
 
 /** A reasoning effort. */
 export type Effort = "minimal" | "low" | "medium" | "high";
@@ -171,6 +200,8 @@ export interface CanonicalRequest {
   stream: boolean;
   /** Answers asked for at once (chat `n`, Gemini `candidateCount`). */
   choices?: number;
+  /** The client's prompt-cache intent (absent: none stated, no breakpoints placed). */
+  cache?: CacheIntent;
   /**
    * The client's names of its message list and its tools, for errors about their contents, and of
    * the members it set (as the decoder read them), for adaptations of them.

@@ -54,6 +54,12 @@ function model(id: string): ResolvedModel {
         maxOutputTokens: 1000,
       },
       free: { provider: "up", free: true, maxOutputTokens: 500 },
+      // Cache reads at a tenth of input, 1-hour writes at twice it.
+      cached: {
+        provider: "up",
+        price: { input: 2, cachedInput: 0.2, cacheWrite: 2.5, cacheWrite1h: 4, output: 10 },
+        maxOutputTokens: 1000,
+      },
     },
   }, () => undefined);
   const resolved = config.catalog.resolve(id);
@@ -280,6 +286,32 @@ Deno.test("a bill holds its reserve, settles once on the reported usage, and giv
     assert.deepEqual(entry.units.map((u) => [u.unit, u.quantity, u.amount]), [
       ["input_tokens", 80, 160_000],
       ["output_tokens", 300, 3_000_000],
+    ]);
+  });
+});
+
+Deno.test("a bill keeps what the prompt cache did with its charge, and a miss noted on it", async () => {
+  await withAccount(1e9, async (store, accountId, held) => {
+    const bill = await openBill(store, billFor(accountId, held, { model: model("cached") }));
+    bill.cacheMiss({ cause: "translation", tokens: 10 });
+    bill.cacheMiss({ cause: "failover", tokens: 900 }); // the last note counts
+    const reported = usage(30, 5, { cachedInputTokens: 40, cacheWrite1hTokens: 20 });
+    await bill.settle(bill.charged(reported, true, 0));
+    const [entry] = await store.ledgerPage({ accountId, limit: 1 });
+    // 40 read: 40 × (2 − 0.2) USD/M saved; the miss at most the 50 tokens not read.
+    assert.deepEqual(entry.cache, {
+      inputTokens: 90,
+      cachedTokens: 40,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 20,
+      saved: 40 * 1.8 * PER_TOKEN,
+      miss: { cause: "failover", tokens: 50, lost: 50 * 1.8 * PER_TOKEN },
+    });
+    const [row] = await store.cacheUsage(0, accountId);
+    assert.deepEqual([row.keyId, row.missCause, row.lost], [
+      "key_aaaaaaaaaaaa",
+      "failover",
+      50 * 1.8 * PER_TOKEN,
     ]);
   });
 });

@@ -6,9 +6,12 @@
  * - consecutive `tool` messages are one turn of results, each named after the call it answers;
  * - vendors' `reasoning_content` (or `reasoning`) in a client's history is read as reasoning;
  * - hints with no canonical field (`verbosity`, `service_tier`, `store`, `metadata`,
- *   `prompt_cache_key`, `stream_options` beyond usage) are not carried; features the answer
- *   depends on (log probabilities, audio, predicted output, token biases, grammar-bound custom
- *   tools, file ids) are refused by name, as are the deprecated `functions` and `function_call`;
+ *   `stream_options` beyond usage) are not carried; features the answer depends on (log
+ *   probabilities, audio, predicted output, token biases, grammar-bound custom tools, file ids)
+ *   are refused by name, as are the deprecated `functions` and `function_call`;
+ * - the protocol caches by itself: `prompt_cache_key` and `prompt_cache_retention` are the cache
+ *   intent (`translate/prompt_cache.ts`); parameter and output schemas have their keywords in one
+ *   order (`translate/schema_order.ts`);
  * - `web_search_options` and xAI's Live Search are hosted tools;
  * - of the hints not carried, those that change the answer — `verbosity`, a `service_tier` other
  *   than the default, a participant's `name`, `web_search_options`' own options — are noted as
@@ -42,7 +45,9 @@ import type {
   ToolChoice,
   ToolResultPart,
 } from "../../translate/ir.ts";
+import { openAiCacheIntent } from "../../translate/prompt_cache.ts";
 import { readEffort } from "../../translate/reasoning.ts";
+import { orderedSchema } from "../../translate/schema_order.ts";
 import { decodeSampling } from "../../translate/sampling.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 
@@ -237,7 +242,9 @@ function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] 
       tools.push({
         name: string(fn.name, `${at}.function.name`),
         ...(typeof fn.description === "string" ? { description: fn.description } : {}),
-        parameters: isObject(fn.parameters) ? fn.parameters : { type: "object", properties: {} },
+        parameters: isObject(fn.parameters)
+          ? orderedSchema(fn.parameters)
+          : { type: "object", properties: {} },
         ...(strict !== undefined ? { strict } : {}),
       });
     } else if (tool.type === "custom") {
@@ -299,7 +306,7 @@ function decodeFormat(value: unknown): CanonicalRequest["responseFormat"] {
       const strict = optionalBoolean(spec.strict, "response_format.json_schema.strict");
       return {
         type: "json",
-        ...(isObject(spec.schema) ? { schema: spec.schema } : {}),
+        ...(isObject(spec.schema) ? { schema: orderedSchema(spec.schema) } : {}),
         ...(typeof spec.name === "string" ? { name: spec.name } : {}),
         ...(typeof spec.description === "string" ? { description: spec.description } : {}),
         ...(strict !== undefined ? { strict } : {}),
@@ -367,6 +374,7 @@ export function decodeRequest(
     ...(parallel !== undefined ? { parallelToolCalls: parallel } : {}),
     stream: body.stream === true,
     fields: { messages: "messages", tools: "tools", choices: "n", stop: "stop" },
+    cache: openAiCacheIntent(body),
   };
   decodeSampling("chat", body, request);
   noteUncarried(body, adapt);

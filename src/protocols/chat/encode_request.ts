@@ -17,6 +17,8 @@
  *   server (vLLM, Ollama, llama.cpp and most vendors read only that one); `top_k`, a reasoning
  *   budget's exact size (sent as the nearest effort) and `visible` have no field and are not sent;
  * - streams ask for the usage chunk (`stream_options.include_usage`);
+ * - the prompt cache is the server's own: `prompt_cache_key` and `prompt_cache_retention` go to
+ *   OpenAI only (other servers may refuse fields they do not know); breakpoints are not sent;
  * - each adaptation is noted (see `translate/adaptations.ts`).
  */
 import {
@@ -237,6 +239,11 @@ export function encodeRequest(
     if (effort) body.reasoning_effort = effort;
   }
   if (request.user) body.user = request.user;
+  // OpenAI's own chat completions take the cache key and retention; other servers may refuse them.
+  if (target.family === "openai") {
+    if (request.cache?.key) body.prompt_cache_key = request.cache.key;
+    if (request.cache?.retention) body.prompt_cache_retention = request.cache.retention;
+  }
   if (request.stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };

@@ -19,6 +19,7 @@ import { ChatRequest } from "./schema.ts";
 import { chatDecoder, chatEncoder, withoutUsage } from "./stream.ts";
 import { streamErrorChunk } from "./errors.ts";
 import { chatMeter, chatUsage, chatUsageView } from "./usage.ts";
+import { chatConversation } from "./conversation.ts";
 
 type Json = Record<string, unknown>;
 
@@ -37,6 +38,7 @@ export const chat: WireProtocol = {
     usage: chatUsageView,
     errorTail: () => streamErrorChunk(),
   },
+  conversation: chatConversation,
 
   accept(_input, body) {
     const request = validate(ChatRequest, body.value);

@@ -15,7 +15,9 @@
  * - another provider's state (an Anthropic thinking signature, Responses encrypted reasoning) that
  *   rode on a `thoughtSignature` as a token is read back as a reasoning part before the part it
  *   rode on;
- * - a client's OpenAPI-style schemas (`"OBJECT"`, `nullable`) are read as JSON Schema;
+ * - a client's OpenAPI-style schemas (`"OBJECT"`, `nullable`) are read as JSON Schema, its
+ *   keywords in one order (`translate/schema_order.ts`); the protocol caches by itself (implicit
+ *   caching: the cache intent says so);
  * - `mode: ANY` with several `allowedFunctionNames` is read as "some tool must be called" (the
  *   canonical choice names one tool or none); `VALIDATED` is read as `auto`;
  * - not carried (hints with no field on the other side): `safetySettings`, `labels`,
@@ -48,6 +50,7 @@ import type {
 import { jsonSchemaOf } from "../../translate/json_schema.ts";
 import { fromToken, readOpaque } from "../../translate/opaque.ts";
 import { decodeSampling } from "../../translate/sampling.ts";
+import { orderedSchema } from "../../translate/schema_order.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
 import { appendText, field, hasData, nonEmpty, present } from "./parts.ts";
 
@@ -299,7 +302,7 @@ function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] 
       tools.push({
         name: string(decl.name, `${dat}.name`),
         ...(typeof decl.description === "string" ? { description: decl.description } : {}),
-        parameters: schema,
+        parameters: orderedSchema(schema),
       });
     });
   });
@@ -376,7 +379,7 @@ function decodeConfig(config: Json, request: CanonicalRequest, adapt: Adapt): vo
     ? jsonSchemaOf(field(config, "responseSchema")) as Json
     : undefined;
   if (mime === "application/json" || schema) {
-    request.responseFormat = { type: "json", ...(schema ? { schema } : {}) };
+    request.responseFormat = { type: "json", ...(schema ? { schema: orderedSchema(schema) } : {}) };
     request.fields.responseFormat = at("responseMimeType");
   } else if (present(mime) && mime !== "text/plain") {
     throw inexpressible(at("responseMimeType"), `\`${String(mime)}\` output`, ELSEWHERE);
@@ -433,6 +436,8 @@ export function decodeRequest(
       choices: "generationConfig.candidateCount",
       stop: "generationConfig.stopSequences",
     },
+    // Gemini caches every prompt's prefix by itself (implicit caching).
+    cache: { implicit: true },
   };
   const config = field(body, "generationConfig");
   if (isObject(config)) decodeConfig(config, request, adapt);

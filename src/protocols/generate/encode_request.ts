@@ -14,7 +14,9 @@
  *   sent as `responseJsonSchema`; reasoning is a thinking budget on Gemini 1 and 2, a thinking
  *   level after;
  * - not carried: a web search's `maxUses`, image `detail`, file names, `parallel_tool_calls:
- *   false` and end-user ids; records of hosted work (`hosted-call` parts) are not sent. Refused
+ *   false` and end-user ids; records of hosted work (`hosted-call` parts) are not sent; nor is
+ *   anything of the prompt cache (Gemini caches implicitly: breakpoints, a cache key and a
+ *   retention have nothing to say to it — not adaptations, the answer is the same). Refused
  *   by name: hosted tools other than Google Search, more than one candidate, more than five stop
  *   sequences;
  * - each adaptation is noted (see `translate/adaptations.ts`).

@@ -12,6 +12,7 @@ import { forwardedBody } from "../../http/forwarded_body.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { generateCountClient, generateCountUpstream } from "./count.ts";
+import { generateConversation } from "./conversation.ts";
 import { pathModel } from "../../http/path_model.ts";
 import { decodeRequest } from "./decode_request.ts";
 import { encodeRequest } from "./encode_request.ts";
@@ -42,6 +43,7 @@ export const generate: WireProtocol = {
     abortFailed: true,
   },
   count: { client: generateCountClient, upstream: generateCountUpstream },
+  conversation: generateConversation,
 
   accept(input, body) {
     validate(GenerateRequest, body.value);

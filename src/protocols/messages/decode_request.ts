@@ -7,6 +7,9 @@
  *   before a call goes back onto the call; records of server tools' results are passed over;
  * - `thinking` (enabled with a budget, adaptive, disabled) and `output_config.effort` are the
  *   canonical reasoning; `output_config.format` is structured output;
+ * - breakpoints (`cache_control` on blocks, tools, the system prompt's blocks, and the top-level
+ *   one) are read with their lifetime (`breakpoints.ts`); tool and output schemas have their
+ *   keywords in one order (`translate/schema_order.ts`);
  * - search results and tool references (Claude Code's tool search) are read as text; a container,
  *   MCP servers, file ids and `max_tokens: 0` (prompt-cache warming) are refused by name;
  * - what is carried only approximately — search results and tool references as text, a web
@@ -27,6 +30,7 @@ import type { RouteInfo } from "../../translate/codec.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
 import type {
   AssistantPart,
+  CacheMark,
   CanonicalRequest,
   FilePart,
   FunctionTool,
@@ -41,10 +45,25 @@ import { fromToken, readOpaque, signaturesOntoCalls } from "../../translate/opaq
 import { effortFor, readEffort } from "../../translate/reasoning.ts";
 import { decodeSampling } from "../../translate/sampling.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
+import { orderedSchema } from "../../translate/schema_order.ts";
+import { readMark } from "./breakpoints.ts";
 import { webSearchCall } from "./decode_response.ts";
 
 /** Server tool types that have a canonical meaning, by prefix. */
 const WEB_SEARCH = /^web_search_\d+$/;
+
+/** A block's breakpoint (`cache_control`), as a member of the part it becomes. */
+function markOf(block: Json, at: string): { cache?: CacheMark } {
+  const cache = readMark(block.cache_control, `${at}.cache_control`);
+  return cache ? { cache } : {};
+}
+
+/** `parts` with the block's breakpoint on the last of them (where the block ended). */
+function markLast<T extends { cache?: CacheMark }>(parts: T[], block: Json, at: string): T[] {
+  const mark = markOf(block, at);
+  if (!mark.cache || !parts.length) return parts;
+  return [...parts.slice(0, -1), { ...parts.at(-1)!, ...mark }];
+}
 
 /** A content string or block list as canonical text and file parts (user side). */
 function userBlocks(
@@ -62,15 +81,15 @@ function userBlocks(
     switch (block.type) {
       case "text": {
         const text = string(block.text, `${at}.text`);
-        if (text) out.user.push({ type: "text", text });
+        if (text) out.user.push({ type: "text", text, ...markOf(block, at) });
         return;
       }
       case "image":
       case "document":
-        out.user.push(...mediaBlock(block, at));
+        out.user.push(...markLast(mediaBlock(block, at), block, at));
         return;
       case "search_result":
-        out.user.push({ type: "text", text: searchResultText(block) });
+        out.user.push({ type: "text", text: searchResultText(block), ...markOf(block, at) });
         return;
       case "tool_result":
         out.results.push(toolResult(block, at));
@@ -131,13 +150,18 @@ function toolResult(block: Json, at: string): ToolResultPart {
     content.push({ type: "text", text: block.content });
   } else {
     list(block.content, `${at}.content`).forEach((raw, j) => {
-      const part = object(raw, `${at}.content[${j}]`);
+      const where = `${at}.content[${j}]`;
+      const part = object(raw, where);
       if (part.type === "text") {
-        content.push({ type: "text", text: string(part.text, `${at}.content[${j}].text`) });
+        content.push({
+          type: "text",
+          text: string(part.text, `${where}.text`),
+          ...markOf(part, where),
+        });
       } else if (part.type === "image" || part.type === "document") {
-        content.push(...mediaBlock(part, `${at}.content[${j}]`));
+        content.push(...markLast(mediaBlock(part, where), part, where));
       } else if (part.type === "search_result") {
-        content.push({ type: "text", text: searchResultText(part) });
+        content.push({ type: "text", text: searchResultText(part), ...markOf(part, where) });
       } else if (part.type === "tool_reference" && typeof part.tool_name === "string") {
         // Claude Code's tool search: the named tool's definition is among `tools` already.
         content.push({ type: "text", text: `Tool ${part.tool_name} loaded.` });
@@ -155,6 +179,7 @@ function toolResult(block: Json, at: string): ToolResultPart {
     id,
     content,
     ...(block.is_error === true ? { isError: true } : {}),
+    ...markOf(block, at),
   };
 }
 
@@ -168,7 +193,7 @@ function assistantBlocks(content: unknown, field: string): AssistantPart[] {
     switch (block.type) {
       case "text": {
         const text = string(block.text, `${at}.text`);
-        if (text) parts.push({ type: "text", text });
+        if (text) parts.push({ type: "text", text, ...markOf(block, at) });
         return;
       }
       case "thinking": {
@@ -192,6 +217,7 @@ function assistantBlocks(content: unknown, field: string): AssistantPart[] {
           id: string(block.id, `${at}.id`),
           name: string(block.name, `${at}.name`),
           input: parseArguments(block.input),
+          ...markOf(block, at),
         });
         return;
       case "server_tool_use":
@@ -212,9 +238,10 @@ function systemText(value: unknown, field: string): TextPart[] {
   if (value === undefined || value === null) return [];
   if (typeof value === "string") return value ? [{ type: "text", text: value }] : [];
   return list(value, field).flatMap((raw, i) => {
-    const block = object(raw, `${field}[${i}]`);
-    const text = string(block.text, `${field}[${i}].text`);
-    return text ? [{ type: "text" as const, text }] : [];
+    const at = `${field}[${i}]`;
+    const block = object(raw, at);
+    const text = string(block.text, `${at}.text`);
+    return text ? [{ type: "text" as const, text, ...markOf(block, at) }] : [];
   });
 }
 
@@ -229,12 +256,20 @@ function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] 
       tools.push({
         name: string(tool.name, `${at}.name`),
         ...(typeof tool.description === "string" ? { description: tool.description } : {}),
-        parameters: isObject(tool.input_schema) ? tool.input_schema : { type: "object" },
+        parameters: isObject(tool.input_schema)
+          ? orderedSchema(tool.input_schema)
+          : { type: "object" },
         ...(typeof tool.strict === "boolean" ? { strict: tool.strict } : {}),
+        ...markOf(tool, at),
       });
     } else if (typeof type === "string" && WEB_SEARCH.test(type)) {
       const maxUses = optionalNumber(tool.max_uses, `${at}.max_uses`);
-      hosted.push({ type: "web_search", field: `${at}.type`, ...(maxUses ? { maxUses } : {}) });
+      hosted.push({
+        type: "web_search",
+        field: `${at}.type`,
+        ...(maxUses ? { maxUses } : {}),
+        ...markOf(tool, at),
+      });
     } else {
       hosted.push({ type: "other", field: `${at}.type`, name: String(type) });
     }
@@ -335,6 +370,8 @@ export function decodeRequest(
   if (parallel === false) {
     request.fields.parallelToolCalls = "tool_choice.disable_parallel_tool_use";
   }
+  const whole = readMark(body.cache_control, "cache_control");
+  if (whole) request.cache = { whole };
   noteApproximate(body, adapt);
   if (body.max_tokens === 0) {
     throw inexpressible("max_tokens", "`max_tokens: 0` (prompt-cache warming)", "another protocol");
@@ -354,7 +391,7 @@ export function decodeRequest(
     }
     request.responseFormat = {
       type: "json",
-      ...(isObject(output.format.schema) ? { schema: output.format.schema } : {}),
+      ...(isObject(output.format.schema) ? { schema: orderedSchema(output.format.schema) } : {}),
     };
     request.fields.responseFormat = "output_config.format";
   }

@@ -11,6 +11,10 @@
  * - `temperature` is clamped to 0–1; with thinking on, temperature and top-p/top-k are not sent;
  * - JSON output without a schema is asked for in the system prompt (Messages needs a schema);
  * - records of hosted work are not sent; hosted tools other than web search are refused;
+ * - a client's breakpoints (`cache_control`) go back on the blocks they were on (the system prompt
+ *   then as blocks); a client whose protocol caches by itself gets the gateway's, at the stable
+ *   prefix (`breakpoints.ts`), for an hour when it asked OpenAI's extended retention — unless the
+ *   model's `cacheBreakpoints` is off;
  * - each of these adaptations is noted (see `translate/adaptations.ts`), as are image `detail`,
  *   file names and `strict` tools, which Messages has no field for.
  */
@@ -39,6 +43,8 @@ import { replayable } from "../../translate/opaque.ts";
 import { budgetFor } from "../../translate/reasoning.ts";
 import { encodeSampling, oneAnswer } from "../../translate/sampling.ts";
 import { anthropicToolId } from "../../translate/tool_ids.ts";
+import { placedTtl } from "../../translate/prompt_cache.ts";
+import { cacheControl, marked, withBreakpoints } from "./breakpoints.ts";
 
 const PROTOCOL = "the Messages protocol";
 
@@ -79,19 +85,23 @@ function atobText(base64: string): string {
   }
 }
 
+/** A result: its text as one string, or blocks when it holds files or breakpoints. */
 function encodeResult(part: ToolResultPart, field: string): Json {
   const texts = part.content.filter((p): p is TextPart => p.type === "text");
-  const content = texts.length === part.content.length
+  const content = texts.length === part.content.length && !part.content.some((p) => p.cache)
     ? texts.map((p) => p.text).join("\n")
     : part.content.map((p) =>
-      p.type === "text" ? { type: "text", text: p.text || " " } : encodeFile(p, field)
+      marked(
+        p.type === "text" ? { type: "text", text: p.text || " " } : encodeFile(p, field),
+        p.cache,
+      )
     );
-  return {
+  return marked({
     type: "tool_result",
     tool_use_id: anthropicToolId(part.id),
     content,
     ...(part.isError ? { is_error: true } : {}),
-  };
+  }, part.cache);
 }
 
 /** Assistant parts as blocks; opaque state only for `provider`'s own. */
@@ -100,7 +110,7 @@ function encodeAssistant(parts: AssistantPart[], provider: string): Json[] {
   for (const part of parts) {
     switch (part.type) {
       case "text":
-        if (part.text) blocks.push({ type: "text", text: part.text });
+        if (part.text) blocks.push(marked({ type: "text", text: part.text }, part.cache));
         break;
       case "reasoning":
         if (replayable(part.opaque, provider, "thinking-signature")) {
@@ -110,12 +120,12 @@ function encodeAssistant(parts: AssistantPart[], provider: string): Json[] {
         }
         break;
       case "tool-call":
-        blocks.push({
+        blocks.push(marked({
           type: "tool_use",
           id: anthropicToolId(part.id),
           name: part.name,
           input: isObject(part.input) ? part.input : { _raw: part.input },
-        });
+        }, part.cache));
         break;
       case "hosted-call":
         break; // a record of hosted work: its results cannot be replayed here
@@ -136,23 +146,23 @@ function encodeTools(request: CanonicalRequest, adapt: Adapt): Json[] {
   const tools: Json[] = request.tools.map((tool) => {
     if (tool.parameters.type !== "object") adapt("schema_cleaned", request.fields.tools);
     if (tool.strict) adapt("strict_dropped", request.fields.tools);
-    return {
+    return marked({
       name: tool.name,
       ...(tool.description ? { description: tool.description } : {}),
       input_schema: tool.parameters.type === "object"
         ? tool.parameters
         : { type: "object", properties: {} },
-    };
+    }, tool.cache);
   });
   for (const hosted of request.hostedTools) {
     if (hosted.type !== "web_search") {
       throw inexpressible(hosted.field, `the hosted tool \`${hosted.name}\``, PROTOCOL);
     }
-    tools.push({
+    tools.push(marked({
       type: "web_search_20250305",
       name: "web_search",
       ...(hosted.maxUses ? { max_uses: hosted.maxUses } : {}),
-    });
+    }, hosted.cache));
   }
   return tools;
 }
@@ -228,8 +238,8 @@ export function encodeRequest(
           "user",
           message.content.flatMap((part) =>
             part.type === "text"
-              ? part.text ? [{ type: "text", text: part.text }] : []
-              : [encodeFile(part, request.fields.messages)]
+              ? part.text ? [marked({ type: "text", text: part.text }, part.cache)] : []
+              : [marked(encodeFile(part, request.fields.messages), part.cache)]
           ),
         );
         break;
@@ -259,7 +269,12 @@ export function encodeRequest(
     messages: turns,
   };
   const systemText = system.map((p) => p.text).filter(Boolean).join("\n\n");
-  if (systemText) body.system = systemText;
+  // One string, unless the client set breakpoints in it: then its blocks, where they were.
+  if (system.some((p) => p.cache)) {
+    body.system = system.filter((p) => p.text).map((p) =>
+      marked({ type: "text", text: p.text }, p.cache)
+    );
+  } else if (systemText) body.system = systemText;
   const forced = request.toolChoice?.type === "required" || request.toolChoice?.type === "tool";
   const reasoning = request.reasoning;
   const thinking = reasoning && !reasoning.off && !forced &&
@@ -310,5 +325,10 @@ export function encodeRequest(
   }
   if (request.user) body.metadata = { user_id: request.user };
   if (request.stream) body.stream = true;
-  return body;
+  const cache = request.cache;
+  if (cache?.whole) body.cache_control = cacheControl(cache.whole);
+  // A client whose protocol caches by itself gets the breakpoints Anthropic caches at.
+  return cache?.implicit && target.cacheBreakpoints !== false
+    ? withBreakpoints(body, placedTtl(cache))
+    : body;
 }

@@ -12,6 +12,7 @@ import { messagesNames, messagesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { messagesCountClient, messagesCountUpstream } from "./count.ts";
+import { messagesConversation } from "./conversation.ts";
 import { decodeRequest } from "./decode_request.ts";
 import { encodeRequest } from "./encode_request.ts";
 import { decodeResponse } from "./decode_response.ts";
@@ -50,6 +51,7 @@ export const messages: WireProtocol = {
   },
   names: { of: messagesNames },
   count: { client: messagesCountClient, upstream: messagesCountUpstream },
+  conversation: messagesConversation,
 
   accept(_input, body) {
     const request = validate(MessagesRequest, body.value);

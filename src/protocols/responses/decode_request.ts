@@ -21,6 +21,9 @@
  *   log probabilities are refused by name;
  * - `safety_identifier` (else `user`) is the end-user id; web search records a client replays are
  *   kept as hosted-call parts;
+ * - the protocol caches by itself: `prompt_cache_key` and `prompt_cache_retention` are the cache
+ *   intent (`translate/prompt_cache.ts`); parameter and output schemas have their keywords in one
+ *   order (`translate/schema_order.ts`);
  * - options with no canonical field that change the answer — `text.verbosity`, a `service_tier`
  *   other than the default, `truncation: auto`, `max_tool_calls`, a web search's options — are
  *   not carried, and noted as adaptations (see `translate/adaptations.ts`).
@@ -54,10 +57,12 @@ import type {
   ToolResultPart,
 } from "../../translate/ir.ts";
 import { fromToken, readOpaque, signaturesOntoCalls } from "../../translate/opaque.ts";
+import { openAiCacheIntent } from "../../translate/prompt_cache.ts";
 import { readEffort } from "../../translate/reasoning.ts";
 import { decodeSampling } from "../../translate/sampling.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 import { type ToolForms, toolForms } from "../../translate/tool_forms.ts";
+import { orderedSchema } from "../../translate/schema_order.ts";
 import { hostedCall } from "./decode_response.ts";
 import { mediaTypeOf } from "./file_types.ts";
 import { flatName } from "./namespaces.ts";
@@ -339,7 +344,9 @@ function functionTool(tool: Json, at: string, namespace?: string): FunctionTool 
   return {
     name,
     ...description,
-    parameters: isObject(tool.parameters) ? tool.parameters : { type: "object", properties: {} },
+    parameters: isObject(tool.parameters)
+      ? orderedSchema(tool.parameters)
+      : { type: "object", properties: {} },
     ...(typeof tool.strict === "boolean" ? { strict: tool.strict } : {}),
     ...ns,
   };
@@ -347,7 +354,13 @@ function functionTool(tool: Json, at: string, namespace?: string): FunctionTool 
 
 /** A client-run tool that is not a function, as the function other protocols are offered. */
 function clientFunction(tool: Json, form: ClientForm): FunctionTool {
-  return { name: form.name, ...form.declare(tool), clientType: String(tool.type) };
+  const { description, parameters } = form.declare(tool);
+  return {
+    name: form.name,
+    description,
+    parameters: orderedSchema(parameters),
+    clientType: String(tool.type),
+  };
 }
 
 /** A request's tools: the functions the client runs, and the hosted tools. */
@@ -473,7 +486,7 @@ function decodeFormat(text: unknown): CanonicalRequest["responseFormat"] {
     case "json_schema":
       return {
         type: "json",
-        schema: object(format.schema, "text.format.schema"),
+        schema: orderedSchema(object(format.schema, "text.format.schema")),
         ...(typeof format.name === "string" ? { name: format.name } : {}),
         ...(typeof format.description === "string" ? { description: format.description } : {}),
         ...(typeof format.strict === "boolean" ? { strict: format.strict } : {}),
@@ -520,8 +533,7 @@ function noteUncarried(body: Json, adapt: Adapt): void {
 
 /**
  * A Responses request (validated by `schema.ts`) as canonical. `previous_response_id`, `store`,
- * `include`, `metadata`, `prompt_cache_key`, `service_tier`, `truncation` and `background` are
- * read elsewhere.
+ * `include`, `metadata`, `service_tier`, `truncation` and `background` are read elsewhere.
  */
 export function decodeRequest(
   body: Json,
@@ -556,6 +568,7 @@ export function decodeRequest(
     ...(parallel !== undefined ? { parallelToolCalls: parallel } : {}),
     stream: body.stream === true,
     fields: { messages: "input", tools: "tools" },
+    cache: openAiCacheIntent(body),
   };
   decodeSampling("responses", body, request);
   const identifier = optionalString(body.safety_identifier, "safety_identifier");

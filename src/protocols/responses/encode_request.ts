@@ -12,6 +12,10 @@
  *   sent as a stable hash of it;
  * - a tool result marked as an error is sent as text starting with `Error:` (Responses has no
  *   error flag); a file sent inline gets a name (Responses requires one);
+ * - the prompt cache is the upstream's own: a client's `prompt_cache_key` goes with the call, and
+ *   its `prompt_cache_retention` to OpenAI (xAI documents none); breakpoints (and their
+ *   lifetimes) are not sent — not an adaptation, the answer is the same
+ *   (`translate/prompt_cache.ts`);
  * - each adaptation is noted (see `translate/adaptations.ts`), with a web search's `maxUses`, a
  *   reasoning budget sent as its nearest effort and reasoning turned off, which have no field.
  */
@@ -283,6 +287,12 @@ export function encodeRequest(
     }
   }
   if (request.user) body.safety_identifier = safetyIdentifier(request.user);
+  const cache = request.cache;
+  // Both cache by themselves: the key routes to the cache; only OpenAI documents a retention.
+  if (cache?.key) body.prompt_cache_key = cache.key;
+  if (cache?.retention && target.family === "openai") {
+    body.prompt_cache_retention = cache.retention;
+  }
   if (request.stream) body.stream = true;
   return body;
 }

@@ -14,6 +14,7 @@ import { responsesNames, responsesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import { responsesCountClient, responsesCountUpstream } from "./count.ts";
+import { responsesConversation } from "./conversation.ts";
 import { decodeRequest } from "./decode_request.ts";
 import { encodeRequest } from "./encode_request.ts";
 import { decodeResponse } from "./decode_response.ts";
@@ -41,6 +42,7 @@ export const responses: WireProtocol = {
   },
   names: { of: responsesNames, chained: true },
   count: { client: responsesCountClient, upstream: responsesCountUpstream },
+  conversation: responsesConversation,
 
   accept(_input, body) {
     const request = validate(ResponsesRequest, body.value);

@@ -5,7 +5,8 @@
  * is laid out again exactly as it was written (`outputItems`), and the item found there is read
  * as if the client had sent it whole — reasoning with its opaque state, calls with their ids.
  * Any other id — another account's, one never issued, expired, of an answer stored with
- * `store: false`, or an upstream's — is a 400 that says nothing of whose it is.
+ * `store: false`, or an upstream's — is a 400 that says nothing of whose it is (an upstream's item
+ * of the caller's own stored answer is sent on as it is, on a call passed through: `state.ts`).
  */
 import { GatewayError } from "../../http/errors.ts";
 import { textOf } from "../../http/json.ts";
@@ -22,7 +23,7 @@ export function unknownItem(field: string, id: unknown): GatewayError {
   const shown = text.length > 64 ? `${text.slice(0, 64)}…` : text;
   return new GatewayError(
     400,
-    `Invalid '${field}': no item with id '${shown}' is kept for you on this gateway. An item reference can name only an item of an answer the gateway translated, within the conversations' retention and unless it was made with \`store: false\`; send the item itself.`,
+    `Invalid '${field}': no item with id '${shown}' is kept for you on this gateway. An item reference can name only an item of one of your answers made through this gateway without \`store: false\` (a translated answer's within the conversations' retention); send the item itself.`,
     { param: field, code: "invalid_value" },
   );
 }

@@ -3,10 +3,10 @@
  * for the pipeline to read (`responsesNames`), and checked through the request's `CallInput`
  * (whose objects they are is the pipeline's rule):
  * `previous_response_id` must be the caller's (its conversation's size is returned, for the hold),
- * a `conversation` cannot be the caller's (none is created through the gateway), item references
- * are refused on a call passed through (one naming an item the gateway issued and keeps for the
- * caller is translated instead, see `references.ts`), and a code interpreter container must be
- * the caller's.
+ * a `conversation` cannot be the caller's (none is created through the gateway), an item reference
+ * on a call passed through must name an item of one of the caller's stored answers (recorded as it
+ * passed; one naming an item the gateway issued and keeps for the caller is translated instead,
+ * see `references.ts`), and a code interpreter container must be the caller's.
  */
 import { notFound } from "../../http/errors.ts";
 import { textOf } from "../../http/json.ts";
@@ -27,8 +27,9 @@ export function responsesState(input: CallInput, body: Json): { contextTokens?: 
   }
   if (Array.isArray(body.input)) {
     body.input.forEach((item, i) => {
-      if ((item as { type?: unknown } | null)?.type === "item_reference") {
-        throw unknownItem(`input[${i}]`, (item as { id?: unknown }).id);
+      const reference = item as { type?: unknown; id?: unknown } | null;
+      if (reference?.type === "item_reference" && !input.owned(reference.id, "item")) {
+        throw unknownItem(`input[${i}]`, reference.id);
       }
     });
   }
@@ -49,23 +50,28 @@ export function responsesState(input: CallInput, body: Json): { contextTokens?: 
   };
 }
 
-/** The answers the gateway issued whose items `input` refers to (each once, in order). */
-function referredAnswers(input: unknown): string[] {
+/**
+ * What `input` refers to by id: the answers the gateway issued whose items it names, and the
+ * upstream items it names (each once, in order).
+ */
+function referred(input: unknown): { answers: string[]; items: string[] } {
   const answers = new Set<string>();
+  const items = new Set<string>();
   for (const item of Array.isArray(input) ? input : []) {
     const reference = item as { type?: unknown; id?: unknown } | null;
     if (reference?.type !== "item_reference" || typeof reference.id !== "string") continue;
     const issued = issuedIn(reference.id);
     if (issued) answers.add(issued.answerId);
+    else items.add(reference.id);
   }
-  return [...answers];
+  return { answers: [...answers], items: [...items] };
 }
 
 /**
  * What a Responses-family body names: the caller's `previous_response_id` and code interpreter
- * containers (an id, or `{id}`), and — continued upstream, so the call goes to the provider holding
- * them — the previous response and the containers named by id; and the gateway's own answers
- * whose items it refers to.
+ * containers (an id, or `{id}`), the upstream items it refers to, and — continued upstream, so the
+ * call goes to the provider holding them — the previous response, the containers named by id and
+ * those items; and the gateway's own answers whose items it refers to.
  */
 export function responsesNames(body: Json): BodyNames {
   const containers = Array.isArray(body.tools)
@@ -73,10 +79,12 @@ export function responsesNames(body: Json): BodyNames {
     : [];
   const previous = body.previous_response_id;
   const named = typeof previous === "string" ? previous : undefined;
+  const { answers, items } = referred(body.input);
   return {
     objects: [named, ...containers],
     previous,
-    continues: [previous, ...containers],
-    answers: referredAnswers(body.input),
+    continues: [previous, ...containers, ...items],
+    answers,
+    items,
   };
 }

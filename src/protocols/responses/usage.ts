@@ -8,7 +8,14 @@ import { encodeTokenUsage } from "./token_usage.ts";
 import type { HostedTool, Usage } from "../../billing/price.ts";
 import { emptyUsage } from "../../billing/price.ts";
 import { asArray, asObject, eventJson } from "../../http/json.ts";
-import { addCalls, DELTA, Meter, openaiUsage, type StreamMeter } from "../../billing/usage.ts";
+import {
+  addCalls,
+  type CreatedObject,
+  DELTA,
+  Meter,
+  openaiUsage,
+  type StreamMeter,
+} from "../../billing/usage.ts";
 
 type Json = Record<string, unknown>;
 
@@ -40,16 +47,20 @@ function countResponsesTools(u: Usage, items: unknown[]): void {
   }
 }
 
-/** The objects a whole Responses object created: itself, and code interpreter containers. */
-export function responsesObjects(
-  response: unknown,
-): { id: string; kind: "response" | "container" }[] {
+/**
+ * The objects a whole Responses object created: itself, its output items (a later input may refer
+ * to them by id), and code interpreter containers.
+ */
+export function responsesObjects(response: unknown): CreatedObject[] {
   const r = asObject(response);
-  const out: { id: string; kind: "response" | "container" }[] = [];
+  const out: CreatedObject[] = [];
   if (typeof r.id === "string") out.push({ id: r.id, kind: "response" });
-  for (const item of asArray(r.output)) {
-    const container = asObject(item).container_id;
-    if (typeof container === "string") out.push({ id: container, kind: "container" });
+  for (const raw of asArray(r.output)) {
+    const item = asObject(raw);
+    if (typeof item.id === "string") out.push({ id: item.id, kind: "item" });
+    if (typeof item.container_id === "string") {
+      out.push({ id: item.container_id, kind: "container" });
+    }
   }
   return out;
 }
@@ -80,6 +91,7 @@ export function responsesMeter(): StreamMeter {
       if (!name.startsWith("response.audio")) m.member(e, DELTA);
     } else if (name === "response.output_item.added") {
       const item = asObject(eventJson(e).item);
+      m.remember(item.id, "item");
       if (item.type === "code_interpreter_call") m.remember(item.container_id, "container");
       if (typeof item.type === "string" && RESPONSES_TOOL_ITEMS.has(item.type)) {
         tools.set(typeof item.id === "string" ? item.id : `#${tools.size}`, item);

@@ -122,6 +122,7 @@ function inputFor(protocol: ProtocolId, stream: boolean, framing: Framing = "sse
     own: (id) => {
       throw new Error(`no stored object: ${String(id)}`);
     },
+    owned: () => undefined,
   };
 }
 

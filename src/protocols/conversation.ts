@@ -1,0 +1,69 @@
+/**
+ * What the four protocols' conversation extractors share (see `ConversationId`): a name a client
+ * sent, bounded, and the hash of a request's cacheable prefix when it sent none.
+ */
+import { createHash } from "node:crypto";
+import { hashesOf } from "../name_hash.ts";
+import type { ConversationId } from "./wire.ts";
+
+/** The longest client-sent name taken (longer ones are hashed with the prefix instead). */
+const MAX_NAME = 256;
+
+/** A client's name of its conversation, `kind:value`, when `value` is a usable one. */
+export function named(
+  kind: string,
+  value: unknown,
+  extended: boolean,
+  chained = false,
+): ConversationId | undefined {
+  if (typeof value !== "string" || !value || value.length > MAX_NAME) return undefined;
+  return { id: `${kind}:${value}`, extended, ...(chained ? { chained } : {}) };
+}
+
+/**
+ * JSON text without its cache breakpoints (`"cache_control":{…}` members, flat objects): clients
+ * move them from turn to turn, to the last message.
+ */
+function withoutBreakpoints(json: string): string {
+  if (!json.includes('"cache_control"')) return json;
+  return json.replace(/,"cache_control":\{[^{}]*\}/g, "")
+    .replace(/"cache_control":\{[^{}]*\},?/g, "");
+}
+
+/**
+ * The conversation named by its cacheable prefix: a 64-bit hash of `parts` (the system prompt,
+ * the tools, the first turn — whatever of them the request has), their cache breakpoints left out.
+ */
+export function prefixed(parts: unknown[], extended: boolean, chained = false): ConversationId {
+  const texts = parts.map((part) =>
+    typeof part === "string" ? part : withoutBreakpoints(JSON.stringify(part ?? null))
+  );
+  const text = texts.join("\u0000");
+  return { id: `prefix:${hash64(text)}`, extended, ...(chained ? { chained } : {}) };
+}
+
+/** Past this many characters, a native hash is the faster. */
+const NATIVE_FROM = 4096;
+
+/**
+ * A 64-bit hash of `text` as 16 hex digits: two 32-bit FNV-1a hashes in JavaScript for a short
+ * text (calling a native hash costs more), SHA-256's first 8 bytes for a long one.
+ */
+function hash64(text: string): string {
+  if (text.length > NATIVE_FROM) {
+    return createHash("sha256").update(text).digest("hex").slice(0, 16);
+  }
+  const [a, b] = hashesOf(text);
+  return hex(a) + hex(b);
+}
+
+/** A 32-bit hash as 8 hex digits. */
+function hex(hash: number): string {
+  return (hash >>> 0).toString(16).padStart(8, "0");
+}
+
+/** The items of a conversation up to and including its first user turn (all when it has none). */
+export function firstTurn(items: unknown[], isUser: (item: unknown) => boolean): unknown[] {
+  const at = items.findIndex(isUser);
+  return at < 0 ? items : items.slice(0, at + 1);
+}
