@@ -96,15 +96,16 @@ function drain(lines: AsyncGenerator<string>): void {
 
 /**
  * Holds a starting child's stderr (its last 4 KB, for `EarlyExit`); once released, writes what it
- * held to ours and copies the rest as it comes.
+ * held to ours and copies the rest as it comes (unless `copy` is false: then it keeps only the
+ * last 4 KB, all along).
  */
-function holdStderr(stream: ReadableStream<Uint8Array>) {
+function holdStderr(stream: ReadableStream<Uint8Array>, copy = true) {
   const decoder = new TextDecoder();
   let tail = "";
   let released = false;
   const held = (async () => {
     for await (const chunk of stream) {
-      if (released) await Deno.stderr.write(chunk);
+      if (released && copy) await Deno.stderr.write(chunk);
       else tail = (tail + decoder.decode(chunk, { stream: true })).slice(-4096);
     }
     return tail;
@@ -114,6 +115,57 @@ function holdStderr(stream: ReadableStream<Uint8Array>) {
     if (tail) Deno.stderr.writeSync(new TextEncoder().encode(tail));
   };
   return { held, release };
+}
+
+/** A program that is not Deno (a peer gateway on Node), told its port on its command line. */
+export interface ProgramSpec {
+  command: string;
+  args: string[];
+  cwd: string;
+  env?: Record<string, string>;
+  /** The port it was told to listen on (on 127.0.0.1). */
+  port: number;
+  /** How long it may take to listen, ms. */
+  timeoutMs?: number;
+}
+
+/**
+ * Starts a program that says nothing machine-readable when it is ready, and waits until its port
+ * takes a connection (or it exits: `EarlyExit`, or the time runs out: an error). Its stdout is
+ * drained; of its stderr the last 4 KB are kept for the error, the rest dropped.
+ */
+export async function spawnOnPort(spec: ProgramSpec): Promise<Server> {
+  const [command, args] = withFdLimit(spec.command, spec.args);
+  const child = new Deno.Command(command, {
+    args,
+    cwd: spec.cwd,
+    env: spec.env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  drain(readLines(child.stdout));
+  const stderr = holdStderr(child.stderr, false);
+  let exited: number | undefined;
+  child.status.then((s) => exited = s.code);
+  const deadline = Date.now() + (spec.timeoutMs ?? 30_000);
+  while (exited === undefined) {
+    try {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port: spec.port });
+      conn.close();
+      return { child, pid: child.pid, port: spec.port };
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      await child.status;
+      throw new Error(
+        `not listening on ${spec.port} after ${spec.timeoutMs ?? 30_000} ms:\n` +
+          (await stderr.held).trim(),
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new EarlyExit(exited, await stderr.held);
 }
 
 /** Sends SIGTERM and waits for the exit. */
@@ -188,6 +240,23 @@ export function memoryMiB(pid: number, field: "VmRSS" | "VmHWM"): number {
     } catch { /* exited */ }
   }
   return kib / 1024;
+}
+
+/**
+ * Resets the peak resident memory (`VmHWM`) of a process tree to its current RSS (writing 5 to
+ * `/proc/<pid>/clear_refs`), so that the next peak read is that of what ran since. False when
+ * Linux refused it for any of the processes (their peak then counts from their start).
+ */
+export function resetPeak(pid: number): boolean {
+  let all = true;
+  for (const p of processTree(pid)) {
+    try {
+      Deno.writeTextFileSync(`/proc/${p}/clear_refs`, "5");
+    } catch {
+      all = false;
+    }
+  }
+  return all;
 }
 
 /** A process's limit on open files: the soft one (in force) or the hard one (its ceiling). */

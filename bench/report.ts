@@ -1,34 +1,57 @@
-/** The printed report: the table, the ratio and added-latency lines, memory figures. */
+/**
+ * The printed report: the table, the ratio lines (of the bare proxy, of the best peer),
+ * added-latency lines, memory figures.
+ */
 import type { Measurement } from "./measure.ts";
 import { type MemoryResult, PEAK_BAR_MIB, SETTLE_BAR_MIB, type Settled } from "./memory.ts";
 
 /** The figures of one target in one scenario. */
 export interface Row {
   scenario: string;
-  target: "emulator direct" | "bare proxy" | "floor proxy" | "gateway";
+  target: "emulator direct" | "bare proxy" | "floor proxy" | "gateway" | "peer";
   /** The gateway's workers (undefined for the other targets). */
   workers?: number;
+  /** A peer's name and version (undefined for the other targets). */
+  peer?: string;
   load: Measurement;
   /** p50 at one connection, ms (not measured for the emulator direct). */
   p50AtOne?: number;
+  /** The peak RSS while the scenario ran (VmHWM summed over the processes), MiB. */
+  peakMiB?: number;
 }
 
 const fixed = (value: number, digits: number) => Number.isNaN(value) ? "-" : value.toFixed(digits);
 
-/** The big table: one line per scenario and target. */
+/** How a row's target is named in the report. */
+const named = (r: Row) =>
+  r.target === "peer" ? r.peer! : r.target === "gateway" ? `workers=${r.workers}` : r.target;
+
+/** The peer of a scenario with the most requests/s (undefined without peers). */
+function bestPeer(group: Row[]): Row | undefined {
+  return group.filter((r) => r.target === "peer").sort((a, b) => b.load.rps - a.load.rps)[0];
+}
+
+/**
+ * The big table: one line per scenario and target; the last column is the target's requests/s
+ * over the best peer's, in the scenarios a peer ran.
+ */
 export function table(rows: Row[]): string {
   const head = ["scenario", "target", "workers", "req/s", "p50 ms", "p99 ms", "errors"];
-  const lines = [[...head, "CPU µs/req"]];
+  const lines = [[...head, "CPU µs/req", "peak RSS MiB", "× best peer"]];
+  const best = new Map([...byScenario(rows)].map(([name, group]) => [name, bestPeer(group)]));
   for (const r of rows) {
+    const peer = best.get(r.scenario);
     lines.push([
       r.scenario,
-      r.target,
+      r.target === "peer" ? r.peer! : r.target,
       r.workers === undefined ? "-" : String(r.workers),
       fixed(r.load.rps, 0),
       fixed(r.load.p50, 2),
       fixed(r.load.p99, 2),
       fixed(r.load.errors, 0),
       fixed(r.load.cpuUs, 0),
+      fixed(r.peakMiB ?? NaN, 1),
+      peer ? fixed(r.load.rps / peer.load.rps, 2) : "-",
     ]);
   }
   const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
@@ -63,9 +86,48 @@ export function ratioLines(rows: Row[]): string[] {
       `(${fixed((100 * r.load.rps) / direct, 1)}%)`
     );
     if (floor) shares.push(`floor proxy ${fixed((100 * floor.load.rps) / bare, 1)}%`);
+    for (const peer of group.filter((r) => r.target === "peer")) {
+      shares.push(`${peer.peer} ${fixed((100 * peer.load.rps) / bare, 1)}%`);
+    }
     lines.push(`  ${scenario}: ${shares.join(", ")}`);
   }
   return lines;
+}
+
+/**
+ * Per scenario a peer ran: each gateway against the best peer — requests/s, p50 and p99 under
+ * load and peak RSS, as ratios (above 1: the gateway's figure is the larger).
+ */
+export function peerLines(rows: Row[]): string[] {
+  const lines: string[] = [];
+  for (const [scenario, group] of byScenario(rows)) {
+    const peer = bestPeer(group);
+    if (!peer) continue;
+    const ratios = group.filter((r) => r.target === "gateway").map((r) =>
+      `workers=${r.workers} ${fixed(r.load.rps / peer.load.rps, 2)}× req/s, ` +
+      `p50 ${fixed(r.load.p50 / peer.load.p50, 2)}×, p99 ${
+        fixed(r.load.p99 / peer.load.p99, 2)
+      }×, ` +
+      `peak RSS ${fixed((r.peakMiB ?? NaN) / (peer.peakMiB ?? NaN), 2)}×`
+    );
+    lines.push(
+      `  ${scenario} (best peer ${peer.peer}: ${fixed(peer.load.rps, 0)} req/s, ` +
+        `p50 ${fixed(peer.load.p50, 2)} ms, ${fixed(peer.peakMiB ?? NaN, 1)} MiB): ` +
+        ratios.join("; "),
+    );
+  }
+  return lines.length ? ["the gateway against the best peer (gateway ÷ peer):", ...lines] : [];
+}
+
+/** Each server's highest peak RSS over the scenarios, in the order the rows name them. */
+export function peakLine(rows: Row[]): string {
+  const peaks = new Map<string, number>();
+  for (const r of rows) {
+    if (r.peakMiB === undefined || Number.isNaN(r.peakMiB)) continue;
+    peaks.set(named(r), Math.max(peaks.get(named(r)) ?? 0, r.peakMiB));
+  }
+  const list = [...peaks].map(([name, mib]) => `${name} ${fixed(mib, 1)} MiB`);
+  return `peak RSS over the run (VmHWM, summed over each server's processes): ${list.join(", ")}`;
 }
 
 /** The suffix of a scenario run with the limited key (see `scenarios.ts`). */
@@ -94,15 +156,14 @@ export function limitLines(rows: Row[]): string[] {
     : [];
 }
 
-/** Per scenario: gateway p50 minus bare-proxy p50 at one connection. */
+/** Per scenario: gateway (floor proxy, peer) p50 minus bare-proxy p50 at one connection. */
 export function addedLatencyLines(rows: Row[]): string[] {
   const lines = ["added latency at one connection (gateway p50 − bare proxy p50):"];
+  const measured = new Set<Row["target"]>(["gateway", "floor proxy", "peer"]);
   for (const [scenario, group] of byScenario(rows)) {
     const bare = find(group, "bare proxy")!.p50AtOne!;
-    const added = group.filter((r) => r.target === "gateway" || r.target === "floor proxy").map(
-      (r) =>
-        `${r.target === "gateway" ? `workers=${r.workers}` : "floor proxy"} ` +
-        `${signed(r.p50AtOne! - bare, 3)} ms (${fixed(r.p50AtOne!, 3)} ms)`,
+    const added = group.filter((r) => measured.has(r.target)).map((r) =>
+      `${named(r)} ${signed(r.p50AtOne! - bare, 3)} ms (${fixed(r.p50AtOne!, 3)} ms)`
     );
     lines.push(`  ${scenario}: ${added.join(", ")}; bare proxy p50 ${fixed(bare, 3)} ms`);
   }

@@ -2,13 +2,21 @@
  * `deno task bench`: the same load — `wrk`, 2 threads — against the emulator directly, a bare
  * Deno.serve + fetch proxy, the floor proxy (the least a gateway with our guarantees does: see
  * `floor_proxy.ts`) and the full gateway (auth, RPM, validation, reservation, ledger, access
- * log), one gateway process per `serve --workers N` setting, in every scenario; then the memory
- * scenario. Prints requests/s, p50/p99 latency, errors, the gateway's CPU time per request, the
- * gateway/bare-proxy ratios, the latency the gateway adds at one connection, its peak RSS and the
- * memory figures. Settings (environment): see `settings.ts` and docs/benchmark.md.
+ * log), one gateway process per `serve --workers N` setting, in every scenario, and the peer
+ * gateways (`peers.ts`) in the scenarios whose job they do; then the memory scenario. Prints
+ * requests/s, p50/p99 latency, errors, CPU time per request and peak RSS, the shares of the bare
+ * proxy's requests/s, the gateway against the best peer, the latency added at one connection and
+ * the memory figures. Settings (environment): see `settings.ts` and docs/benchmark.md.
  */
 import { estimateSeconds, SETTINGS } from "./settings.ts";
-import { type Call, FLOOR_KEY, type Scenario, scenarios, UPSTREAM_HEADERS } from "./scenarios.ts";
+import {
+  type Call,
+  FLOOR_KEY,
+  type Scenario,
+  scenarios,
+  UPSTREAM_HEADERS,
+  UPSTREAM_KEY,
+} from "./scenarios.ts";
 import { type Gateway, type Setup, startGateway, startSetup, workersFlagMissing } from "./stack.ts";
 import { measure, type Measurement, median, type Target } from "./measure.ts";
 import { memoryScenario } from "./memory.ts";
@@ -16,11 +24,14 @@ import {
   addedLatencyLines,
   limitLines,
   memoryLines,
+  peakLine,
+  peerLines,
   ratioLines,
   type Row,
   table,
 } from "./report.ts";
-import { memoryMiB, stopServer } from "./procs.ts";
+import { memoryMiB, resetPeak, stopServer } from "./procs.ts";
+import { type RunningPeer, startPeers } from "./peers.ts";
 import { wrk } from "./wrk.ts";
 
 async function requireWrk(): Promise<void> {
@@ -39,8 +50,15 @@ function progress(text: string): void {
 
 /** One target of a scenario, as a table row stands for it. */
 interface Subject {
-  row: Omit<Row, "scenario" | "load" | "p50AtOne">;
+  row: Omit<Row, "scenario" | "load" | "p50AtOne" | "peakMiB">;
   target: Target;
+}
+
+/** The servers a scenario is run against, besides the emulator itself. */
+interface Servers {
+  setup: Setup;
+  gateways: Gateway[];
+  peers: RunningPeer[];
 }
 
 function targetOf(base: string, call: Call, extra: Record<string, string>, pid?: number): Target {
@@ -52,7 +70,7 @@ function targetOf(base: string, call: Call, extra: Record<string, string>, pid?:
   };
 }
 
-function subjects(scenario: Scenario, setup: Setup, gateways: Gateway[]): Subject[] {
+function subjects(scenario: Scenario, { setup, gateways, peers }: Servers): Subject[] {
   const local = (port: number) => `http://127.0.0.1:${port}`;
   return [
     {
@@ -76,15 +94,28 @@ function subjects(scenario: Scenario, setup: Setup, gateways: Gateway[]): Subjec
       row: { target: "gateway" as const, workers: g.workers },
       target: targetOf(local(g.server.port), scenario.gateway, {}, g.server.pid),
     })),
+    ...peers.flatMap((p) => {
+      const call = scenario.peers?.[p.id];
+      return call
+        ? [{
+          row: { target: "peer" as const, peer: p.label },
+          target: targetOf(local(p.server.port), call, {}, p.server.pid),
+        }]
+        : [];
+    }),
   ];
 }
+
+/** Whether a peak RSS reset was refused (the peaks then count from each server's start). */
+let peaksSinceStart = false;
 
 /**
  * Warms each target up, then measures them in turn, BENCH_RUNS times (interleaved, so that a
  * disturbance hits all targets alike), then at one connection; the medians make the rows.
  */
-async function runScenario(scenario: Scenario, setup: Setup, gateways: Gateway[]) {
-  const all = subjects(scenario, setup, gateways);
+async function runScenario(scenario: Scenario, servers: Servers) {
+  const all = subjects(scenario, servers);
+  for (const s of all) if (s.target.pid && !resetPeak(s.target.pid)) peaksSinceStart = true;
   const load = { threads: 2, connections: SETTINGS.concurrency, seconds: SETTINGS.seconds };
   const one = { threads: 1, connections: 1, seconds: SETTINGS.latencySeconds };
   for (const s of all) await wrk(s.target, { ...load, seconds: SETTINGS.warmupSeconds });
@@ -101,6 +132,7 @@ async function runScenario(scenario: Scenario, setup: Setup, gateways: Gateway[]
     scenario: scenario.name,
     load: median(runs[i]),
     p50AtOne: atOne[i].length ? median(atOne[i]).p50 : undefined,
+    peakMiB: s.target.pid ? memoryMiB(s.target.pid, "VmHWM") : undefined,
   }));
 }
 
@@ -118,25 +150,30 @@ async function* eachGateway(setup: Setup, profile?: string): AsyncGenerator<Gate
   }
 }
 
-async function throughput(setup: Setup, selected: Scenario[]): Promise<string[]> {
+async function throughput(
+  setup: Setup,
+  peers: RunningPeer[],
+  selected: Scenario[],
+): Promise<string[]> {
   const gateways: Gateway[] = [];
   for await (const g of eachGateway(setup, SETTINGS.profile)) gateways.push(g);
   try {
     const rows: Row[] = [];
     for (const [i, scenario] of selected.entries()) {
       progress(`[${i + 1}/${selected.length}] ${scenario.name}`);
-      rows.push(...await runScenario(scenario, setup, gateways));
+      rows.push(...await runScenario(scenario, { setup, gateways, peers }));
     }
-    const peaks = gateways.map((g) =>
-      `workers=${g.workers} ${memoryMiB(g.server.pid, "VmHWM").toFixed(1)} MiB`
-    );
     return [
       table(rows),
       "",
       ...ratioLines(rows),
+      ...peerLines(rows),
       ...limitLines(rows),
       ...addedLatencyLines(rows),
-      `gateway peak RSS (VmHWM, summed over its processes): ${peaks.join(", ")}`,
+      peakLine(rows),
+      ...(peaksSinceStart
+        ? ["note: Linux refused to reset a peak (clear_refs): some peaks count from the start"]
+        : []),
     ];
   } finally {
     await Promise.all(gateways.map((g) => stopServer(g.server)));
@@ -164,30 +201,42 @@ async function memory(setup: Setup): Promise<string[]> {
   return lines;
 }
 
-function header(selected: Scenario[], withMemory: boolean): string {
+function header(selected: Scenario[], peers: RunningPeer[], withMemory: boolean): string {
   const s = SETTINGS;
-  const minutes = Math.ceil(estimateSeconds(selected.length, withMemory) / 60);
+  const peerRuns = selected.reduce((n, sc) => n + peers.filter((p) => sc.peers?.[p.id]).length, 0);
+  const minutes = Math.ceil(estimateSeconds(selected.length, peerRuns, withMemory) / 60);
   return `${s.seconds} s per run, median of ${s.runs}, ${s.concurrency} connections (wrk -t2), ` +
     `${s.warmupSeconds} s warm-up per target, ${s.latencySeconds} s at one connection; ` +
     `gateway workers ${s.workers.join(",")}; store ${s.store}; key rpm ${s.rpm || "unlimited"}; ` +
-    `${selected.length} scenarios` +
+    `peers ${peers.map((p) => p.label).join(", ") || "none"}; ${selected.length} scenarios` +
     (withMemory ? ` + memory (${s.streams} streams)` : "") + `; about ${minutes} min`;
 }
 
 async function main(): Promise<void> {
   await requireWrk();
   const setup = await startSetup();
+  let peers: RunningPeer[] = [];
   try {
-    const selected = scenarios(setup.key, setup.limitedKey).filter((s) =>
+    const selected = scenarios(setup.key, setup.limitedKey, setup.emulatorUrl).filter((s) =>
       s.name.includes(SETTINGS.only)
     );
+    const wanted = SETTINGS.peers.filter((id) => selected.some((s) => s.peers?.[id]));
+    if (wanted.length) progress(`installing (first time only) and starting ${wanted.join(", ")}`);
+    const started = await startPeers(
+      wanted,
+      { url: setup.emulatorUrl, key: UPSTREAM_KEY },
+      setup.dir,
+    );
+    peers = started.peers;
+    for (const note of started.notes) console.log(`note: ${note}`);
     const withMemory = "memory".includes(SETTINGS.only);
-    console.log(header(selected, withMemory) + "\n");
-    const lines = selected.length ? await throughput(setup, selected) : [];
+    console.log(header(selected, peers, withMemory) + "\n");
+    const lines = selected.length ? await throughput(setup, peers, selected) : [];
     if (withMemory) lines.push(...await memory(setup));
     console.log(lines.join("\n"));
   } finally {
-    await Promise.all([setup.proxy, setup.floor, setup.emulator].map(stopServer));
+    await Promise.all([setup.proxy, setup.floor, setup.emulator, ...peers.map((p) => p.server)]
+      .map(stopServer));
     await setup.postgres?.stop();
     await Deno.remove(setup.dir, { recursive: true });
   }

@@ -1,9 +1,9 @@
 /**
  * The throughput scenarios. Each names the gateway's route and the upstream call it makes as the
  * emulator sees it (body for body, as recorded from the gateway) — which the bare proxy and the
- * direct runs send themselves. Translated scenarios
- * compare the gateway translating both ways against a proxy that only relays the upstream's own
- * protocol.
+ * direct runs send themselves — and, where a peer gateway does the same job, the client's call to
+ * that peer (see `peers.ts`). Translated scenarios compare the gateway translating both ways
+ * against a proxy that only relays the upstream's own protocol.
  */
 
 /** A request as sent to one target (its base URL comes later). */
@@ -19,19 +19,25 @@ export interface Scenario {
   gateway: Call;
   /** Sent to the emulator directly and through the bare proxy (the proxy adds the keys). */
   upstream: Call;
+  /** The same client call as each peer that does this job takes it. */
+  peers?: Partial<Record<PeerId, Call>>;
 }
 
 import { LIMITED } from "./report.ts";
+import { CCR_KEY, CCR_UPSTREAM, type PeerId, portkeyRoute } from "./peer_calls.ts";
 
 const PROMPT = "Write one sentence about switchyards and trains, please.";
 /** The output cap the gateway sends for a client that set none (`limits.defaultMaxOutputTokens`). */
 const CAP = 8192;
 
+/** The key the emulator is called with (by the bare proxy, the floor proxy and the peers). */
+export const UPSTREAM_KEY = "bench-upstream";
+
 /** The upstream key headers of every family (the bare proxy sets them itself). */
 export const UPSTREAM_HEADERS = {
-  authorization: "Bearer bench-upstream",
-  "x-api-key": "bench-upstream",
-  "x-goog-api-key": "bench-upstream",
+  authorization: `Bearer ${UPSTREAM_KEY}`,
+  "x-api-key": UPSTREAM_KEY,
+  "x-goog-api-key": UPSTREAM_KEY,
   "anthropic-version": "2023-06-01",
 };
 
@@ -47,6 +53,7 @@ const messages = (model: string, stream: boolean) => ({
   stream,
   messages: [{ role: "user", content: PROMPT }],
 });
+const chat = (model: string) => ({ model, messages: [{ role: "user", content: PROMPT }] });
 const contents = { contents: [{ role: "user", parts: [{ text: PROMPT }] }] };
 /** A user turn as the gateway writes it when it translates (content blocks, not a string). */
 const translated = {
@@ -88,17 +95,49 @@ function clients(key: string) {
       headers: google,
       body: contents,
     }),
-    chat: (): Call => ({
+    chat: (stream: boolean): Call => ({
       path: "/v1/chat/completions",
       headers: bearer,
-      body: { model: "gpt-bench", messages: [{ role: "user", content: PROMPT }], stream: true },
+      body: stream ? { ...chat("gpt-bench"), stream } : chat("gpt-bench"),
     }),
   };
 }
 
-/** The throughput scenarios, for a gateway key. */
-export function scenarios(key: string, limitedKey?: string): Scenario[] {
+/** The peers' client calls: the gateway's, with the peer's model ids and keys. */
+function peerCalls(emulatorUrl: string) {
+  const anthropic = { "anthropic-version": "2023-06-01" };
+  return {
+    portkeyChat: (): Call => ({
+      path: "/v1/chat/completions",
+      headers: { authorization: `Bearer ${UPSTREAM_KEY}`, ...portkeyRoute("openai", emulatorUrl) },
+      body: chat("gpt-5.4"),
+    }),
+    portkeyMessages: (): Call => ({
+      path: "/v1/messages",
+      headers: {
+        "x-api-key": UPSTREAM_KEY,
+        ...anthropic,
+        ...portkeyRoute("anthropic", emulatorUrl),
+      },
+      body: messages("claude-sonnet-4-5", true),
+    }),
+    // Routed by its Router.default whatever the model, as Claude Code's calls are.
+    ccrMessages: (): Call => ({
+      path: "/v1/messages",
+      headers: { "x-api-key": CCR_KEY, ...anthropic },
+      body: messages("claude-sonnet-4-5", true),
+    }),
+  };
+}
+
+/** The throughput scenarios, for a gateway key, with the peers' calls to `emulatorUrl`. */
+export function scenarios(
+  key: string,
+  limitedKey: string | undefined,
+  emulatorUrl: string,
+): Scenario[] {
   const client = clients(key);
+  const peer = peerCalls(emulatorUrl);
   const modes = [["JSON", false], ["SSE", true]] as const;
   // The same calls with a key that has two budgets, a model list and a TPM limit (never reached).
   const limited = limitedKey
@@ -125,6 +164,7 @@ export function scenarios(key: string, limitedKey?: string): Scenario[] {
       name: `messages ${mode}`,
       gateway: client.messages("claude-bench", stream),
       upstream: upstream("/anthropic/v1/messages", messages("claude-sonnet-4-5", stream)),
+      peers: stream ? { portkey: peer.portkeyMessages() } : undefined,
     })),
     {
       name: "generateContent SSE",
@@ -135,8 +175,17 @@ export function scenarios(key: string, limitedKey?: string): Scenario[] {
       }),
     },
     {
+      name: "chat JSON",
+      gateway: client.chat(false),
+      upstream: upstream("/openai/v1/chat/completions", {
+        ...chat("gpt-5.4"),
+        max_completion_tokens: CAP,
+      }),
+      peers: { portkey: peer.portkeyChat() },
+    },
+    {
       name: "chat SSE",
-      gateway: client.chat(),
+      gateway: client.chat(true),
       // The gateway asks for the usage chunk (and drops it for a client that did not).
       upstream: upstream("/openai/v1/chat/completions", {
         model: "gpt-5.4",
@@ -150,6 +199,18 @@ export function scenarios(key: string, limitedKey?: string): Scenario[] {
       name: "messages → responses SSE",
       gateway: client.messages("gpt-bench", true),
       upstream: upstream("/openai/v1/responses", translated.responses),
+    },
+    {
+      // An OpenAI-compatible provider, which speaks only chat completions.
+      name: "messages → chat SSE",
+      gateway: client.messages("chat-bench", true),
+      upstream: upstream(CCR_UPSTREAM.path, {
+        ...chat(CCR_UPSTREAM.model),
+        max_tokens: 1024,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+      peers: { "claude-code-router": peer.ccrMessages() },
     },
     {
       name: "generateContent → messages SSE",

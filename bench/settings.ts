@@ -1,4 +1,5 @@
 /** The benchmark's settings, read from the environment (see docs/benchmark.md). */
+import { PEER_IDS, type PeerId } from "./peers.ts";
 
 function positiveInt(name: string, fallback: number): number {
   const raw = Deno.env.get(name);
@@ -29,6 +30,22 @@ function storeKind(): "sqlite" | "postgres" {
   return raw;
 }
 
+/** BENCH_PEERS: a list of peer names, `all` (the default) or `none`. */
+function peerList(): PeerId[] {
+  const raw = (Deno.env.get("BENCH_PEERS") || "all").trim();
+  if (raw === "all") return PEER_IDS;
+  if (raw === "none") return [];
+  const names = raw.split(",").map((s) => s.trim());
+  const unknown = names.filter((n) => !(PEER_IDS as string[]).includes(n));
+  if (unknown.length) {
+    console.error(
+      `BENCH_PEERS must be all, none or a list of ${PEER_IDS.join(", ")}, not "${raw}"`,
+    );
+    Deno.exit(2);
+  }
+  return PEER_IDS.filter((id) => names.includes(id));
+}
+
 /** Everything a run is told from outside. */
 export const SETTINGS = {
   /** Seconds of each measured wrk run (BENCH_SECONDS). */
@@ -50,6 +67,8 @@ export const SETTINGS = {
   store: storeKind(),
   /** The bench key's requests per minute (BENCH_RPM; 0, the default, is unlimited). */
   rpm: Number(Deno.env.get("BENCH_RPM") || 0),
+  /** The peer gateways measured where they do a scenario's job (BENCH_PEERS). */
+  peers: peerList(),
   /** Concurrent streams of the memory scenario (BENCH_STREAMS). */
   streams: positiveInt("BENCH_STREAMS", 10_000),
   /** The warm-up before each target's measurements. */
@@ -61,12 +80,17 @@ export const SETTINGS = {
 /** Seconds the memory scenario takes per gateway, roughly. */
 export const MEMORY_SECONDS = 60;
 
-/** A rough total run time in seconds, for `scenarios` throughput scenarios. */
-export function estimateSeconds(scenarios: number, memory: boolean): number {
+/**
+ * A rough total run time in seconds, for `scenarios` throughput scenarios and `peerRuns` (peer,
+ * scenario) pairs among them.
+ */
+export function estimateSeconds(scenarios: number, peerRuns: number, memory: boolean): number {
   const s = SETTINGS;
   const gateways = s.workers.length;
-  const throughput = (2 + gateways) * (s.warmupSeconds + s.runs * s.seconds);
-  const latency = (1 + gateways) * s.runs * s.latencySeconds;
-  const startup = 10 + 3 * gateways;
-  return startup + scenarios * (throughput + latency) + (memory ? gateways * MEMORY_SECONDS : 0);
+  const target = s.warmupSeconds + s.runs * (s.seconds + s.latencySeconds);
+  // The emulator direct, the bare and floor proxies and the gateways; no latency run direct.
+  const perScenario = (3 + gateways) * target - s.runs * s.latencySeconds;
+  const startup = 10 + 3 * gateways + 5 * s.peers.length;
+  return startup + scenarios * perScenario + peerRuns * target +
+    (memory ? gateways * MEMORY_SECONDS : 0);
 }

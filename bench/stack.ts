@@ -6,10 +6,10 @@
  */
 import { EarlyExit, freePort, type Server, spawnServer } from "./procs.ts";
 import { SETTINGS } from "./settings.ts";
+import { UPSTREAM_KEY } from "./scenarios.ts";
 import { type Postgres, startPostgres } from "../tests/helpers/postgres.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
-const UPSTREAM_KEY = "bench-upstream";
 
 /** The gateway models of the scenarios, one per provider family. */
 export const MODELS = {
@@ -24,6 +24,8 @@ export const MODELS = {
     upstream: "gemini-2.5-flash",
     price: { input: 0.3, output: 2.5 },
   },
+  /** On an OpenAI-compatible provider: every protocol but chat completions is translated. */
+  "chat-bench": { provider: "chat", upstream: "gpt-5.4", price: { input: 2.5, output: 15 } },
 };
 
 /** Where the gateways run and what they need. */
@@ -110,6 +112,7 @@ function config(emulatorUrl: string) {
       openai: provider("openai", "/openai/v1"),
       anthropic: provider("anthropic", "/anthropic"),
       gemini: provider("gemini", "/gemini"),
+      chat: provider("openai-compatible", "/openai/v1"),
     },
     models: MODELS,
   };
