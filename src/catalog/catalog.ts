@@ -2,9 +2,9 @@
  * The model catalog: public model id (exact, or a `*` pattern) → provider, upstream id and prices.
  * Pure: built from already-validated config, no I/O.
  */
-import type { ModelKind, ProviderType } from "../config/schema.ts";
+import type { ModelKind, ProviderType } from "./kinds.ts";
 
-export type { ModelKind } from "../config/schema.ts";
+export type { ModelKind } from "./kinds.ts";
 
 /** The four wire formats: Responses, Messages, generateContent (`generate`), chat completions. */
 export type ProtocolId = "responses" | "messages" | "generate" | "chat";

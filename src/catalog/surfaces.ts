@@ -3,7 +3,7 @@
  * where each is served and how it is authenticated. The request path picks a surface by protocol;
  * a client protocol the provider does not speak is translated to the first one.
  */
-import type { ProviderType } from "../config/schema.ts";
+import type { ProviderType } from "./kinds.ts";
 import type { Surface } from "./catalog.ts";
 
 /** The `anthropic-version` every current client sends. */

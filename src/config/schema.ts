@@ -4,7 +4,15 @@
  */
 import * as v from "valibot";
 import { HOSTED_TOOLS } from "../catalog/hosted_tools.ts";
+import { MODEL_KINDS, PROVIDER_TYPES } from "../catalog/kinds.ts";
 import { usdToNano } from "../money.ts";
+
+export {
+  MODEL_KINDS,
+  type ModelKind,
+  PROVIDER_TYPES,
+  type ProviderType,
+} from "../catalog/kinds.ts";
 
 /** The most serving threads one process runs (`server.workers`, `--workers`). */
 /** Whether `text` is a PostgreSQL URL the driver can parse (`postgres://` or `postgresql://`). */
@@ -49,16 +57,6 @@ export const MAX_METRICS_MODELS = 10_000;
 /** The upstream failures a call may be retried on (`routing.retryOn`). */
 export const RETRY_TRIGGERS = ["connection", "timeout", "429", "5xx"] as const;
 export type RetryTrigger = typeof RETRY_TRIGGERS[number];
-
-/** Provider wire families the gateway can talk to. */
-export const PROVIDER_TYPES = [
-  "openai",
-  "xai",
-  "anthropic",
-  "gemini",
-  "openai-compatible",
-] as const;
-export type ProviderType = typeof PROVIDER_TYPES[number];
 
 const usd = v.pipe(
   v.number("must be a number (USD)"),
@@ -234,8 +232,6 @@ export const ImageRulesSchema = v.strictObject({
 });
 
 /** What a model produces, which decides the endpoints that serve it. */
-export const MODEL_KINDS = ["text", "embedding", "image", "video"] as const;
-export type ModelKind = typeof MODEL_KINDS[number];
 
 const providerName = v.pipe(
   v.string("must be a provider name"),

@@ -15,7 +15,6 @@ import {
   render,
   type Samples,
 } from "./registry.ts";
-import type { Usage } from "../billing/price.ts";
 import type { CacheCharge } from "../store/store.ts";
 import type { Config } from "../config/load.ts";
 import { DEFAULT_METRICS_MODELS } from "../config/schema.ts";
@@ -197,6 +196,15 @@ export function observeCommit(seconds: number): void {
 /** This thread's upstream outcomes of the last minutes, by provider (see `recent.ts`). */
 export const recentCalls = new RecentCalls(metrics);
 
+/** The token counts of a charge that the metrics count (a billing `Usage` has them). */
+export interface ChargedTokens {
+  inputTokens: number;
+  cachedInputTokens: number;
+  cacheWriteTokens: number;
+  cacheWrite1hTokens: number;
+  outputTokens: number;
+}
+
 /**
  * Counts a settled charge: its tokens by kind and its amount, and with its cache figures its input
  * tokens by how the prompt cache served them, what reads saved and what a miss lost.
@@ -204,7 +212,7 @@ export const recentCalls = new RecentCalls(metrics);
 export function recordCharge(
   model: string,
   account: string,
-  usage: Usage,
+  usage: ChargedTokens,
   amount: number,
   cache?: CacheCharge,
 ): void {
