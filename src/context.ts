@@ -50,7 +50,7 @@ export function callRoute(ctx: RequestContext): CallRoute {
   return ctx.route ??= new CallRoute(ctx.services.config.routing, boardOf(ctx.services));
 }
 
-/** What a request opened that must end with it (see `pipeline/settle.ts`). */
+/** What a request opened that must end with it (see `pipeline/hold.ts`). */
 export interface RequestScope {
   /** Ends it; `failed`: the client is told the request failed. Never throws. */
   close(failed: boolean): Promise<void>;
@@ -94,7 +94,7 @@ export interface RequestContext {
   now(): number;
   /** Headers its response carries besides the server's own (the key's token limits). */
   headers?: Record<string, string>;
-  /** Its holds and upstream requests, made on first use (see `pipeline/settle.ts`). */
+  /** Its holds and upstream requests, made on first use (see `pipeline/hold.ts`). */
   scope?: RequestScope;
   /** The stored state the request names (see `pipeline/resolve.ts`). */
   named?: NamedState;

@@ -214,7 +214,7 @@ export function createHandler(
       response = failure(error, format, requestId, match.route?.path ?? "");
       response.headers.set("x-request-id", requestId);
     }
-    // Whatever way the request ended, nothing it opened stays open (see `pipeline/settle.ts`).
+    // Whatever way the request ended, nothing it opened stays open (see `pipeline/hold.ts`).
     if (ctx.scope) await ctx.scope.close(response.status >= 400);
     // The model only once it resolved to a provider: ids the catalog does not know are the
     // client's choice, and would make series of their own.

@@ -25,7 +25,7 @@ import { cacheCharge, type CacheMiss, hasPromptCache } from "./cache.ts";
 
 /**
  * Where a request keeps its bills, so that whatever way the request ends, none stays open (see
- * `pipeline/settle.ts`): every bill is added to its request's scope as it is opened.
+ * `pipeline/hold.ts`): every bill is added to its request's scope as it is opened.
  */
 export interface BillScope {
   hold(bill: Bill): void;
@@ -488,7 +488,7 @@ export async function openBill(store: Store, call: OpenBill): Promise<Bill> {
 
 /**
  * A limited hold refused: the client's error, and the refusal it came from (a caller may retry
- * under a smaller output cap, see `pipeline/admit.ts`).
+ * under a smaller output cap, see `pipeline/hold.ts`).
  */
 export class LimitRefused extends GatewayError {
   constructor(readonly refusal: LimitRefusal, error: GatewayError) {

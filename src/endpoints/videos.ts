@@ -13,9 +13,9 @@ import { validate } from "../http/validate.ts";
 import { openBill } from "../billing/ledger.ts";
 import { emptyUsage, price, videoSecondRate } from "../billing/price.ts";
 import { withUpstreamModel } from "../http/forwarded_body.ts";
-import { sendHeld } from "../pipeline/send.ts";
+import { sendHeld } from "../pipeline/route.ts";
 import { resolveModel } from "../pipeline/resolve.ts";
-import { scopeOf } from "../pipeline/settle.ts";
+import { scopeOf } from "../pipeline/hold.ts";
 import { refreshJob, renderVideo } from "../pipeline/video_jobs.ts";
 
 const ASPECT_RATIOS = ["1:1", "16:9", "9:16", "4:3", "3:4", "3:2", "2:3"];

@@ -1,10 +1,10 @@
 /**
- * What one call is, as the pipeline runs it (`route.ts` routes it, `admit.ts` holds it, `send.ts`
- * sends it, `relay.ts` relays its answer): the upstream request and how its answer is read,
+ * What one call is, as the pipeline runs it (`route.ts` routes and sends it, `hold.ts` holds it,
+ * `relay.ts` relays its answer): the upstream request and how its answer is read,
  * metered, shown and kept — and the cross-cutting steps around its answer, in the spirit of
  * Bifrost's pre/post hooks: each step's `before` runs as the relay begins, in the list's order,
  * its `after` once the call has ended, in reverse order. The list is `relay.ts`'s; here are the
- * trace, the stored-object records and the metrics (the settlement is `settle.ts`'s).
+ * trace, the stored-object records and the metrics (the settlement is `hold.ts`'s).
  */
 import type { Prices, ResolvedModel } from "../catalog/catalog.ts";
 import type { Bill, Charged } from "../billing/ledger.ts";
@@ -286,3 +286,14 @@ export const metricsStep: StepOf = ({ call, sent }) => ({
     metrics.observe(UPSTREAM_SECONDS, labels, (performance.now() - sent) / 1000);
   },
 });
+
+/** An upstream's 2xx answer to an admitted call, to relay. */
+export interface Answered {
+  ok: true;
+  bill: Bill;
+  upstream: Response;
+  /** When the request went (`performance.now()`). */
+  sent: number;
+  /** The output cap the gateway imposed, if any. */
+  sentCap?: number;
+}

@@ -6,7 +6,7 @@
  * settlement, the stored-object records, the metrics, the adaptations shown, the conversation's
  * placement; see `call.ts`, `adapted.ts`, `affinity.ts`): each `before` as the relay begins, each
  * `after` once the call has ended — a stream when it ends, a whole answer once its response is
- * sure to be sent (see `settle.ts`). Settled exactly once; failed calls are released unbilled.
+ * sure to be sent (see `hold.ts`). Settled exactly once; failed calls are released unbilled.
  */
 import type { Charged } from "../billing/ledger.ts";
 import type { Usage } from "../billing/price.ts";
@@ -29,6 +29,7 @@ import { faultPoint } from "../test_hooks.ts";
 import { Transcoder } from "../translate/transcode.ts";
 import type { CanonicalResponse } from "../translate/ir.ts";
 import {
+  type Answered,
   type Call,
   type CallEnd,
   CallSteps,
@@ -37,10 +38,10 @@ import {
   type StepOf,
   traceStep,
 } from "./call.ts";
-import { scopeOf, settleStep } from "./settle.ts";
+import { scopeOf, settleStep } from "./hold.ts";
 import { affinityStep } from "./affinity.ts";
 import { adaptedStep } from "./adapted.ts";
-import type { Answered } from "./send.ts";
+
 import { redact } from "./upstream_errors.ts";
 
 /** The steps around every answer, in order: `before` runs down this list, `after` up it. */
@@ -106,7 +107,7 @@ function unreadable(what: string): GatewayError {
  * Relays an attempt's answer: the client's response, settled when it ends. Should anything fail
  * before the relay owns the answer, the call's place, hold and upstream body are given back (a
  * settled hold stays settled: releasing it is a no-op); the request's scope does the same for
- * whatever fails after (see `settle.ts`).
+ * whatever fails after (see `hold.ts`).
  */
 export async function relay(
   p: Call,

@@ -36,7 +36,7 @@ export class CallRoute {
   served?: { provider: string; model: string };
   /**
    * Whether the call has somewhere else to go (other deployments or fallbacks): a rate-limited
-   * key then rests even when it is its provider's only one (see `send.ts`).
+   * key then rests even when it is its provider's only one (see `pipeline/route.ts`).
    */
   alternatives = false;
   /** The id of the key the last answered request used (see `UpstreamCall.key`). */

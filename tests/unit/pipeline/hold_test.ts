@@ -9,7 +9,7 @@ import { buildConfig } from "../../../src/config/load.ts";
 import type { ResolvedModel } from "../../../src/catalog/catalog.ts";
 import { type Bill, openBill } from "../../../src/billing/ledger.ts";
 import { emptyUsage } from "../../../src/billing/price.ts";
-import { CallScope } from "../../../src/pipeline/settle.ts";
+import { CallScope } from "../../../src/pipeline/hold.ts";
 import { redact, relayUpstreamError } from "../../../src/pipeline/upstream_errors.ts";
 import { GatewayError } from "../../../src/http/errors.ts";
 import { openSqliteStore } from "../../../src/store/sqlite.ts";
