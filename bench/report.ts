@@ -132,17 +132,34 @@ export function peakLine(rows: Row[]): string {
 
 /** The suffix of a scenario run with the limited key (see `scenarios.ts`). */
 export const LIMITED = " (limited key)";
+/** The suffix of a scenario run on a model with two upstream keys (cache affinity at work). */
+export const AFFINITY = " (2 keys, affinity)";
+
+/** Each variant's suffix, and the line that introduces it (see `variantLines`). */
+const VARIANTS: [string, string][] = [
+  [LIMITED, "a key with two budgets, a model list and a TPM limit, against a key with none:"],
+  [
+    AFFINITY,
+    "a model on two upstream keys (each call's conversation looked up and placed, see " +
+    "docs/routing.md), against one on a single key (nothing to keep):",
+  ],
+];
+
+/** Every variant's lines (see `variantLines`). */
+export function limitLines(rows: Row[]): string[] {
+  return VARIANTS.flatMap(([suffix, title]) => variantLines(rows, suffix, title));
+}
 
 /**
- * A key with limits against one with none: for each scenario run both ways, the gateway's req/s
- * with the limited key as a share of its req/s with the plain one, per gateway.
+ * A variant against the plain scenario: for each scenario run both ways, the gateway's req/s in
+ * the variant as a share of its req/s in the plain one, per gateway.
  */
-export function limitLines(rows: Row[]): string[] {
+function variantLines(rows: Row[], suffix: string, title: string): string[] {
   const lines: string[] = [];
   const groups = byScenario(rows);
   for (const [scenario, group] of groups) {
-    if (!scenario.endsWith(LIMITED)) continue;
-    const plain = groups.get(scenario.slice(0, -LIMITED.length));
+    if (!scenario.endsWith(suffix)) continue;
+    const plain = groups.get(scenario.slice(0, -suffix.length));
     if (!plain) continue;
     const shares = group.filter((r) => r.target === "gateway").map((r) => {
       const base = plain.find((p) => p.target === "gateway" && p.workers === r.workers);
@@ -151,9 +168,7 @@ export function limitLines(rows: Row[]): string[] {
     });
     lines.push(`  ${scenario}: ${shares.join(", ")}`);
   }
-  return lines.length
-    ? ["a key with two budgets, a model list and a TPM limit, against a key with none:", ...lines]
-    : [];
+  return lines.length ? [title, ...lines] : [];
 }
 
 /** Per scenario: gateway (floor proxy, peer) p50 minus bare-proxy p50 at one connection. */

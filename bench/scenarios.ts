@@ -23,7 +23,7 @@ export interface Scenario {
   peers?: Partial<Record<PeerId, Call>>;
 }
 
-import { LIMITED } from "./report.ts";
+import { AFFINITY, LIMITED } from "./report.ts";
 import { CCR_KEY, CCR_UPSTREAM, type PeerId, portkeyRoute } from "./peer_calls.ts";
 
 const PROMPT = "Write one sentence about switchyards and trains, please.";
@@ -165,6 +165,12 @@ export function scenarios(
       gateway: client.messages("claude-bench", stream),
       upstream: upstream("/anthropic/v1/messages", messages("claude-sonnet-4-5", stream)),
       peers: stream ? { portkey: peer.portkeyMessages() } : undefined,
+    })),
+    // The same on a provider with two keys: each call's conversation is looked up and placed.
+    ...modes.map(([mode, stream]) => ({
+      name: `messages ${mode}${AFFINITY}`,
+      gateway: client.messages("claude-keys", stream),
+      upstream: upstream("/anthropic/v1/messages", messages("claude-sonnet-4-5", stream)),
     })),
     {
       name: "generateContent SSE",

@@ -24,6 +24,12 @@ export const MODELS = {
     upstream: "gemini-2.5-flash",
     price: { input: 0.3, output: 2.5 },
   },
+  /** On a provider with two keys: a conversation's calls keep to one (cache affinity). */
+  "claude-keys": {
+    provider: "anthropic-keys",
+    upstream: "claude-sonnet-4-5",
+    price: { input: 3, output: 15 },
+  },
   /** On an OpenAI-compatible provider: every protocol but chat completions is translated. */
   "chat-bench": { provider: "chat", upstream: "gpt-5.4", price: { input: 2.5, output: 15 } },
 };
@@ -111,6 +117,10 @@ function config(emulatorUrl: string) {
     providers: {
       openai: provider("openai", "/openai/v1"),
       anthropic: provider("anthropic", "/anthropic"),
+      "anthropic-keys": {
+        ...provider("anthropic", "/anthropic"),
+        apiKey: ["env:UPSTREAM_KEY", `${UPSTREAM_KEY}-2`],
+      },
       gemini: provider("gemini", "/gemini"),
       chat: provider("openai-compatible", "/openai/v1"),
     },
