@@ -13,6 +13,8 @@ import { startEmulator } from "../src/emulator/server.ts";
 import { type Gateway, requestLogged, startGateway } from "./helpers/gateway.ts";
 import { LONG_SYSTEM, Session, upstreamAt } from "./helpers/affinity.ts";
 import { bearer, postJson } from "./helpers/http.ts";
+import { ledgerOf } from "./helpers/store.ts";
+import { waitFor } from "./helpers/poll.ts";
 import { eventually, MAX_OUT, TEST_PRICE } from "./helpers/setup.ts";
 
 const KEYS = {
@@ -246,4 +248,40 @@ test("a placement lasts as long as the cache: 5 minutes after the last call, an 
   );
   const gone = await hour.turn(gateway.url, alice, "last", gateway, later(111));
   assert.equal(gone.log.affinity, "new");
+});
+
+test("a miss translation caused is noted as such: a translated call kept on its key that reads none of a prefix its client sent again", async () => {
+  const body = {
+    model: "claude-two",
+    instructions: `${LONG_SYSTEM} translated ${crypto.randomUUID()}`,
+    prompt_cache_key: crypto.randomUUID(),
+    input: "What is in a.txt?",
+    store: false,
+  };
+  const turn = async (fault?: string) => {
+    const headers = { ...bearer(alice), ...(fault ? { "x-switchyard-test-fault": fault } : {}) };
+    const answer = await postJson(gateway.url, "/v1/responses", headers, body);
+    assert.equal(answer.status, 200, answer.text);
+    const requestId = answer.headers.get("x-request-id")!;
+    const entry = await waitFor(async () => {
+      const [entry] = await ledgerOf(gateway, { requestId });
+      return entry?.status === "settled" && entry;
+    }, { what: `the settlement of ${requestId}` });
+    return { read: answer.json.usage.input_tokens_details.cached_tokens, cache: entry.cache! };
+  };
+  const first = await turn();
+  assert.equal(first.read, 0);
+  assert.equal(first.cache.miss, null, "nothing was cached yet: no miss");
+  const second = await turn();
+  assert.ok(second.read > 1500, `the second turn reads the prefix (${second.read})`);
+  assert.equal(second.cache.miss, null);
+  // The same client prefix, written differently upstream (the test hook): the cache is missed.
+  const drifted = await turn("translation");
+  assert.equal(drifted.read, 0);
+  assert.equal(drifted.cache.miss?.cause, "translation");
+  assert.equal(drifted.cache.miss?.tokens, drifted.cache.inputTokens, "capped at its input");
+  assert.ok(drifted.cache.miss!.lost > 0);
+  const after = await turn();
+  assert.ok(after.read > 1500, "the prefix as translated before is read again");
+  assert.equal(after.cache.miss, null);
 });

@@ -16,6 +16,13 @@
  * `routing/affinity.ts`); on a store several replicas share (`Store.affinity`), a placement is
  * also written there when it changes (or when the stored expiry runs low) before the call ends, and
  * read from there when this process has none or its copy is over a second old.
+ *
+ * A miss translation caused is noted too: on an Anthropic-type upstream (whose cache is read
+ * exactly where a prefix matches, not best-effort), a translated call kept on the deployment and
+ * key whose last call left a cache of the same client prefix (system, tools, first turn), that
+ * reads none of it, missed only because what the gateway wrote upstream differed from last time —
+ * noted on the bill as a `translation` miss. (Which prefix a provider holds is known to the process
+ * that served the call; a placement read from a store replicas share knows none.)
  */
 import type { ResolvedModel } from "../catalog/catalog.ts";
 import { targetName } from "../catalog/catalog.ts";
@@ -24,7 +31,11 @@ import type { JsonBody } from "../http/body.ts";
 import { log } from "../log.ts";
 import { AFFINITY_MOVES, metrics } from "../metrics/gateway.ts";
 import { hashesOf } from "../name_hash.ts";
+import { prefixHash } from "../protocols/conversation.ts";
+import { protocolsOf } from "../providers/index.ts";
 import type { CallInput, WireProtocol } from "../protocols/wire.ts";
+import type { Bill } from "../billing/ledger.ts";
+import type { Usage } from "../billing/price.ts";
 import type { Placement } from "../routing/affinity.ts";
 import type { StepOf } from "./call.ts";
 
@@ -45,6 +56,8 @@ interface Conversation {
   accountId: number;
   /** The model asked for. */
   model: ResolvedModel;
+  /** Its cacheable prefix as the client sent it (see `ConversationId.parts`). */
+  parts: readonly unknown[];
   /** Its placement when the call began (live), if any. */
   was?: Placement;
 }
@@ -64,6 +77,7 @@ function conversationOf(
   id: string,
   extended: boolean,
   chained: boolean,
+  parts: readonly unknown[] = [],
 ): Conversation {
   // Two FNV-1a hashes (nonzero: 0 is a free entry), in JavaScript: a native hash costs more.
   const [a, b] = hashesOf(`${accountId}\n${model.id}\n${id}`);
@@ -75,6 +89,7 @@ function conversationOf(
     chained,
     accountId,
     model,
+    parts,
   };
 }
 
@@ -82,6 +97,17 @@ function conversationOf(
 function choosable(model: ResolvedModel): boolean {
   const targets = model.route.targets;
   return targets.length > 1 || (targets[0]?.provider.keys.length ?? 0) > 1;
+}
+
+/**
+ * Whether `client`'s calls to `model` are translated for an Anthropic-type upstream somewhere: a
+ * miss translation causes there is noted (see the module's doc) even with nothing to choose.
+ */
+function translatedToCache(client: WireProtocol, model: ResolvedModel): boolean {
+  return model.route.targets.some((target) => {
+    const speaks = protocolsOf(target.provider);
+    return !speaks.includes(client.id) && speaks[0] === "messages";
+  });
 }
 
 /**
@@ -96,7 +122,7 @@ export async function keepConversation(
   model: ResolvedModel,
 ): Promise<void> {
   if (!ctx.services.config.routing.cacheAffinity || !ctx.principal || !client.conversation) return;
-  if (!choosable(model)) return;
+  if (!choosable(model) && !translatedToCache(client, model)) return;
   const named = client.conversation(input, body);
   if (!named) return;
   const conversation = conversationOf(
@@ -105,6 +131,7 @@ export async function keepConversation(
     named.id,
     named.extended,
     named.chained === true,
+    named.parts,
   );
   conversation.was = await placementOf(ctx, conversation);
   conversations.set(ctx, conversation);
@@ -134,13 +161,17 @@ async function placementOf(
   } catch {
     return local; // a placement is a preference: the call goes on without the store's
   }
+  const target = record && nameHash(record.deployment);
+  const key = record && nameHash(record.key);
   const placed: Placement | undefined = record && record.expiresAt > now
     ? {
-      target: nameHash(record.deployment),
-      key: nameHash(record.key),
+      target: target!,
+      key: key!,
       expires: record.expiresAt,
       synced: now,
       stored: record.expiresAt,
+      // What this process knows of the provider's cache holds while the placement is the same.
+      cached: local?.target === target && local?.key === key ? local?.cached ?? 0 : 0,
     }
     // The store has none (yet): this process's stands, checked again in a second.
     : local && { ...local, synced: now };
@@ -162,6 +193,7 @@ export const affinityStep: StepOf = ({ call, bill }) => {
   const deployment = targetName(call.model);
   const key = callRoute(ctx).keyUsed ?? "";
   const writes: Promise<void>[] = [];
+  let kept = false;
   return {
     before() {
       const was = conversation.was;
@@ -181,8 +213,12 @@ export const affinityStep: StepOf = ({ call, bill }) => {
       }
       const write = place(ctx, conversation, deployment, key, outcome === "kept" ? was : undefined);
       if (write) writes.push(write);
+      kept = outcome === "kept";
     },
     async after(end) {
+      if (end.outcome === "charged" && call.translate && call.upstreamFormat === "anthropic") {
+        noteCache(ctx, conversation, deployment, key, kept, end.usage, bill);
+      }
       if (conversation.chained && end.outcome === "charged") {
         // The answer's id as the client sees it: the upstream's, or the gateway's translated one.
         const ids = end.objects.filter((o) => o.kind === "response").map((o) => o.id);
@@ -204,6 +240,40 @@ export const affinityStep: StepOf = ({ call, bill }) => {
     },
   };
 };
+
+/**
+ * For a translated call to an Anthropic-type upstream (see the module's doc): notes a miss that
+ * translation caused on its bill, and which client prefix the provider now holds a cache of.
+ */
+function noteCache(
+  ctx: RequestContext,
+  conversation: Conversation,
+  deployment: string,
+  key: string,
+  kept: boolean,
+  usage: Usage | null,
+  bill: Bill,
+): void {
+  if (!usage) return;
+  const cached = usage.cachedInputTokens > 0 || usage.cacheWriteTokens > 0 ||
+    usage.cacheWrite1hTokens > 0;
+  const held = kept ? conversation.was?.cached ?? 0 : 0;
+  if (!cached && !held) return;
+  const prefix = prefixHash(conversation.parts);
+  if (held === prefix && usage.cachedInputTokens === 0) {
+    // As for a move, how much it would have read is not known: the bill caps it at the input.
+    bill.cacheMiss({ cause: "translation", tokens: Number.MAX_SAFE_INTEGER });
+  }
+  const { a, b, accountId } = conversation;
+  boardOf(ctx.services).affinity.markCached(
+    a,
+    b,
+    accountId,
+    nameHash(deployment),
+    nameHash(key),
+    cached ? prefix : 0,
+  );
+}
 
 /**
  * Places `conversation` on `deployment` and `key` until its cache runs out, in the shared table;
@@ -229,6 +299,7 @@ function place(
     expires,
     synced: write ? now : kept?.synced ?? now,
     stored: write ? expires : kept?.stored ?? 0,
+    cached: kept?.cached ?? 0,
   }, now);
   if (!write) return undefined;
   return store.saveAffinity!(conversation.id, { deployment, key, expiresAt: expires }).catch((

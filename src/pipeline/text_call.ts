@@ -29,6 +29,7 @@ import { planCall } from "../translate/plan.ts";
 import { toolForms } from "../translate/tool_forms.ts";
 import type { Call, Translation } from "./call.ts";
 import { keptConversations } from "./conversations.ts";
+import { translationDrift } from "../test_hooks.ts";
 import { keepConversation } from "./affinity.ts";
 import {
   callInput,
@@ -187,8 +188,12 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
     family: model.provider.type,
     ...(model.cacheBreakpoints === false ? { cacheBreakpoints: false } : {}),
   };
+  const drift = translationDrift(ctx.req);
+  const sent = drift
+    ? { ...canonical, system: [{ type: "text" as const, text: drift }, ...canonical.system] }
+    : canonical;
   const { value: encoded, adaptations } = collect((adapt) =>
-    upstream.encodeRequest(canonical, target, adapt)
+    upstream.encodeRequest(sent, target, adapt)
   );
   const adapted = adaptedOrRefused(
     [...decoded.adaptations, ...adaptations],

@@ -9,15 +9,19 @@ import type { ConversationId } from "./wire.ts";
 /** The longest client-sent name taken (longer ones are hashed with the prefix instead). */
 const MAX_NAME = 256;
 
-/** A client's name of its conversation, `kind:value`, when `value` is a usable one. */
+/**
+ * A client's name of its conversation, `kind:value`, when `value` is a usable one (`parts`: its
+ * cacheable prefix, see `ConversationId`).
+ */
 export function named(
   kind: string,
   value: unknown,
+  parts: readonly unknown[],
   extended: boolean,
   chained = false,
 ): ConversationId | undefined {
   if (typeof value !== "string" || !value || value.length > MAX_NAME) return undefined;
-  return { id: `${kind}:${value}`, extended, ...(chained ? { chained } : {}) };
+  return { id: `${kind}:${value}`, extended, parts, ...(chained ? { chained } : {}) };
 }
 
 /**
@@ -34,12 +38,34 @@ function withoutBreakpoints(json: string): string {
  * The conversation named by its cacheable prefix: a 64-bit hash of `parts` (the system prompt,
  * the tools, the first turn — whatever of them the request has), their cache breakpoints left out.
  */
-export function prefixed(parts: unknown[], extended: boolean, chained = false): ConversationId {
-  const texts = parts.map((part) =>
+export function prefixed(
+  parts: readonly unknown[],
+  extended: boolean,
+  chained = false,
+): ConversationId {
+  return {
+    id: `prefix:${hash64(prefixText(parts))}`,
+    extended,
+    parts,
+    ...(chained ? { chained } : {}),
+  };
+}
+
+/** The text of a prefix's parts, their cache breakpoints left out. */
+function prefixText(parts: readonly unknown[]): string {
+  return parts.map((part) =>
     typeof part === "string" ? part : withoutBreakpoints(JSON.stringify(part ?? null))
-  );
-  const text = texts.join("\u0000");
-  return { id: `prefix:${hash64(text)}`, extended, ...(chained ? { chained } : {}) };
+  ).join("\u0000");
+}
+
+/**
+ * A nonzero 32-bit hash of a conversation's cacheable prefix as the client sent it (`parts`), to
+ * tell whether two calls of one conversation began alike.
+ */
+export function prefixHash(parts: readonly unknown[]): number {
+  const text = prefixText(parts);
+  if (text.length <= NATIVE_FROM) return hashesOf(text)[0];
+  return createHash("sha256").update(text).digest().readInt32LE(0) || 1;
 }
 
 /** Past this many characters, a native hash is the faster. */

@@ -95,6 +95,11 @@ export interface ConversationId {
   extended: boolean;
   /** Its clients continue it by an answer's id: each answer's id names it too. */
   chained?: boolean;
+  /**
+   * Its cacheable prefix as the client sent it — system prompt, tools, first turn (references into
+   * the body, hashed only when needed: see `prefixHash`).
+   */
+  parts: readonly unknown[];
 }
 
 /** A protocol's conversations: the one a request belongs to, if it can tell (pure). */

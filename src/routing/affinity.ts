@@ -17,8 +17,11 @@
 const BUCKETS = 4096;
 const WAYS = 8;
 const ENTRIES = BUCKETS * WAYS;
-/** Integer fields: the sequence lock, the hash's two halves, the account, the placement's names. */
-const [SEQ, HASH_A, HASH_B, ACCOUNT, TARGET, KEY] = [0, 1, 2, 3, 4, 5];
+/**
+ * Integer fields: the sequence lock, the hash's two halves, the account, the placement's names,
+ * the prefix the provider holds a cache of.
+ */
+const [SEQ, HASH_A, HASH_B, ACCOUNT, TARGET, KEY, CACHED] = [0, 1, 2, 3, 4, 5, 6];
 const INTS = 8;
 /** Time fields (ms since the epoch): cache expiry, last agreement with the store, expiry stored. */
 const [EXPIRES, SYNCED, STORED] = [0, 1, 2];
@@ -37,6 +40,11 @@ export interface Placement {
   synced: number;
   /** The expiry the store holds for it (0: none written). */
   stored: number;
+  /**
+   * The hash of the client's prefix its last call left in the provider's cache (a read or a write
+   * reported), where the gateway tracks it (see `pipeline/affinity.ts`); 0: none known.
+   */
+  cached?: number;
 }
 
 /** The table over `buffer` from `offset` (see the module's doc). */
@@ -81,9 +89,28 @@ export class AffinityTable {
     Atomics.store(this.#ints, cell + ACCOUNT, account);
     Atomics.store(this.#ints, cell + TARGET, placement.target);
     Atomics.store(this.#ints, cell + KEY, placement.key);
+    Atomics.store(this.#ints, cell + CACHED, placement.cached ?? 0);
     this.#setTime(at, EXPIRES, placement.expires);
     this.#setTime(at, SYNCED, placement.synced);
     this.#setTime(at, STORED, placement.stored);
+    Atomics.store(this.#ints, cell + SEQ, seq + 2);
+  }
+
+  /**
+   * Notes on the live placement of `(a, b)` of `account`, if it still names `target` and `key`,
+   * the prefix its provider now holds a cache of (see `Placement.cached`).
+   */
+  markCached(a: number, b: number, account: number, target: number, key: number, prefix: number) {
+    const at = this.#entryOf(a, b, account);
+    if (at < 0) return;
+    const cell = at * INTS;
+    const seq = Atomics.load(this.#ints, cell + SEQ);
+    if (seq & 1 || Atomics.compareExchange(this.#ints, cell + SEQ, seq, seq + 1) !== seq) return;
+    const same = Atomics.load(this.#ints, cell + HASH_A) === a &&
+      Atomics.load(this.#ints, cell + HASH_B) === b &&
+      Atomics.load(this.#ints, cell + TARGET) === target &&
+      Atomics.load(this.#ints, cell + KEY) === key;
+    if (same) Atomics.store(this.#ints, cell + CACHED, prefix);
     Atomics.store(this.#ints, cell + SEQ, seq + 2);
   }
 
@@ -119,6 +146,7 @@ export class AffinityTable {
       expires: this.#time(at, EXPIRES),
       synced: this.#time(at, SYNCED),
       stored: this.#time(at, STORED),
+      cached: Atomics.load(this.#ints, at * INTS + CACHED),
     };
   }
 

@@ -13,6 +13,6 @@ export const chatConversation: ConversationOf = (_input, body) => {
   const value = body.value;
   const extended = value.prompt_cache_retention === "24h";
   const messages = Array.isArray(value.messages) ? value.messages : [];
-  return named("cache-key", value.prompt_cache_key, extended) ??
-    prefixed([value.tools, firstTurn(messages, isUser)], extended);
+  const parts = [value.tools, firstTurn(messages, isUser)];
+  return named("cache-key", value.prompt_cache_key, parts, extended) ?? prefixed(parts, extended);
 };

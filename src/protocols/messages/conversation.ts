@@ -33,11 +33,12 @@ export const messagesConversation: ConversationOf = (input, body) => {
   const metadata = value.metadata as { user_id?: unknown } | null | undefined;
   const session = input.headers.get("x-claude-code-session-id") ??
     claudeCodeSession(metadata?.user_id);
-  const sessioned = named("session", session, extended);
+  const messages = Array.isArray(value.messages) ? value.messages : [];
+  const parts = [value.system, value.tools, messages[0]];
+  const sessioned = named("session", session, parts, extended);
   if (sessioned) return sessioned;
   // A thread is continued by its last answer's id: each answer's id names it too.
   const thread = threadOf(value);
-  if (thread?.type === "continue") return named("answer", thread.previous, extended, true);
-  const messages = Array.isArray(value.messages) ? value.messages : [];
-  return prefixed([value.system, value.tools, messages[0]], extended, thread !== undefined);
+  if (thread?.type === "continue") return named("answer", thread.previous, parts, extended, true);
+  return prefixed(parts, extended, thread !== undefined);
 };

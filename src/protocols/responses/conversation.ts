@@ -13,12 +13,13 @@ const isUser = (item: unknown) => (item as { role?: unknown } | null)?.role === 
 export const responsesConversation: ConversationOf = (_input, body) => {
   const value = body.value;
   const extended = value.prompt_cache_retention === "24h";
-  const keyed = named("cache-key", value.prompt_cache_key, extended);
+  const input = Array.isArray(value.input) ? firstTurn(value.input, isUser) : value.input;
+  const parts = [value.instructions, value.tools, input];
+  const keyed = named("cache-key", value.prompt_cache_key, parts, extended);
   if (keyed) return keyed;
   // A stored answer can be continued by its id: it names the conversation too.
   const chained = value.store !== false;
-  const continued = named("answer", value.previous_response_id, extended, chained);
+  const continued = named("answer", value.previous_response_id, parts, extended, chained);
   if (continued) return continued;
-  const input = Array.isArray(value.input) ? firstTurn(value.input, isUser) : value.input;
-  return prefixed([value.instructions, value.tools, input], extended, chained);
+  return prefixed(parts, extended, chained);
 };

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { PROTOCOLS } from "../../../src/protocols/index.ts";
 import { claudeCodeSession } from "../../../src/protocols/messages/conversation.ts";
 import type { CallInput, ConversationId } from "../../../src/protocols/wire.ts";
+import { prefixHash } from "../../../src/protocols/conversation.ts";
 
 /** A request's `CallInput` with these headers (the extractors read nothing else of it). */
 function input(headers: Record<string, string> = {}): CallInput {
@@ -19,13 +20,26 @@ function input(headers: Record<string, string> = {}): CallInput {
   };
 }
 
-function conversation(
+/** The conversation a request names, as the protocol sees it. */
+function named(
   protocol: keyof typeof PROTOCOLS,
   value: Record<string, unknown>,
   headers: Record<string, string> = {},
 ): ConversationId | undefined {
   const text = JSON.stringify(value);
   return PROTOCOLS[protocol].conversation!(input(headers), { text, value });
+}
+
+/** The same without its prefix's parts (see the last test). */
+function conversation(
+  protocol: keyof typeof PROTOCOLS,
+  value: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Omit<ConversationId, "parts"> | undefined {
+  const found = named(protocol, value, headers);
+  if (!found) return undefined;
+  const { parts: _parts, ...rest } = found;
+  return rest;
 }
 
 Deno.test("Messages: Claude Code's session from its header, or either form of metadata.user_id", () => {
@@ -160,4 +174,40 @@ Deno.test("the prefix leaves out cache breakpoints, wherever a client puts them"
     quoted.id,
     conversation("messages", { ...text("none"), system: "say  twice" })!.id,
   );
+});
+
+Deno.test("a named conversation carries its client prefix too: its hash tells whether two calls began alike", () => {
+  const system = "You read files.";
+  const tools = [{ name: "read", input_schema: { type: "object" } }];
+  const turn = (extra: unknown[]) => ({
+    model: "m",
+    max_tokens: 8,
+    system,
+    tools,
+    messages: [{ role: "user", content: "hi" }, ...extra],
+    metadata: { user_id: "user_abc_account__session_0123456789ab" },
+  });
+  const first = named("messages", turn([]))!;
+  const later = named("messages", turn([{ role: "assistant", content: "yo" }]))!;
+  assert.equal(first.id, "session:0123456789ab");
+  assert.deepEqual(first.parts, [system, tools, { role: "user", content: "hi" }]);
+  assert.equal(prefixHash(later.parts), prefixHash(first.parts), "later turns begin alike");
+  assert.notEqual(prefixHash(first.parts), 0);
+  const changed = named("messages", { ...turn([]), system: "You write files." })!;
+  assert.equal(changed.id, first.id, "the same session");
+  assert.notEqual(prefixHash(changed.parts), prefixHash(first.parts), "a prefix of its own");
+  const marked = named("messages", {
+    ...turn([]),
+    system: [{ type: "text", text: system, cache_control: { type: "ephemeral" } }],
+  })!;
+  const plain = named("messages", { ...turn([]), system: [{ type: "text", text: system }] })!;
+  assert.equal(prefixHash(marked.parts), prefixHash(plain.parts), "breakpoints left out");
+  // A long prefix (hashed natively): the same again, and not the same with one character changed.
+  const long = (end: string) =>
+    prefixHash(
+      named("responses", { instructions: "x".repeat(10_000) + end, prompt_cache_key: "k" })!.parts,
+    );
+  assert.equal(long("a"), long("a"));
+  assert.notEqual(long("a"), long("b"));
+  assert.notEqual(long("a"), 0);
 });

@@ -10,7 +10,7 @@ Deno.test("the table: a placement put by one view is found by another, until it 
   const board = new Board();
   const other = new Board(board.buffer);
   const now = Date.now();
-  const placement = { target: 11, key: 22, expires: now + 1000, synced: 0, stored: 0 };
+  const placement = { target: 11, key: 22, expires: now + 1000, synced: 0, stored: 0, cached: 7 };
   assert.equal(board.affinity.find(101, 203, 1, now), undefined);
   board.affinity.put(101, 203, 1, placement, now);
   assert.deepEqual(other.affinity.find(101, 203, 1, now), placement);
@@ -23,6 +23,23 @@ Deno.test("the table: a placement put by one view is found by another, until it 
   assert.equal(other.affinity.find(101, 203, 1, now + 1000), undefined, "expired");
   other.affinity.put(101, 203, 1, { ...placement, key: 33, expires: now + 5000 }, now);
   assert.equal(board.affinity.find(101, 203, 1, now + 2000)?.key, 33, "replaced in place");
+});
+
+Deno.test("the table: the prefix a provider caches is noted on a placement that still names it", () => {
+  const board = new Board();
+  const other = new Board(board.buffer);
+  const now = Date.now();
+  const placement = { target: 11, key: 22, expires: now + 1000, synced: 0, stored: 0 };
+  board.affinity.put(101, 203, 1, placement, now);
+  assert.equal(other.affinity.find(101, 203, 1, now)?.cached, 0, "none known at first");
+  other.affinity.markCached(101, 203, 1, 11, 22, 99);
+  assert.equal(board.affinity.find(101, 203, 1, now)?.cached, 99);
+  other.affinity.markCached(101, 203, 1, 11, 23, 98);
+  assert.equal(board.affinity.find(101, 203, 1, now)?.cached, 99, "another key's: not this one's");
+  other.affinity.markCached(101, 203, 2, 11, 22, 97);
+  assert.equal(board.affinity.find(101, 203, 1, now)?.cached, 99, "another account's: never");
+  board.affinity.put(101, 203, 1, { ...placement, key: 23 }, now);
+  assert.equal(board.affinity.find(101, 203, 1, now)?.cached, 0, "a new placement knows none");
 });
 
 Deno.test("the table: memory is bounded — a full bucket gives up its entry that expires first", () => {
