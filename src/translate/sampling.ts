@@ -10,19 +10,7 @@ import { optionalNumber, stringList } from "../http/json.ts";
 import { type Adapt, type AdaptationKind, fieldOf, IGNORED } from "./adaptations.ts";
 import type { Target } from "./codec.ts";
 import { inexpressible } from "./inexpressible.ts";
-import type { CanonicalRequest, Json, NamedMember, ProtocolId } from "./ir.ts";
-
-/** The canonical sampling parameters. */
-export type SamplingKey =
-  | "maxOutputTokens"
-  | "temperature"
-  | "topP"
-  | "topK"
-  | "seed"
-  | "presencePenalty"
-  | "frequencyPenalty"
-  | "stop"
-  | "choices";
+import type { CanonicalRequest, Json, NamedMember, ProtocolId, SamplingKey } from "./ir.ts";
 
 /** A request's sampling parameters. */
 export type Sampling = Pick<CanonicalRequest, SamplingKey>;
