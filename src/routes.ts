@@ -47,14 +47,22 @@ export interface Route {
   perMinute?: false;
 }
 
+/** A row of the table: method, path, handler. */
+type Row = readonly [Route["method"], string, Handler];
+
+/** The routes of `rows`, in order, all with one auth scheme and error format. */
+function group(auth: AuthScheme, errors: Route["errors"], rows: readonly Row[]): Route[] {
+  return rows.map(([method, path, handle]) => ({ method, path, auth, errors, handle }));
+}
+
 export const routes: Route[] = [
-  { method: "GET", path: "/healthz", auth: "none", errors: "openai", handle: getHealth },
-  { method: "GET", path: "/readyz", auth: "none", errors: "openai", handle: getReady },
-  // The page holds no data: it loads without a token and asks the admin API with one.
-  { method: "GET", path: "/admin", auth: "none", errors: "openai", handle: getDashboard },
-  // The admin token is checked by the handlers (it is not an API key).
-  { method: "GET", path: "/metrics", auth: "none", errors: "openai", handle: getMetrics },
-  ...([
+  ...group("none", "openai", [
+    ["GET", "/healthz", getHealth],
+    ["GET", "/readyz", getReady],
+    // The page holds no data: it loads without a token and asks the admin API with one.
+    ["GET", "/admin", getDashboard],
+    // The admin token is checked by the handlers (it is not an API key).
+    ["GET", "/metrics", getMetrics],
     ["GET", "/admin/api/keys", admin.listKeys],
     ["POST", "/admin/api/keys", admin.createKeyRoute],
     ["GET", "/admin/api/keys/:id", admin.getKey],
@@ -71,21 +79,11 @@ export const routes: Route[] = [
     // The admin API's OpenAPI document: no data in it, so no token (404 when the API is off).
     ["GET", OPENAPI_PATH, getOpenApi],
     ["GET", "/admin/api/alerts", listAlerts],
-  ] as const).map(([method, path, handle]): Route => ({
-    method,
-    path,
-    auth: "none",
-    errors: "openai",
-    handle,
-  })),
-  { method: "GET", path: "/v1/usage", auth: "bearer", errors: "openai", handle: getUsage },
-  {
-    method: "POST",
-    path: "/v1/responses",
-    auth: "bearer",
-    errors: "openai",
-    handle: textCall(PROTOCOLS.responses),
-  },
+  ]),
+  ...group("bearer", "openai", [
+    ["GET", "/v1/usage", getUsage],
+    ["POST", "/v1/responses", textCall(PROTOCOLS.responses)],
+  ]),
   // The Responses API over WebSocket: the upgrade is authenticated, each turn is a call.
   {
     method: "GET",
@@ -95,106 +93,42 @@ export const routes: Route[] = [
     handle: responsesSocket,
     perMinute: false,
   },
-  // The responses-protocol family's auxiliary endpoints (spec §4.1), all Bearer-authenticated.
-  ...([
-    ["/v1/responses/compact", compactResponse],
-    ["/v1/responses/input_tokens", countCall(PROTOCOLS.responses)],
-    ["/v1/embeddings", createEmbeddings],
-    ["/v1/alpha/search", search],
-    ["/v1/images/generations", createImage],
-    ["/v1/images/edits", editImage],
-    ["/v1/videos/generations", createVideoGeneration],
-    ["/v1/videos/edits", createVideoEdit],
-  ] as const).map(([path, handle]): Route => ({
-    method: "POST",
-    path,
-    auth: "bearer",
-    errors: "openai",
-    handle,
-  })),
-  {
-    method: "GET",
-    path: "/v1/videos/:request_id",
-    auth: "bearer",
-    errors: "openai",
-    handle: getVideo,
-  },
-  {
-    method: "POST",
-    path: "/v1/chat/completions",
-    auth: "bearer",
-    errors: "openai",
-    handle: textCall(PROTOCOLS.chat),
-  },
-  {
-    method: "POST",
-    path: "/v1/messages",
-    auth: "anthropic",
-    errors: "anthropic",
-    handle: textCall(PROTOCOLS.messages),
-  },
-  {
-    method: "POST",
-    path: "/v1/messages/count_tokens",
-    auth: "anthropic",
-    errors: "anthropic",
-    handle: countCall(PROTOCOLS.messages),
-  },
-  // The content-generation protocol, under /v1beta (spec) and /v1 (newer @google/genai default).
-  ...["/v1beta", "/v1"].flatMap((version): Route[] => [
-    {
-      method: "POST",
-      path: `${version}/models/:model\\:generateContent`,
-      auth: "goog",
-      errors: "google",
-      handle: textCall(PROTOCOLS.generate),
-    },
-    {
-      method: "POST",
-      path: `${version}/models/:model\\:streamGenerateContent`,
-      auth: "goog",
-      errors: "google",
-      handle: textCall(PROTOCOLS.generate),
-    },
-    {
-      method: "POST",
-      path: `${version}/models/:model\\:countTokens`,
-      auth: "goog",
-      errors: "google",
-      handle: countCall(PROTOCOLS.generate),
-    },
-    {
-      method: "POST",
-      path: `${version}/models/:model\\:embedContent`,
-      auth: "goog",
-      errors: "google",
-      handle: embedContent,
-    },
-    {
-      method: "POST",
-      path: `${version}/models/:model\\:batchEmbedContents`,
-      auth: "goog",
-      errors: "google",
-      handle: batchEmbedContents,
-    },
+  ...group("bearer", "openai", [
+    // The responses-protocol family's auxiliary endpoints (spec §4.1), all Bearer-authenticated.
+    ["POST", "/v1/responses/compact", compactResponse],
+    ["POST", "/v1/responses/input_tokens", countCall(PROTOCOLS.responses)],
+    ["POST", "/v1/embeddings", createEmbeddings],
+    ["POST", "/v1/alpha/search", search],
+    ["POST", "/v1/images/generations", createImage],
+    ["POST", "/v1/images/edits", editImage],
+    ["POST", "/v1/videos/generations", createVideoGeneration],
+    ["POST", "/v1/videos/edits", createVideoEdit],
+    ["GET", "/v1/videos/:request_id", getVideo],
+    ["POST", "/v1/chat/completions", textCall(PROTOCOLS.chat)],
   ]),
+  ...group("anthropic", "anthropic", [
+    ["POST", "/v1/messages", textCall(PROTOCOLS.messages)],
+    ["POST", "/v1/messages/count_tokens", countCall(PROTOCOLS.messages)],
+  ]),
+  // The content-generation protocol, under /v1beta (spec) and /v1 (newer @google/genai default).
+  ...["/v1beta", "/v1"].flatMap((version) =>
+    group("goog", "google", [
+      ["POST", `${version}/models/:model\\:generateContent`, textCall(PROTOCOLS.generate)],
+      ["POST", `${version}/models/:model\\:streamGenerateContent`, textCall(PROTOCOLS.generate)],
+      ["POST", `${version}/models/:model\\:countTokens`, countCall(PROTOCOLS.generate)],
+      ["POST", `${version}/models/:model\\:embedContent`, embedContent],
+      ["POST", `${version}/models/:model\\:batchEmbedContents`, batchEmbedContents],
+    ])
+  ),
   // Model listings, after the `…/models/{model}:action` routes (the first matching path wins).
   // Gemini's under /v1beta; /v1/models is shared by the three protocols, which the handlers tell
   // apart by the headers their SDKs send (see endpoints/models.ts), so it takes any key.
-  {
-    method: "GET",
-    path: "/v1beta/models",
-    auth: "goog",
-    errors: "google",
-    handle: listGeminiModels,
-  },
-  {
-    method: "GET",
-    path: "/v1beta/models/:model",
-    auth: "goog",
-    errors: "google",
-    handle: getGeminiModel,
-  },
-  { method: "GET", path: "/v1/models", auth: "any", errors: dialectOf, handle: listModels },
-  { method: "GET", path: "/v1/models/:model", auth: "any", errors: dialectOf, handle: getModel },
+  ...group("goog", "google", [
+    ["GET", "/v1beta/models", listGeminiModels],
+    ["GET", "/v1beta/models/:model", getGeminiModel],
+  ]),
+  ...group("any", dialectOf, [
+    ["GET", "/v1/models", listModels],
+    ["GET", "/v1/models/:model", getModel],
+  ]),
 ];

@@ -63,6 +63,21 @@ export function list(value: unknown, field: string): unknown[] {
   return value;
 }
 
+/**
+ * `each` of the objects of the list `value` (absent: empty), in order, with its field path
+ * (`field[i]`) and index: an element that is not an object is a 400, found when its turn comes.
+ */
+export function eachObject<T>(
+  value: unknown,
+  field: string,
+  each: (item: Json, at: string, i: number) => T,
+): T[] {
+  return list(value, field).map((raw, i) => {
+    const at = `${field}[${i}]`;
+    return each(object(raw, at), at, i);
+  });
+}
+
 /** `value` as a string, or a 400. */
 export function string(value: unknown, field: string): string {
   if (typeof value !== "string") throw invalid(field, "must be a string");

@@ -211,8 +211,8 @@ export interface CanonicalRequest {
     & Partial<Record<NamedMember, string>>;
 }
 
-/** Members of a request whose client name a decoder records (see `adaptations.ts`). */
-export type NamedMember =
+/** The request's sampling parameters and limits (read and written through `sampling.ts`). */
+export type SamplingKey =
   | "maxOutputTokens"
   | "temperature"
   | "topP"
@@ -220,6 +220,15 @@ export type NamedMember =
   | "seed"
   | "presencePenalty"
   | "frequencyPenalty"
+  | "stop"
+  | "choices";
+
+/**
+ * Members of a request whose client name a decoder records (see `adaptations.ts`): the sampling
+ * parameters but stop sequences and answers asked for (named in `fields` of their own), and more.
+ */
+export type NamedMember =
+  | Exclude<SamplingKey, "stop" | "choices">
   | "reasoning"
   | "user"
   | "parallelToolCalls"

@@ -8,20 +8,9 @@
  */
 import { optionalNumber, stringList } from "../http/json.ts";
 import { type Adapt, type AdaptationKind, fieldOf, IGNORED } from "./adaptations.ts";
+import type { Target } from "./codec.ts";
 import { inexpressible } from "./inexpressible.ts";
-import type { CanonicalRequest, Json, NamedMember, ProtocolId } from "./ir.ts";
-
-/** The canonical sampling parameters. */
-export type SamplingKey =
-  | "maxOutputTokens"
-  | "temperature"
-  | "topP"
-  | "topK"
-  | "seed"
-  | "presencePenalty"
-  | "frequencyPenalty"
-  | "stop"
-  | "choices";
+import type { CanonicalRequest, Json, NamedMember, ProtocolId, SamplingKey } from "./ir.ts";
 
 /** A request's sampling parameters. */
 export type Sampling = Pick<CanonicalRequest, SamplingKey>;
@@ -153,8 +142,26 @@ export function encodeSampling(
 }
 
 /** An encoder's first check: more than one answer per call is refused (`target` names it). */
-export function oneAnswer(request: CanonicalRequest, target: string): void {
+function oneAnswer(request: CanonicalRequest, target: string): void {
   if ((request.choices ?? 1) > 1) {
     throw inexpressible(request.fields.choices ?? "n", "more than one answer per call", target);
   }
+}
+
+/** What a protocol's request encoder does once the request is known to ask for one answer. */
+export type BodyEncoder = (request: CanonicalRequest, target: Target, adapt: Adapt) => Json;
+
+/**
+ * A protocol's `encodeRequest` (see `Codec`) from its `encode`: every encoder's first check made
+ * once — more than one answer per call is refused, `protocol` naming the target (see
+ * `oneAnswer`) — and adaptations ignored unless an `adapt` is given.
+ */
+export function requestEncoder(
+  protocol: string,
+  encode: BodyEncoder,
+): (request: CanonicalRequest, target: Target, adapt?: Adapt) => Json {
+  return (request, target, adapt = IGNORED) => {
+    oneAnswer(request, protocol);
+    return encode(request, target, adapt);
+  };
 }

@@ -18,6 +18,7 @@
  *   adaptations (see `translate/adaptations.ts`).
  */
 import {
+  eachObject,
   invalid,
   isObject,
   list,
@@ -61,11 +62,10 @@ const present = (value: unknown): boolean => value !== undefined && value !== nu
 /** A content string or list of text (and refusal) parts as one string. */
 function textOfParts(content: unknown, field: string): string {
   if (typeof content === "string") return content;
-  return list(content, field).map((raw, i) => {
-    const part = object(raw, `${field}[${i}]`);
-    if (part.type === "text") return string(part.text, `${field}[${i}].text`);
-    if (part.type === "refusal") return string(part.refusal, `${field}[${i}].refusal`);
-    throw invalid(`${field}[${i}].type`, "must be text here");
+  return eachObject(content, field, (part, at) => {
+    if (part.type === "text") return string(part.text, `${at}.text`);
+    if (part.type === "refusal") return string(part.refusal, `${at}.refusal`);
+    throw invalid(`${at}.type`, "must be text here");
   }).join("");
 }
 
@@ -110,9 +110,7 @@ function filePart(part: Json, at: string): FilePart {
 /** A user message's content as canonical parts (empty text dropped). */
 function userParts(content: unknown, field: string): (TextPart | FilePart)[] {
   if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
-  return list(content, field).flatMap((raw, i): (TextPart | FilePart)[] => {
-    const at = `${field}[${i}]`;
-    const part = object(raw, at);
+  return eachObject(content, field, (part, at): (TextPart | FilePart)[] => {
     switch (part.type) {
       case "text": {
         const text = string(part.text, `${at}.text`);
@@ -127,7 +125,7 @@ function userParts(content: unknown, field: string): (TextPart | FilePart)[] {
       default:
         throw invalid(`${at}.type`, "must be text, image_url, input_audio or file");
     }
-  });
+  }).flat();
 }
 
 /** One `tool_calls` entry of a client's assistant message. */
@@ -184,9 +182,7 @@ function decodeMessages(body: Json): { system: TextPart[]; messages: Message[] }
   const messages: Message[] = [];
   /** Calls made so far, by id: a result is named after its call (Gemini needs the name). */
   const calls = new Map<string, ToolCallPart>();
-  list(body.messages, "messages").forEach((raw, i) => {
-    const at = `messages[${i}]`;
-    const message = object(raw, at);
+  eachObject(body.messages, "messages", (message, at) => {
     switch (message.role) {
       case "system":
       case "developer": {
@@ -233,9 +229,7 @@ function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] 
   if (present(body.functions)) throw invalid("functions", "is deprecated; use tools");
   const tools: FunctionTool[] = [];
   const hosted: HostedTool[] = [];
-  list(body.tools, "tools").forEach((raw, i) => {
-    const at = `tools[${i}]`;
-    const tool = object(raw, at);
+  eachObject(body.tools, "tools", (tool, at) => {
     if (tool.type === "function") {
       const fn = object(tool.function, `${at}.function`);
       const strict = optionalBoolean(fn.strict, `${at}.function.strict`);

@@ -26,10 +26,8 @@ import {
   failedResults,
   fieldOf,
   hostedRecords,
-  IGNORED,
   unreplayed,
 } from "../../translate/adaptations.ts";
-import type { Target } from "../../translate/codec.ts";
 import { CUSTOM_INPUT } from "../../translate/custom_tools.ts";
 import { dataUrl } from "../../translate/data_url.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
@@ -44,7 +42,7 @@ import type {
   ToolResultPart,
 } from "../../translate/ir.ts";
 import { effortFor } from "../../translate/reasoning.ts";
-import { encodeSampling, oneAnswer } from "../../translate/sampling.ts";
+import { encodeSampling, requestEncoder } from "../../translate/sampling.ts";
 import { stringifyArguments } from "../../translate/tool_ids.ts";
 
 const PROTOCOL = "chat completions";
@@ -197,12 +195,7 @@ function noteAdaptations(request: CanonicalRequest, adapt: Adapt): void {
 }
 
 /** A canonical request as a chat body for `target`. */
-export function encodeRequest(
-  request: CanonicalRequest,
-  target: Target,
-  adapt: Adapt = IGNORED,
-): Json {
-  oneAnswer(request, PROTOCOL);
+export const encodeRequest = requestEncoder(PROTOCOL, (request, target, adapt) => {
   // Web search is offered, never forced (a forced hosted tool is refused where it is read): a
   // chat upstream cannot search, so the model answers without it — noted, and refused when strict.
   for (const hosted of request.hostedTools) {
@@ -249,4 +242,4 @@ export function encodeRequest(
     body.stream_options = { include_usage: true };
   }
   return body;
-}
+});

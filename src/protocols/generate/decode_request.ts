@@ -29,7 +29,15 @@
  *   left out, a choice of several functions or `VALIDATED`, a dynamic thinking budget (-1, read as
  *   a medium effort).
  */
-import { invalid, isObject, list, object, optionalNumber, string } from "../../http/json.ts";
+import {
+  eachObject,
+  invalid,
+  isObject,
+  list,
+  object,
+  optionalNumber,
+  string,
+} from "../../http/json.ts";
 import { type Adapt, IGNORED } from "../../translate/adaptations.ts";
 import type { RouteInfo } from "../../translate/codec.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
@@ -108,9 +116,8 @@ function resultContent(response: unknown, parts: unknown, at: string): {
     }
   }
   const content: (TextPart | FilePart)[] = [{ type: "text", text }];
-  list(parts, `${at}.parts`).forEach((raw, i) => {
-    const pat = `${at}.parts[${i}]`;
-    const file = filePart(object(raw, pat), pat);
+  eachObject(parts, `${at}.parts`, (part, pat) => {
+    const file = filePart(part, pat);
     if (!file) throw inexpressible(pat, "this part of a function response", ELSEWHERE);
     content.push(file);
   });
@@ -224,12 +231,9 @@ function decodeContents(contents: unknown): Message[] {
   const messages: Message[] = [];
   let pending: Pending = new Map();
   let model: AssistantPart[] | null = null;
-  list(contents, "contents").forEach((raw, i) => {
-    const at = `contents[${i}]`;
-    const content = object(raw, at);
+  eachObject(contents, "contents", (content, at, i) => {
     const role = content.role ?? "user";
     if (role !== "user" && role !== "model") throw invalid(`${at}.role`, "must be user or model");
-    const parts = list(content.parts, `${at}.parts`);
     if (role === "model") {
       if (!model) {
         model = [];
@@ -237,17 +241,15 @@ function decodeContents(contents: unknown): Message[] {
         messages.push({ role: "assistant", content: model });
       }
       const turn = model;
-      parts.forEach((p, j) => {
-        const pat = `${at}.parts[${j}]`;
-        modelPart(object(p, pat), pat, `${i}:${j}`, turn, pending);
+      eachObject(content.parts, `${at}.parts`, (part, pat, j) => {
+        modelPart(part, pat, `${i}:${j}`, turn, pending);
       });
       return;
     }
     model = null;
     const out = { results: [] as ToolResultPart[], user: [] as (TextPart | FilePart)[] };
-    parts.forEach((p, j) => {
-      const pat = `${at}.parts[${j}]`;
-      userPart(object(p, pat), pat, `${i}:${j}`, pending, out);
+    eachObject(content.parts, `${at}.parts`, (part, pat, j) => {
+      userPart(part, pat, `${i}:${j}`, pending, out);
     });
     if (out.results.length) messages.push({ role: "tool", content: out.results });
     if (out.user.length) messages.push({ role: "user", content: out.user });
@@ -259,12 +261,14 @@ function systemParts(value: unknown): TextPart[] {
   if (!present(value)) return [];
   if (typeof value === "string") return value ? [{ type: "text", text: value }] : [];
   const system = object(value, "systemInstruction");
-  return list(system.parts, "systemInstruction.parts").flatMap((raw, i) => {
-    const part = object(raw, `systemInstruction.parts[${i}]`);
-    return typeof part.text === "string" && part.text
-      ? [{ type: "text" as const, text: part.text }]
-      : [];
-  });
+  return eachObject(
+    system.parts,
+    "systemInstruction.parts",
+    (part) =>
+      typeof part.text === "string" && part.text
+        ? [{ type: "text" as const, text: part.text }]
+        : [],
+  ).flat();
 }
 
 /** Tool entries that are Google Search, in either spelling. */
@@ -278,9 +282,7 @@ const SEARCH = new Set([
 function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] } {
   const tools: FunctionTool[] = [];
   const hosted: HostedTool[] = [];
-  list(body.tools, "tools").forEach((raw, i) => {
-    const at = `tools[${i}]`;
-    const tool = object(raw, at);
+  eachObject(body.tools, "tools", (tool, at) => {
     for (const [key, value] of Object.entries(tool)) {
       if (!present(value)) continue;
       if (key === "functionDeclarations" || key === "function_declarations") continue;
@@ -290,9 +292,7 @@ function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] 
         hosted.push({ type: "other", field: `${at}.${key}`, name });
       }
     }
-    list(field(tool, "functionDeclarations"), `${at}.functionDeclarations`).forEach((d, j) => {
-      const dat = `${at}.functionDeclarations[${j}]`;
-      const decl = object(d, dat);
+    eachObject(field(tool, "functionDeclarations"), `${at}.functionDeclarations`, (decl, dat) => {
       const jsonSchema = field(decl, "parametersJsonSchema");
       const schema = isObject(jsonSchema)
         ? jsonSchema

@@ -27,7 +27,6 @@ import {
   fieldOf,
   fileDetails,
   hostedRecords,
-  IGNORED,
   laterSystem,
   unreplayed,
 } from "../../translate/adaptations.ts";
@@ -47,7 +46,7 @@ import type {
 import { geminiSchema, isEmptyObjectSchema } from "../../translate/json_schema.ts";
 import { replayable } from "../../translate/opaque.ts";
 import { budgetFor } from "../../translate/reasoning.ts";
-import { encodeSampling, oneAnswer } from "../../translate/sampling.ts";
+import { encodeSampling, requestEncoder } from "../../translate/sampling.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 
 const PROTOCOL = "the generateContent protocol";
@@ -303,12 +302,7 @@ function noteAdaptations(request: CanonicalRequest, provider: string, adapt: Ada
 }
 
 /** A canonical request as a generateContent body for `target` (the model goes in the path). */
-export function encodeRequest(
-  request: CanonicalRequest,
-  target: Target,
-  adapt: Adapt = IGNORED,
-): Json {
-  oneAnswer(request, PROTOCOL);
+export const encodeRequest = requestEncoder(PROTOCOL, (request, target, adapt) => {
   const system = [...request.system];
   const body: Json = { contents: encodeContents(request, target, system) };
   const text = system.map((p) => p.text).filter(Boolean).join("\n\n");
@@ -322,4 +316,4 @@ export function encodeRequest(
   noteAdaptations(request, target.provider, adapt);
   if (Object.keys(config).length) body.generationConfig = config;
   return body;
-}
+});

@@ -17,9 +17,9 @@
  *   a medium effort) — is noted as adaptations (see `translate/adaptations.ts`).
  */
 import {
+  eachObject,
   invalid,
   isObject,
-  list,
   object,
   optionalNumber,
   optionalString,
@@ -75,9 +75,7 @@ function userBlocks(
     if (content) out.user.push({ type: "text", text: content });
     return;
   }
-  list(content, field).forEach((raw, i) => {
-    const at = `${field}[${i}]`;
-    const block = object(raw, at);
+  eachObject(content, field, (block, at) => {
     switch (block.type) {
       case "text": {
         const text = string(block.text, `${at}.text`);
@@ -149,9 +147,7 @@ function toolResult(block: Json, at: string): ToolResultPart {
   if (typeof block.content === "string") {
     content.push({ type: "text", text: block.content });
   } else {
-    list(block.content, `${at}.content`).forEach((raw, j) => {
-      const where = `${at}.content[${j}]`;
-      const part = object(raw, where);
+    eachObject(block.content, `${at}.content`, (part, where) => {
       if (part.type === "text") {
         content.push({
           type: "text",
@@ -167,7 +163,7 @@ function toolResult(block: Json, at: string): ToolResultPart {
         content.push({ type: "text", text: `Tool ${part.tool_name} loaded.` });
       } else {
         throw inexpressible(
-          `${at}.content[${j}].type`,
+          `${where}.type`,
           `a \`${String(part.type)}\` block in a tool result`,
           "another protocol",
         );
@@ -187,9 +183,7 @@ function toolResult(block: Json, at: string): ToolResultPart {
 function assistantBlocks(content: unknown, field: string): AssistantPart[] {
   if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
   const parts: AssistantPart[] = [];
-  list(content, field).forEach((raw, i) => {
-    const at = `${field}[${i}]`;
-    const block = object(raw, at);
+  eachObject(content, field, (block, at) => {
     switch (block.type) {
       case "text": {
         const text = string(block.text, `${at}.text`);
@@ -237,20 +231,16 @@ function assistantBlocks(content: unknown, field: string): AssistantPart[] {
 function systemText(value: unknown, field: string): TextPart[] {
   if (value === undefined || value === null) return [];
   if (typeof value === "string") return value ? [{ type: "text", text: value }] : [];
-  return list(value, field).flatMap((raw, i) => {
-    const at = `${field}[${i}]`;
-    const block = object(raw, at);
+  return eachObject(value, field, (block, at) => {
     const text = string(block.text, `${at}.text`);
     return text ? [{ type: "text" as const, text, ...markOf(block, at) }] : [];
-  });
+  }).flat();
 }
 
 function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] } {
   const tools: FunctionTool[] = [];
   const hosted: HostedTool[] = [];
-  list(body.tools, "tools").forEach((raw, i) => {
-    const at = `tools[${i}]`;
-    const tool = object(raw, at);
+  eachObject(body.tools, "tools", (tool, at) => {
     const type = tool.type;
     if (type === undefined || type === null || type === "custom") {
       tools.push({
@@ -338,9 +328,7 @@ export function decodeRequest(
   }
   const system = systemText(body.system, "system");
   const messages: Message[] = [];
-  list(body.messages, "messages").forEach((raw, i) => {
-    const at = `messages[${i}]`;
-    const message = object(raw, at);
+  eachObject(body.messages, "messages", (message, at) => {
     if (message.role === "assistant") {
       messages.push({
         role: "assistant",

@@ -24,11 +24,9 @@ import {
   fieldOf,
   fileDetails,
   hostedRecords,
-  IGNORED,
   laterSystem,
   unreplayed,
 } from "../../translate/adaptations.ts";
-import type { Target } from "../../translate/codec.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
 import type {
   AssistantPart,
@@ -41,7 +39,7 @@ import type {
 } from "../../translate/ir.ts";
 import { replayable } from "../../translate/opaque.ts";
 import { budgetFor } from "../../translate/reasoning.ts";
-import { encodeSampling, oneAnswer } from "../../translate/sampling.ts";
+import { encodeSampling, requestEncoder } from "../../translate/sampling.ts";
 import { anthropicToolId } from "../../translate/tool_ids.ts";
 import { placedTtl } from "../../translate/prompt_cache.ts";
 import { cacheControl, marked, withBreakpoints } from "./breakpoints.ts";
@@ -219,12 +217,7 @@ function noteHistory(request: CanonicalRequest, provider: string, adapt: Adapt):
 }
 
 /** A canonical request as a Messages body for `target`. */
-export function encodeRequest(
-  request: CanonicalRequest,
-  target: Target,
-  adapt: Adapt = IGNORED,
-): Json {
-  oneAnswer(request, PROTOCOL);
+export const encodeRequest = requestEncoder(PROTOCOL, (request, target, adapt) => {
   const system = [...request.system];
   const turns: Json[] = [];
   request.messages.forEach((message) => {
@@ -331,4 +324,4 @@ export function encodeRequest(
   return cache?.implicit && target.cacheBreakpoints !== false
     ? withBreakpoints(body, placedTtl(cache))
     : body;
-}
+});

@@ -29,6 +29,7 @@
  *   not carried, and noted as adaptations (see `translate/adaptations.ts`).
  */
 import {
+  eachObject,
   invalid,
   isObject,
   list,
@@ -116,9 +117,7 @@ function filePart(part: Json, at: string): FilePart {
 /** A content string or part list as canonical text and file parts. */
 function contentParts(content: unknown, field: string): (TextPart | FilePart)[] {
   if (typeof content === "string") return content ? [{ type: "text", text: content }] : [];
-  return list(content, field).flatMap((raw, i): (TextPart | FilePart)[] => {
-    const at = `${field}[${i}]`;
-    const part = object(raw, at);
+  return eachObject(content, field, (part, at): (TextPart | FilePart)[] => {
     switch (part.type) {
       case "input_text":
       case "output_text":
@@ -135,7 +134,7 @@ function contentParts(content: unknown, field: string): (TextPart | FilePart)[] 
       default:
         throw inexpressible(`${at}.type`, `a \`${String(part.type)}\` content part`, ELSEWHERE);
     }
-  });
+  }).flat();
 }
 
 /** Text parts only, for messages that hold no files elsewhere (system, assistant). */
@@ -155,10 +154,11 @@ function resultContent(output: unknown, field: string): (TextPart | FilePart)[] 
 
 /** The summary texts of a reasoning item, joined. */
 function summaryText(summary: unknown, field: string): string {
-  return list(summary, field).flatMap((raw, j) => {
-    const part = object(raw, `${field}[${j}]`);
-    return typeof part.text === "string" && part.text ? [part.text] : [];
-  }).join("\n\n");
+  return eachObject(
+    summary,
+    field,
+    (part) => typeof part.text === "string" && part.text ? [part.text] : [],
+  ).flat().join("\n\n");
 }
 
 /** A reasoning input item as a canonical part (none when it carries nothing). */
@@ -436,8 +436,7 @@ function decodeChoice(value: unknown): { choice?: ToolChoice; allowed?: Allowed 
   if (form) return { choice: { type: "tool", name: form.name } };
   if (choice.type === "allowed_tools") {
     const allowed: Allowed = { functions: new Set(), namespaces: new Set(), hosted: new Set() };
-    list(choice.tools, "tool_choice.tools").forEach((raw, i) => {
-      const tool = object(raw, `tool_choice.tools[${i}]`);
+    eachObject(choice.tools, "tool_choice.tools", (tool) => {
       const type = String(tool.type ?? "");
       if ((type === "function" || type === "custom") && typeof tool.name === "string") {
         allowed.functions.add(flatName(tool.name, tool.namespace));

@@ -24,10 +24,8 @@ import {
   failedResults,
   fieldOf,
   hostedRecords,
-  IGNORED,
   unreplayed,
 } from "../../translate/adaptations.ts";
-import type { Target } from "../../translate/codec.ts";
 import { customInput } from "../../translate/custom_tools.ts";
 import { dataUrl } from "../../translate/data_url.ts";
 import { inexpressible } from "../../translate/inexpressible.ts";
@@ -43,7 +41,7 @@ import type {
 } from "../../translate/ir.ts";
 import { replayable } from "../../translate/opaque.ts";
 import { effortFor } from "../../translate/reasoning.ts";
-import { encodeSampling, oneAnswer } from "../../translate/sampling.ts";
+import { encodeSampling, requestEncoder } from "../../translate/sampling.ts";
 import { shortHash, stringifyArguments } from "../../translate/tool_ids.ts";
 import { defaultFilename } from "./file_types.ts";
 
@@ -222,12 +220,7 @@ function noteAdaptations(request: CanonicalRequest, provider: string, adapt: Ada
 }
 
 /** A canonical request as a Responses body for `target` (OpenAI, xAI). */
-export function encodeRequest(
-  request: CanonicalRequest,
-  target: Target,
-  adapt: Adapt = IGNORED,
-): Json {
-  oneAnswer(request, PROTOCOL);
+export const encodeRequest = requestEncoder(PROTOCOL, (request, target, adapt) => {
   if (request.stop?.length) {
     throw inexpressible(request.fields.stop ?? "stop", "stop sequences", PROTOCOL);
   }
@@ -295,4 +288,4 @@ export function encodeRequest(
   }
   if (request.stream) body.stream = true;
   return body;
-}
+});
