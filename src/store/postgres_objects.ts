@@ -12,12 +12,21 @@ import type { ObjectsPart } from "./store_parts.ts";
 export function postgresObjects(c: PgConnection): ObjectsPart {
   const { sql } = c;
   return {
-    async recordObject(o) {
-      checkTokens("an upstream object", o.contextTokens);
+    async recordObjects(objects) {
+      if (!objects.length) return;
+      for (const o of objects) checkTokens("an upstream object", o.contextTokens);
+      // One statement for the answer's objects, inserted in their order (so the first of an id
+      // is the one kept).
       await c.run(sql`
         INSERT INTO upstream_objects (id, account_id, kind, context_tokens, provider, created_at)
-        VALUES (${o.id}, ${o.accountId}, ${o.kind}, ${o.contextTokens}, ${o.provider ?? null},
-                ${Date.now()})
+        SELECT id, account_id, kind, context_tokens, provider, ${Date.now()}::bigint
+        FROM unnest(${objects.map((o) => o.id)}::text[],
+                    ${objects.map((o) => o.accountId)}::bigint[],
+                    ${objects.map((o) => o.kind)}::text[],
+                    ${objects.map((o) => o.contextTokens)}::bigint[],
+                    ${objects.map((o) => o.provider ?? null)}::text[])
+             WITH ORDINALITY AS o(id, account_id, kind, context_tokens, provider, n)
+        ORDER BY n
         ON CONFLICT (id) DO NOTHING`);
     },
 

@@ -41,18 +41,16 @@ export function sqliteObjects(c: SqliteConnection): ObjectsPart {
   });
 
   return {
-    async recordObject(o) {
-      checkTokens("an upstream object", o.contextTokens);
+    async recordObjects(objects) {
+      if (!objects.length) return;
+      for (const o of objects) checkTokens("an upstream object", o.contextTokens);
+      const now = Date.now();
+      // One queued write for the answer's objects; several statements are one savepoint.
       await c.write(() => {
-        s.recordObject.run(
-          o.id,
-          o.accountId,
-          o.kind,
-          o.contextTokens,
-          Date.now(),
-          o.provider ?? null,
-        );
-      });
+        for (const o of objects) {
+          s.recordObject.run(o.id, o.accountId, o.kind, o.contextTokens, now, o.provider ?? null);
+        }
+      }, objects.length > 1);
     },
 
     upstreamObject: (id) =>
