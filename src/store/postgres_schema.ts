@@ -30,6 +30,21 @@ const COUNT_REQUEST = `switchyard_count_request(k text, lim integer)
      now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
      b bigint := now_ms / 100;`;
 
+/**
+ * How each version of the request counter answers, once `count` requests are in the window
+ * (`allowed`: whether this one was counted): the requests left under the limit, or none until the
+ * oldest bucket leaves the window.
+ */
+function countAnswer(count: string, allowed: string): string {
+  return `     IF ${count} < lim THEN
+       RETURN QUERY SELECT ${allowed}, lim - ${count}, 0::bigint;
+       RETURN;
+     END IF;
+     SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
+     RETURN QUERY SELECT ${allowed}, 0, greatest((oldest + 600) * 100 - now_ms, 1);
+   END $$;`;
+}
+
 /** The migrations, oldest first. Never change one that has shipped: add the next. */
 export const MIGRATIONS: string[] = [
   `CREATE TABLE accounts (
@@ -157,13 +172,7 @@ export const MIGRATIONS: string[] = [
      INSERT INTO rate_buckets (key_id, bucket, n) VALUES (k, b, 1)
        ON CONFLICT (key_id, bucket) DO UPDATE SET n = rate_buckets.n + 1;
      total := total + 1;
-     IF total < lim THEN
-       RETURN QUERY SELECT true, lim - total, 0::bigint;
-       RETURN;
-     END IF;
-     SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
-     RETURN QUERY SELECT true, 0, greatest((oldest + 600) * 100 - now_ms, 1);
-   END $$;`,
+${countAnswer("total", "true")}`,
   // Requests counted without summing the window on every call: a running total per key, whose
   // row is also the key's lock (held for a few index operations, not the window's sum).
   `CREATE TABLE rate_keys (
@@ -195,22 +204,16 @@ export const MIGRATIONS: string[] = [
        counted := counted + 1;
      END IF;
      UPDATE rate_keys SET total = counted WHERE key_id = k;
-     IF counted < lim THEN
-       RETURN QUERY SELECT ok, lim - counted, 0::bigint;
-       RETURN;
-     END IF;
-     SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
-     RETURN QUERY SELECT ok, 0, greatest((oldest + 600) * 100 - now_ms, 1);
-   END $$;`,
+${countAnswer("counted", "ok")}`,
   // Owners say they are alive every second (see `gone` in postgres_owners.ts): a lock lost with a
   // connection for a moment does not make a live process look dead.
   `ALTER TABLE owners ADD COLUMN seen_at bigint;
    ALTER TABLE owners ADD COLUMN seen_epoch float8;`,
   // Keys a team can hand out (see the SQLite store's migration of the same name; the columns and
-  // budgets are `teamKeys` of `schema_shared.ts`, as there): names,
-  // metadata, expiry, disabling, rotation, limits and the counts a limited hold keeps on the key's
-  // row; account limits; budget states; what each limited hold counted. Counters and last use
-  // change on every call and must not be announced as key changes.
+  // budgets are `teamKeys` of `schema_shared.ts`, as there): names, metadata, expiry, disabling,
+  // rotation, limits and the counts a limited hold keeps on the key's row; account limits; budget
+  // states; what each limited hold counted. Counters and last use change on every call and must
+  // not be announced as key changes.
   `${teamKeys(POSTGRES_TYPES)}
    DROP TRIGGER keys_changed ON keys;
    CREATE TRIGGER keys_changed AFTER INSERT OR DELETE OR UPDATE OF account_id, hash, prefix, rpm,
