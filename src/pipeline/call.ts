@@ -275,7 +275,7 @@ export const recordStep: StepOf = ({ call, bill }) => {
       if (!recorded.length) return;
       ctx.services.store.recordObjects(recorded)
         .catch((error) =>
-          log("warn", "upstream objects not recorded", {
+          log("warn", "upstream object not recorded", {
             request_id: ctx.requestId,
             objects: recorded.length,
             error: String(error),
