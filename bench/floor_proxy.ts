@@ -102,17 +102,15 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
   });
   const headers = { "content-type": upstream.headers.get("content-type") ?? "application/json" };
   const finish = async (usage: Usage | null, objects: CreatedObject[]) => {
-    // A stored response, and its items (a later input may refer to them).
-    for (const { id, kind } of objects) {
-      if (kind === "container") continue;
-      store.recordObject({
-        id,
-        accountId: account.id,
-        kind,
-        contextTokens: usage && kind === "response" ? usage.inputTokens + usage.outputTokens : 0,
-        provider: "emulator",
-      });
-    }
+    // A stored response, and its items (a later input may refer to them), in one write.
+    const recorded = objects.filter(({ kind }) => kind !== "container").map(({ id, kind }) => ({
+      id,
+      accountId: account.id,
+      kind,
+      contextTokens: usage && kind === "response" ? usage.inputTokens + usage.outputTokens : 0,
+      provider: "emulator",
+    }));
+    if (recorded.length) store.recordObjects(recorded);
     await store.settle(hold, charge(usage));
     log("info", "request", {
       method: req.method,

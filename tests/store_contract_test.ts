@@ -440,25 +440,95 @@ contract("a video job finishes once, with its hold, whoever polls", async (place
 });
 
 contract(
+  "an answer's objects are recorded in one write, the first of an id kept",
+  async (place) => {
+    const store = await place.open();
+    const other = await place.open();
+    try {
+      const mine = await store.ensureAccount("batch-mine");
+      const theirs = await store.ensureAccount("batch-theirs");
+      await other.recordObjects([
+        { id: "resp_taken", accountId: theirs.id, kind: "response", contextTokens: 3 },
+      ]);
+      await store.recordObjects([]);
+      await store.recordObjects([
+        { id: "resp_b", accountId: mine.id, kind: "response", contextTokens: 40, provider: "p" },
+        { id: "msg_b1", accountId: mine.id, kind: "item", contextTokens: 0, provider: "p" },
+        { id: "msg_b1", accountId: theirs.id, kind: "container", contextTokens: 5 },
+        { id: "fc_b2", accountId: mine.id, kind: "item", contextTokens: 0 },
+        { id: "resp_taken", accountId: mine.id, kind: "response", contextTokens: 40 },
+      ]);
+      for (const handle of [store, other]) {
+        assert.deepEqual(await handle.upstreamObject("resp_b"), {
+          id: "resp_b",
+          accountId: mine.id,
+          kind: "response",
+          contextTokens: 40,
+          provider: "p",
+        });
+        assert.deepEqual(await handle.upstreamObject("msg_b1"), {
+          id: "msg_b1",
+          accountId: mine.id,
+          kind: "item",
+          contextTokens: 0,
+          provider: "p",
+        }, "the first of an id within the batch is kept");
+        assert.deepEqual(await handle.upstreamObject("fc_b2"), {
+          id: "fc_b2",
+          accountId: mine.id,
+          kind: "item",
+          contextTokens: 0,
+          provider: null,
+        });
+        assert.equal(
+          (await handle.upstreamObject("resp_taken"))?.accountId,
+          theirs.id,
+          "an id recorded before keeps its account",
+        );
+      }
+      // Several answers' batches in one turn are each written whole.
+      await Promise.all([1, 2, 3].map((n) =>
+        store.recordObjects([
+          { id: `resp_t${n}`, accountId: mine.id, kind: "response", contextTokens: n },
+          { id: `msg_t${n}`, accountId: mine.id, kind: "item", contextTokens: 0 },
+        ])
+      ));
+      for (const n of [1, 2, 3]) {
+        assert.equal((await store.upstreamObject(`resp_t${n}`))?.contextTokens, n);
+        assert.equal((await store.upstreamObject(`msg_t${n}`))?.kind, "item");
+      }
+      // A cutoff after them all forgets every one of them.
+      await new Promise((r) => setTimeout(r, 5));
+      assert.equal(await store.pruneObjects(Date.now() + 1), 10);
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  },
+);
+
+contract(
   "upstream objects and kept conversations are read back, walked and pruned",
   async (place) => {
     const store = await place.open();
     try {
       const account = await store.ensureAccount("o");
       const record = (id: string) =>
-        store.recordObject({
+        store.recordObjects([{
           id,
           accountId: account.id,
           kind: "response",
           contextTokens: 9,
           provider: "p",
-        });
+        }]);
       await record("old1");
       await new Promise((r) => setTimeout(r, 20));
       const cutoff = Date.now();
       await new Promise((r) => setTimeout(r, 20));
       await record("new1");
-      await store.recordObject({ id: "new1", accountId: 999, kind: "container", contextTokens: 0 });
+      await store.recordObjects([
+        { id: "new1", accountId: 999, kind: "container", contextTokens: 0 },
+      ]);
       assert.deepEqual(await store.upstreamObject("new1"), {
         id: "new1",
         accountId: account.id,
@@ -755,12 +825,10 @@ contract(
       await refused(store.insertVideoJob({ ...job, rate: 0.5 }), /rate/);
       await refused(store.insertVideoJob({ ...job, heldSeconds: NaN }), /seconds held/);
       await refused(
-        store.recordObject({
-          id: "o",
-          accountId: account.id,
-          kind: "response",
-          contextTokens: 1e300,
-        }),
+        store.recordObjects([
+          { id: "o_item", accountId: account.id, kind: "item", contextTokens: 0 },
+          { id: "o", accountId: account.id, kind: "response", contextTokens: 1e300 },
+        ]),
         /context tokens/,
       );
       await refused(
@@ -776,6 +844,7 @@ contract(
       );
       assert.deepEqual(await state(), before, "nothing was written");
       assert.equal(await store.upstreamObject("o"), undefined);
+      assert.equal(await store.upstreamObject("o_item"), undefined, "none of the batch was kept");
       assert.deepEqual(await store.responseChain("resp_x", { steps: 1, bytes: 1e6 }), []);
 
       // A job recorded right is refused a wrong outcome, and finishes on a right one.

@@ -22,6 +22,7 @@ import type { CanonicalResponse } from "../translate/ir.ts";
 import type { TokenRequest } from "../billing/reserve.ts";
 import type { CreatedObject } from "../billing/usage.ts";
 import { log } from "../log.ts";
+import type { UpstreamObject } from "../store/store.ts";
 import { MAX_ID } from "./resolve.ts";
 
 /** One call to an upstream, in its upstream's protocol, and how its answer is read and shown. */
@@ -262,19 +263,24 @@ export const recordStep: StepOf = ({ call, bill }) => {
       // A WebSocket's turn: the connection knows them at once, `store: false` responses too (the
       // upstream keeps the last on its socket; the store's record is written meanwhile).
       const local = ctx.socket?.objects;
+      const recorded: UpstreamObject[] = [];
       for (const { id, kind } of end.objects) {
         if (id.length > MAX_ID) continue;
         const object = { id, accountId, kind, contextTokens: kind === "item" ? 0 : contextTokens };
         local?.set(id, { ...object, provider });
         if (kind !== "container" && call.keepResponses === false) continue;
-        ctx.services.store.recordObject({ ...object, provider })
-          .catch((error) =>
-            log("warn", "upstream object not recorded", {
-              request_id: ctx.requestId,
-              error: String(error),
-            })
-          );
+        recorded.push({ ...object, provider });
       }
+      // The answer's objects in one write, not one each.
+      if (!recorded.length) return;
+      ctx.services.store.recordObjects(recorded)
+        .catch((error) =>
+          log("warn", "upstream object not recorded", {
+            request_id: ctx.requestId,
+            objects: recorded.length,
+            error: String(error),
+          })
+        );
     },
   };
 };

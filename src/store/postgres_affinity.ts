@@ -4,7 +4,7 @@
  * an unlogged table — a placement lost in a crash only costs a cache miss — replaced on change,
  * read when a replica's own copy is a second old, pruned once expired.
  */
-import { type PgConnection, REPORT_TIMEOUT_MS } from "./postgres_connection.ts";
+import type { PgConnection } from "./postgres_connection.ts";
 import type { AffinityPart } from "./store_parts.ts";
 
 /** The conversations' placements of the store on `c`. */
@@ -27,12 +27,6 @@ export function postgresAffinity(c: PgConnection): AffinityPart {
           key_id = excluded.key_id, expires_at = excluded.expires_at`);
     },
 
-    async pruneAffinity(before) {
-      const result = await c.run(
-        sql`DELETE FROM conversation_affinity WHERE expires_at < ${before}`,
-        REPORT_TIMEOUT_MS,
-      );
-      return result.count;
-    },
+    pruneAffinity: (before) => c.prune("conversation_affinity", "expires_at", before),
   };
 }

@@ -150,6 +150,27 @@ export class PgConnection {
     return this.#down;
   }
 
+  /**
+   * Runs a statement built as text (with `$1`… parameters, see `chains.ts`), prepared as the
+   * tagged ones are.
+   */
+  query(text: string, parameters: (string | number | null)[]): Promise<Record<string, unknown>[]> {
+    return this.run(this.sql.unsafe(text, parameters, { prepare: true }));
+  }
+
+  /**
+   * Forgets the rows of `table` whose `column` (ms since epoch) is before `before`, under the
+   * reports' deadline (a prune may delete much); returns how many.
+   */
+  async prune(table: string, column: string, before: number): Promise<number> {
+    const { sql } = this;
+    const result = await this.run(
+      sql`DELETE FROM ${sql.unsafe(table)} WHERE ${sql.unsafe(column)} < ${before}`,
+      REPORT_TIMEOUT_MS,
+    );
+    return result.count;
+  }
+
   /** A `jsonb` parameter. */
   json(value: unknown) {
     return this.sql.json(value as postgres.JSONValue);

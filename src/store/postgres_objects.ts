@@ -5,19 +5,30 @@
  */
 import { checkTokens } from "./amounts.ts";
 import { toStoredResponse, toUpstreamObject } from "./rows.ts";
-import { type PgConnection, REPORT_TIMEOUT_MS } from "./postgres_connection.ts";
+import { chainQuery, RESPONSES } from "./chains.ts";
+import type { PgConnection } from "./postgres_connection.ts";
 import type { ObjectsPart } from "./store_parts.ts";
 
 /** The upstream objects and kept conversations of the store on `c`. */
 export function postgresObjects(c: PgConnection): ObjectsPart {
   const { sql } = c;
+  const responseChain = chainQuery(RESPONSES, "postgres");
   return {
-    async recordObject(o) {
-      checkTokens("an upstream object", o.contextTokens);
+    async recordObjects(objects) {
+      if (!objects.length) return;
+      for (const o of objects) checkTokens("an upstream object", o.contextTokens);
+      // One statement for the answer's objects, inserted in their order (so the first of an id
+      // is the one kept).
       await c.run(sql`
         INSERT INTO upstream_objects (id, account_id, kind, context_tokens, provider, created_at)
-        VALUES (${o.id}, ${o.accountId}, ${o.kind}, ${o.contextTokens}, ${o.provider ?? null},
-                ${Date.now()})
+        SELECT id, account_id, kind, context_tokens, provider, ${Date.now()}::bigint
+        FROM unnest(${objects.map((o) => o.id)}::text[],
+                    ${objects.map((o) => o.accountId)}::bigint[],
+                    ${objects.map((o) => o.kind)}::text[],
+                    ${objects.map((o) => o.contextTokens)}::bigint[],
+                    ${objects.map((o) => o.provider ?? null)}::text[])
+             WITH ORDINALITY AS o(id, account_id, kind, context_tokens, provider, n)
+        ORDER BY n
         ON CONFLICT (id) DO NOTHING`);
     },
 
@@ -28,13 +39,7 @@ export function postgresObjects(c: PgConnection): ObjectsPart {
       return row && toUpstreamObject(row);
     },
 
-    async pruneObjects(before) {
-      const result = await c.run(
-        sql`DELETE FROM upstream_objects WHERE created_at < ${before}`,
-        REPORT_TIMEOUT_MS,
-      );
-      return result.count;
-    },
+    pruneObjects: (before) => c.prune("upstream_objects", "created_at", before),
 
     async saveResponse(r) {
       checkTokens("a conversation step", r.contextTokens);
@@ -46,26 +51,9 @@ export function postgresObjects(c: PgConnection): ObjectsPart {
         ON CONFLICT (id) DO NOTHING`);
     },
 
-    async responseChain(id, bound) {
-      const rows = await c.run(sql`
-        WITH RECURSIVE chain (id, previous_id, n, bytes) AS (
-          SELECT id, previous_id, 1, length(items)::bigint FROM stored_responses WHERE id = ${id}
-          UNION ALL
-          SELECT s.id, s.previous_id, c.n + 1, c.bytes + length(s.items)
-          FROM chain c JOIN stored_responses s ON s.id = c.previous_id
-          WHERE c.n < ${bound.steps} AND c.bytes <= ${bound.bytes}
-        )
-        SELECT s.id, s.account_id, s.previous_id, s.items, s.context_tokens, s.created_at
-        FROM chain c JOIN stored_responses s ON s.id = c.id ORDER BY c.n`);
-      return rows.map(toStoredResponse);
-    },
+    responseChain: async (id, bound) =>
+      (await c.query(responseChain, [id, bound.steps, bound.bytes])).map(toStoredResponse),
 
-    async pruneResponses(before) {
-      const result = await c.run(
-        sql`DELETE FROM stored_responses WHERE created_at < ${before}`,
-        REPORT_TIMEOUT_MS,
-      );
-      return result.count;
-    },
+    pruneResponses: (before) => c.prune("stored_responses", "created_at", before),
   };
 }

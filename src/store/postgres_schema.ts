@@ -4,6 +4,7 @@
  * nanoUSD; times are ms since the epoch, as in the SQLite store.
  */
 import type { Sql } from "./postgres_connection.ts";
+import { alerts, POSTGRES_TYPES, teamKeys } from "./schema_shared.ts";
 
 /** Advisory lock keys (two-int form): the namespace, then what is locked in it. */
 export const LOCKS = {
@@ -17,6 +18,32 @@ export const LOCKS = {
 
 /** The channel a key change is announced on (see `postgres.ts`, `postgres_accounts.ts`). */
 export const KEYS_CHANNEL = "switchyard_keys";
+
+/**
+ * The request counter's signature and the clock its body reads, the same in each version of it (a
+ * function is replaced only with the same arguments and result).
+ */
+const COUNT_REQUEST = `switchyard_count_request(k text, lim integer)
+     RETURNS TABLE (allowed boolean, remaining integer, reset_ms bigint)
+     LANGUAGE plpgsql AS $$
+   DECLARE
+     now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+     b bigint := now_ms / 100;`;
+
+/**
+ * How each version of the request counter answers, once `count` requests are in the window
+ * (`allowed`: whether this one was counted): the requests left under the limit, or none until the
+ * oldest bucket leaves the window.
+ */
+function countAnswer(count: string, allowed: string): string {
+  return `     IF ${count} < lim THEN
+       RETURN QUERY SELECT ${allowed}, lim - ${count}, 0::bigint;
+       RETURN;
+     END IF;
+     SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
+     RETURN QUERY SELECT ${allowed}, 0, greatest((oldest + 600) * 100 - now_ms, 1);
+   END $$;`;
+}
 
 /** The migrations, oldest first. Never change one that has shipped: add the next. */
 export const MIGRATIONS: string[] = [
@@ -129,12 +156,7 @@ export const MIGRATIONS: string[] = [
      n integer NOT NULL,
      PRIMARY KEY (key_id, bucket)
    );
-   CREATE FUNCTION switchyard_count_request(k text, lim integer)
-     RETURNS TABLE (allowed boolean, remaining integer, reset_ms bigint)
-     LANGUAGE plpgsql AS $$
-   DECLARE
-     now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-     b bigint := now_ms / 100;
+   CREATE FUNCTION ${COUNT_REQUEST}
      total integer;
      oldest bigint;
    BEGIN
@@ -150,25 +172,14 @@ export const MIGRATIONS: string[] = [
      INSERT INTO rate_buckets (key_id, bucket, n) VALUES (k, b, 1)
        ON CONFLICT (key_id, bucket) DO UPDATE SET n = rate_buckets.n + 1;
      total := total + 1;
-     IF total < lim THEN
-       RETURN QUERY SELECT true, lim - total, 0::bigint;
-       RETURN;
-     END IF;
-     SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
-     RETURN QUERY SELECT true, 0, greatest((oldest + 600) * 100 - now_ms, 1);
-   END $$;`,
+${countAnswer("total", "true")}`,
   // Requests counted without summing the window on every call: a running total per key, whose
   // row is also the key's lock (held for a few index operations, not the window's sum).
   `CREATE TABLE rate_keys (
      key_id text PRIMARY KEY,
      total integer NOT NULL
    );
-   CREATE OR REPLACE FUNCTION switchyard_count_request(k text, lim integer)
-     RETURNS TABLE (allowed boolean, remaining integer, reset_ms bigint)
-     LANGUAGE plpgsql AS $$
-   DECLARE
-     now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-     b bigint := now_ms / 100;
+   CREATE OR REPLACE FUNCTION ${COUNT_REQUEST}
      counted integer;
      expired integer;
      ok boolean;
@@ -193,74 +204,26 @@ export const MIGRATIONS: string[] = [
        counted := counted + 1;
      END IF;
      UPDATE rate_keys SET total = counted WHERE key_id = k;
-     IF counted < lim THEN
-       RETURN QUERY SELECT ok, lim - counted, 0::bigint;
-       RETURN;
-     END IF;
-     SELECT min(bucket) INTO oldest FROM rate_buckets WHERE key_id = k;
-     RETURN QUERY SELECT ok, 0, greatest((oldest + 600) * 100 - now_ms, 1);
-   END $$;`,
+${countAnswer("counted", "ok")}`,
   // Owners say they are alive every second (see `gone` in postgres_owners.ts): a lock lost with a
   // connection for a moment does not make a live process look dead.
   `ALTER TABLE owners ADD COLUMN seen_at bigint;
    ALTER TABLE owners ADD COLUMN seen_epoch float8;`,
-  // Keys a team can hand out (see the SQLite store's migration of the same name): names,
-  // metadata, expiry, disabling, rotation, limits and the counts a limited hold keeps on the key's
-  // row; account limits; budget states; what each limited hold counted. Counters and last use
-  // change on every call and must not be announced as key changes.
-  `ALTER TABLE keys ADD COLUMN name text;
-   ALTER TABLE keys ADD COLUMN metadata jsonb;
-   ALTER TABLE keys ADD COLUMN expires_at bigint;
-   ALTER TABLE keys ADD COLUMN disabled_at bigint;
-   ALTER TABLE keys ADD COLUMN last_used_at bigint;
-   ALTER TABLE keys ADD COLUMN limits jsonb;
-   ALTER TABLE keys ADD COLUMN previous_hash bytea;
-   ALTER TABLE keys ADD COLUMN previous_until bigint;
-   ALTER TABLE keys ADD COLUMN in_flight integer NOT NULL DEFAULT 0;
-   ALTER TABLE keys ADD COLUMN tpm_minute bigint NOT NULL DEFAULT 0;
-   ALTER TABLE keys ADD COLUMN tpm_tokens bigint NOT NULL DEFAULT 0;
-   ALTER TABLE accounts ADD COLUMN limits jsonb;
-   ALTER TABLE ledger ADD COLUMN limits jsonb;
-   CREATE TABLE budgets (
-     owner text NOT NULL,
-     period text NOT NULL,
-     amount bigint NOT NULL,
-     held bigint NOT NULL DEFAULT 0,
-     window_start bigint NOT NULL DEFAULT 0,
-     window_spent bigint NOT NULL DEFAULT 0,
-     PRIMARY KEY (owner, period)
-   );
+  // Keys a team can hand out (see the SQLite store's migration of the same name; the columns and
+  // budgets are `teamKeys` of `schema_shared.ts`, as there): names, metadata, expiry, disabling,
+  // rotation, limits and the counts a limited hold keeps on the key's row; account limits; budget
+  // states; what each limited hold counted. Counters and last use change on every call and must
+  // not be announced as key changes.
+  `${teamKeys(POSTGRES_TYPES)}
    DROP TRIGGER keys_changed ON keys;
    CREATE TRIGGER keys_changed AFTER INSERT OR DELETE OR UPDATE OF account_id, hash, prefix, rpm,
      revoked_at, name, metadata, expires_at, disabled_at, limits, previous_hash, previous_until
      ON keys FOR EACH STATEMENT EXECUTE FUNCTION switchyard_key_changed();
    CREATE TRIGGER accounts_limits_changed AFTER UPDATE OF limits ON accounts
      FOR EACH STATEMENT EXECUTE FUNCTION switchyard_key_changed();`,
-  // Alerts (see the SQLite store's migration of the same name): what each is about is unique, so
-  // the insert that raises one decides, across replicas, that it is raised once.
-  `CREATE TABLE alerts (
-     id bigserial PRIMARY KEY,
-     type text NOT NULL,
-     owner text NOT NULL,
-     period text NOT NULL,
-     window_start bigint NOT NULL,
-     threshold bigint NOT NULL,
-     account_id bigint NOT NULL REFERENCES accounts (id),
-     key_id text,
-     payload jsonb NOT NULL,
-     status text NOT NULL CHECK (status IN ('pending', 'delivered', 'failed', 'unsent')),
-     attempts integer NOT NULL DEFAULT 0,
-     next_attempt_at bigint,
-     last_attempt_at bigint,
-     last_error text,
-     created_at bigint NOT NULL,
-     delivered_at bigint,
-     UNIQUE (type, owner, period, window_start, threshold)
-   );
-   CREATE INDEX alerts_due ON alerts (next_attempt_at) WHERE status = 'pending';
-   CREATE INDEX alerts_account ON alerts (account_id, id);
-   CREATE INDEX keys_expiry ON keys (expires_at)
-     WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
+  // Alerts (see the SQLite store's migration of the same name, and `schema_shared.ts`): what each is
+  // about is unique, so the insert that raises one decides, across replicas, that it is raised once.
+  alerts(POSTGRES_TYPES),
   // A key's strict mode (see the SQLite store's migration of the same name).
   `ALTER TABLE keys ADD COLUMN strict boolean NOT NULL DEFAULT false;
    DROP TRIGGER keys_changed ON keys;

@@ -4,12 +4,14 @@
  * newest within a bound, and pruned by age.
  */
 import { toThreadTurn } from "./rows.ts";
-import { type PgConnection, REPORT_TIMEOUT_MS } from "./postgres_connection.ts";
+import { chainQuery, THREADS } from "./chains.ts";
+import type { PgConnection } from "./postgres_connection.ts";
 import type { ThreadsPart } from "./store_parts.ts";
 
 /** The thread turns of the store on `c`. */
 export function postgresThreads(c: PgConnection): ThreadsPart {
   const { sql } = c;
+  const threadChain = chainQuery(THREADS, "postgres");
   return {
     async saveThreadTurn(t) {
       await c.run(sql`
@@ -18,26 +20,9 @@ export function postgresThreads(c: PgConnection): ThreadsPart {
         ON CONFLICT (id) DO NOTHING`);
     },
 
-    async threadChain(id, bound) {
-      const rows = await c.run(sql`
-        WITH RECURSIVE chain (id, previous_id, n, bytes) AS (
-          SELECT id, previous_id, 1, length(turn)::bigint FROM thread_turns WHERE id = ${id}
-          UNION ALL
-          SELECT t.id, t.previous_id, c.n + 1, c.bytes + length(t.turn)
-          FROM chain c JOIN thread_turns t ON t.id = c.previous_id
-          WHERE c.n < ${bound.steps} AND c.bytes <= ${bound.bytes}
-        )
-        SELECT t.id, t.account_id, t.previous_id, t.turn, t.created_at
-        FROM chain c JOIN thread_turns t ON t.id = c.id ORDER BY c.n`);
-      return rows.map(toThreadTurn);
-    },
+    threadChain: async (id, bound) =>
+      (await c.query(threadChain, [id, bound.steps, bound.bytes])).map(toThreadTurn),
 
-    async pruneThreadTurns(before) {
-      const result = await c.run(
-        sql`DELETE FROM thread_turns WHERE created_at < ${before}`,
-        REPORT_TIMEOUT_MS,
-      );
-      return result.count;
-    },
+    pruneThreadTurns: (before) => c.prune("thread_turns", "created_at", before),
   };
 }

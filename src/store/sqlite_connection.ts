@@ -232,3 +232,14 @@ export function newestFirst(
     : ofAccount.all(page.accountId, before, page.limit);
   return rows as Row[];
 }
+
+/**
+ * The statement forgetting a table's rows created before `?1` (ms since epoch), for a table kept
+ * in insertion (rowid) order: the expired rows are the rowids before the first live one, a range
+ * at the start deleted without scanning the rest.
+ */
+export function inOrderPrune(table: string): string {
+  return `DELETE FROM ${table} WHERE rowid < coalesce(
+         (SELECT rowid FROM ${table} WHERE created_at >= ?1 ORDER BY rowid LIMIT 1),
+         (SELECT max(rowid) + 1 FROM ${table}))`;
+}

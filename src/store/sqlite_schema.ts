@@ -4,6 +4,7 @@
  * shipped: add the next.
  */
 import type { DatabaseSync } from "node:sqlite";
+import { alerts, SQLITE_TYPES, teamKeys } from "./schema_shared.ts";
 
 /** The migrations, oldest first. */
 export const MIGRATIONS: string[] = [
@@ -145,65 +146,24 @@ export const MIGRATIONS: string[] = [
   `ALTER TABLE upstream_objects ADD COLUMN provider TEXT;`,
   // The upstream key a video job was submitted with: its polls use the same one.
   `ALTER TABLE video_jobs ADD COLUMN upstream_key TEXT;`,
-  // Keys a team can hand out: names, metadata, expiry, disabling, rotation, limits (JSON, see
+  // Keys a team can hand out (the columns and budgets: `teamKeys` of `schema_shared.ts`, shared with
+  // the PostgreSQL store): names, metadata, expiry, disabling, rotation, limits (JSON, see
   // `limits.ts`) and the counts a limited hold keeps on the key's row; account limits; budget
   // states (one row per owner and period); what each limited hold counted. A key's counters and
   // last use change on every call, and must not wake every process's key cache: the change
   // trigger watches the other columns only (and account limits, read with the key).
-  `ALTER TABLE keys ADD COLUMN name TEXT;
-   ALTER TABLE keys ADD COLUMN metadata TEXT;
-   ALTER TABLE keys ADD COLUMN expires_at INTEGER;
-   ALTER TABLE keys ADD COLUMN disabled_at INTEGER;
-   ALTER TABLE keys ADD COLUMN last_used_at INTEGER;
-   ALTER TABLE keys ADD COLUMN limits TEXT;
-   ALTER TABLE keys ADD COLUMN previous_hash BLOB;
-   ALTER TABLE keys ADD COLUMN previous_until INTEGER;
-   ALTER TABLE keys ADD COLUMN in_flight INTEGER NOT NULL DEFAULT 0;
-   ALTER TABLE keys ADD COLUMN tpm_minute INTEGER NOT NULL DEFAULT 0;
-   ALTER TABLE keys ADD COLUMN tpm_tokens INTEGER NOT NULL DEFAULT 0;
-   ALTER TABLE accounts ADD COLUMN limits TEXT;
-   ALTER TABLE ledger ADD COLUMN limits TEXT;
-   CREATE TABLE budgets (
-     owner TEXT NOT NULL,
-     period TEXT NOT NULL,
-     amount INTEGER NOT NULL,
-     held INTEGER NOT NULL DEFAULT 0,
-     window_start INTEGER NOT NULL DEFAULT 0,
-     window_spent INTEGER NOT NULL DEFAULT 0,
-     PRIMARY KEY (owner, period)
-   ) WITHOUT ROWID;
+  `${teamKeys(SQLITE_TYPES)}
    DROP TRIGGER keys_updated;
    CREATE TRIGGER keys_updated AFTER UPDATE OF account_id, hash, prefix, rpm, revoked_at, name,
      metadata, expires_at, disabled_at, limits, previous_hash, previous_until ON keys
    BEGIN UPDATE key_changes SET n = n + 1; END;
    CREATE TRIGGER accounts_limits AFTER UPDATE OF limits ON accounts
    BEGIN UPDATE key_changes SET n = n + 1; END;`,
-  // Alerts (see `alerts/`): what each is about is unique, so inserting one is the decision that it
-  // is raised once; its delivery state is kept with it, so a restart resumes delivery. Keys about
-  // to expire are found by an index of their own.
-  `CREATE TABLE alerts (
-     id INTEGER PRIMARY KEY,
-     type TEXT NOT NULL,
-     owner TEXT NOT NULL,
-     period TEXT NOT NULL,
-     window_start INTEGER NOT NULL,
-     threshold INTEGER NOT NULL,
-     account_id INTEGER NOT NULL REFERENCES accounts (id),
-     key_id TEXT,
-     payload TEXT NOT NULL,
-     status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed', 'unsent')),
-     attempts INTEGER NOT NULL DEFAULT 0,
-     next_attempt_at INTEGER,
-     last_attempt_at INTEGER,
-     last_error TEXT,
-     created_at INTEGER NOT NULL,
-     delivered_at INTEGER,
-     UNIQUE (type, owner, period, window_start, threshold)
-   );
-   CREATE INDEX alerts_due ON alerts (next_attempt_at) WHERE status = 'pending';
-   CREATE INDEX alerts_account ON alerts (account_id, id);
-   CREATE INDEX keys_expiry ON keys (expires_at)
-     WHERE expires_at IS NOT NULL AND revoked_at IS NULL;`,
+  // Alerts (see `alerts/`; the migration is `schema_shared.ts`'s, shared with the PostgreSQL store):
+  // what each is about is unique, so inserting one is the decision that it is raised once; its
+  // delivery state is kept with it, so a restart resumes delivery. Keys about to expire are found
+  // by an index of their own.
+  alerts(SQLITE_TYPES),
   // A key's strict mode: its translated calls refuse adaptations (see `translate/adaptations.ts`).
   // A change to it is a key change like the others.
   `ALTER TABLE keys ADD COLUMN strict INTEGER NOT NULL DEFAULT 0;

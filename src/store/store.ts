@@ -617,10 +617,11 @@ export interface Store {
    */
   finishVideoJob(id: string, outcome: VideoOutcome, windows?: BudgetWindows): Promise<boolean>;
   /**
-   * Records an upstream object an answer created (group-committed with the call's settlement).
-   * The first account to record an id keeps it.
+   * Records the upstream objects an answer created, all in one write (group-committed with the
+   * call's settlement): all of them or, when one is refused, none. The first account to record an
+   * id keeps it (within `objects` too: the first of an id is the one kept).
    */
-  recordObject(object: UpstreamObject): Promise<void>;
+  recordObjects(objects: readonly UpstreamObject[]): Promise<void>;
   upstreamObject(id: string): Promise<UpstreamObject | undefined>;
   /** Forgets objects recorded before `before` (ms since epoch); returns how many. */
   pruneObjects(before: number): Promise<number>;

@@ -49,7 +49,7 @@ export type ReportsPart = Pick<
 /** Upstream objects and kept conversations. */
 export type ObjectsPart = Pick<
   Store,
-  | "recordObject"
+  | "recordObjects"
   | "upstreamObject"
   | "pruneObjects"
   | "saveResponse"
