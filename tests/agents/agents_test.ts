@@ -11,42 +11,7 @@
 import assert from "node:assert/strict";
 import { eventually, MAX_OUT, startStack, TEST_PRICE } from "../helpers/setup.ts";
 import { ledgerOf } from "../helpers/store.ts";
-
-/** The agents, pinned. */
-const AGENTS = {
-  "@anthropic-ai/claude-code": "2.1.330",
-  "@openai/codex": "0.169.0",
-  "@google/gemini-cli": "0.61.0",
-};
-
-const DIR = Deno.env.get("SWITCHYARD_AGENTS_DIR") ??
-  `${Deno.env.get("HOME") ?? "/tmp"}/.cache/switchyard-agents`;
-const BIN = `${DIR}/node_modules/.bin`;
-
-async function install(): Promise<void> {
-  const manifest = JSON.stringify({ private: true, dependencies: AGENTS }, null, 2);
-  let current = "";
-  try {
-    current = await Deno.readTextFile(`${DIR}/package.json`);
-  } catch { /* first run */ }
-  const present = await Promise.all(
-    ["claude", "codex", "gemini"].map((bin) =>
-      Deno.stat(`${BIN}/${bin}`).then(() => true, () => false)
-    ),
-  );
-  if (current === manifest && present.every(Boolean)) return;
-  await Deno.mkdir(DIR, { recursive: true });
-  await Deno.writeTextFile(`${DIR}/package.json`, manifest);
-  const out = await new Deno.Command("npm", {
-    args: ["install", "--no-audit", "--no-fund", "--loglevel=error"],
-    cwd: DIR,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) {
-    throw new Error(`npm install of the agents failed:\n${new TextDecoder().decode(out.stderr)}`);
-  }
-}
+import { type Agent, claudeCode, codex, geminiCli, install } from "../helpers/agents.ts";
 
 await install();
 // Codex always offers its hosted web search: the models price it, as the built-in catalog does.
@@ -76,125 +41,11 @@ const stack = await startStack({
 const { gateway } = stack;
 Deno.test.afterAll(() => stack.stop());
 
-interface Run {
-  code: number;
-  out: string;
-}
-
-async function run(
-  command: string,
-  args: string[],
-  env: Record<string, string>,
-  cwd: string,
-): Promise<Run> {
-  const child = new Deno.Command(`${BIN}/${command}`, {
-    args,
-    cwd,
-    env: {
-      PATH: `${BIN}:${Deno.env.get("PATH") ?? "/usr/bin:/bin"}`,
-      NO_COLOR: "1",
-      CI: "1",
-      ...env,
-    },
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const timer = setTimeout(() => child.kill("SIGKILL"), 150_000);
-  const out = await child.output();
-  clearTimeout(timer);
-  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-  return { code: out.code, out: `${decode(out.stdout)}\n${decode(out.stderr)}` };
-}
-
-interface Agent {
-  name: string;
-  native: string;
-  /** Runs the agent on `model` with `prompt` in `cwd`, with a fresh home in `home`. */
-  run(model: string, prompt: string, key: string, cwd: string, home: string): Promise<Run>;
-  /** The agent's tool that reads a file, as an emulator directive. */
-  readDirective(path: string): string;
-  /** Its calls go over a WebSocket (each turn a request id `<upgrade>.<n>`). */
-  webSocket?: boolean;
-}
-
-/** Codex on the gateway as a Responses provider, over HTTP or (`webSocket`) over a WebSocket. */
-function codex(name: string, webSocket: boolean): Agent {
-  const provider = `{name="gw",base_url="${gateway.url}/v1",env_key="SWITCHYARD_KEY",` +
-    `wire_api="responses",supports_websockets=${webSocket}}`;
-  return {
-    name,
-    native: "gpt-test",
-    webSocket,
-    run: (model, prompt, key, cwd, home) =>
-      run(
-        "codex",
-        [
-          "exec",
-          "--skip-git-repo-check",
-          "--dangerously-bypass-approvals-and-sandbox",
-          "-c",
-          `model_providers.gw=${provider}`,
-          "-c",
-          "model_provider=gw",
-          "-m",
-          model,
-          prompt,
-        ],
-        { HOME: home, CODEX_HOME: home, SWITCHYARD_KEY: key },
-        cwd,
-      ),
-    // No spaces in a directive value: the shell reads the file by redirection.
-    readDirective: (path) => `[[emulate tool=exec_command arg.cmd=cat<${path}]]`,
-  };
-}
-
 const AGENT_LIST: Agent[] = [
-  {
-    name: "Claude Code",
-    native: "claude-test",
-    run: (model, prompt, key, cwd, home) =>
-      run("claude", [
-        "-p",
-        prompt,
-        "--model",
-        model,
-        "--output-format",
-        "json",
-        "--allowedTools",
-        "Read",
-      ], {
-        HOME: home,
-        ANTHROPIC_BASE_URL: gateway.url,
-        ANTHROPIC_API_KEY: key,
-        ANTHROPIC_SMALL_FAST_MODEL: model,
-        ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        DISABLE_AUTOUPDATER: "1",
-      }, cwd),
-    readDirective: (path) => `[[emulate tool=Read arg.file_path=${path}]]`,
-  },
-  codex("Codex", false),
-  codex("Codex over WebSocket", true),
-  {
-    name: "Gemini CLI",
-    native: "gemini-test",
-    async run(model, prompt, key, cwd, home) {
-      await Deno.mkdir(`${home}/.gemini`, { recursive: true });
-      await Deno.writeTextFile(
-        `${home}/.gemini/settings.json`,
-        JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }),
-      );
-      return await run("gemini", ["-m", model, "-p", prompt], {
-        HOME: home,
-        GEMINI_API_KEY: key,
-        GOOGLE_GEMINI_BASE_URL: gateway.url,
-        GEMINI_CLI_TRUST_WORKSPACE: "true",
-      }, cwd);
-    },
-    readDirective: (path) => `[[emulate tool=read_file arg.file_path=${path}]]`,
-  },
+  claudeCode(gateway.url),
+  codex(gateway.url, "Codex", false),
+  codex(gateway.url, "Codex over WebSocket", true),
+  geminiCli(gateway.url),
 ];
 
 const MODELS = ["gpt-test", "claude-test", "gemini-test", "local-test"];

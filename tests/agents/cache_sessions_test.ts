@@ -1,0 +1,184 @@
+/**
+ * Ten-turn sessions of the real agents through the gateway, each on a Claude model served by two
+ * Anthropic deployments with several upstream keys each, in front of the emulator's prompt caches
+ * (per key: prefix match, breakpoints, TTL): Claude Code natively (Messages, its session resumed
+ * by `--resume`), Codex (Responses, `exec resume --last`) and Gemini CLI (generateContent,
+ * `--resume latest`) translated. Every upstream call of a turn after the first lands on the
+ * deployment and the key of the first turn, and each turn's calls read the provider's cache.
+ *
+ * Run with `deno task test:agents` (the pinned agents are installed by `tests/helpers/agents.ts`).
+ */
+import assert from "node:assert/strict";
+import { startEmulator } from "../../src/emulator/server.ts";
+import { type Agent, claudeCode, codex, geminiCli, install } from "../helpers/agents.ts";
+import { upstreamAt } from "../helpers/affinity.ts";
+import { requestLogged, startGateway } from "../helpers/gateway.ts";
+import { eventually, MAX_OUT, TEST_PRICE } from "../helpers/setup.ts";
+import { ledgerOf } from "../helpers/store.ts";
+
+/** Turns of each session. */
+const TURNS = 10;
+
+const KEYS = {
+  a1: "sk-ant-a1-aaaa1111",
+  a2: "sk-ant-a2-aaaa2222",
+  a3: "sk-ant-a3-aaaa3333",
+  b1: "sk-ant-b1-bbbb1111",
+  b2: "sk-ant-b2-bbbb2222",
+};
+
+await install();
+const emulator = startEmulator({ record: true, keys: Object.values(KEYS).map((key) => ({ key })) });
+const up = `http://127.0.0.1:${emulator.addr.port}`;
+const upstream = upstreamAt(up);
+const anthropicWith = (...keys: string[]) => ({
+  type: "anthropic",
+  baseUrl: `${up}/anthropic`,
+  apiKey: keys,
+});
+// Codex always offers its hosted web search: the models price it, as the built-in catalog does.
+const SEARCH = { web_search: 0.01, grounded_prompt: 0.035 };
+const twoDeployments = {
+  deployments: [{ provider: "ant-a" }, { provider: "ant-b" }],
+  upstream: "claude-sonnet-4-5",
+  price: { ...TEST_PRICE, tools: SEARCH },
+  ...MAX_OUT,
+};
+const gateway = await startGateway({
+  workers: 2,
+  config: {
+    defaultCatalog: false,
+    providers: {
+      "ant-a": anthropicWith(KEYS.a1, KEYS.a2, KEYS.a3),
+      "ant-b": anthropicWith(KEYS.b1, KEYS.b2),
+    },
+    // Codex asks for its own model id (an operator's alias of a Claude model).
+    models: { "claude-two": twoDeployments, "gpt-5.4": twoDeployments },
+  },
+});
+
+Deno.test.afterAll(async () => {
+  await gateway.stop();
+  await emulator.shutdown();
+});
+
+/** One upstream text call of a turn, as the ledger and the access log saw it. */
+interface Call {
+  provider: string | null;
+  cachedTokens: number;
+  cacheWriteTokens: number;
+  affinity: string;
+}
+
+/** One turn: its upstream calls, the keys they carried, and its last call's Messages body. */
+interface Turn {
+  calls: Call[];
+  keys: string[];
+  body: string;
+}
+
+/** The account's settled charges, oldest first. */
+async function charges(account: string) {
+  return (await ledgerOf(gateway, { account }))
+    .filter((e) => e.kind === "charge" && e.status === "settled")
+    .reverse();
+}
+
+/** Runs `agent`'s session of `TURNS` turns on `model` and checks what served each turn. */
+async function session(agent: Agent, model: string): Promise<void> {
+  const account = `cache-${agent.name.replace(/\W/g, "")}`;
+  const { key } = await gateway.createKey(account, "--credit", "50", "--rpm", "0");
+  const cwd = await Deno.makeTempDir({ prefix: "switchyard-agent-" });
+  const home = await Deno.makeTempDir({ prefix: "switchyard-agent-home-" });
+  const id = crypto.randomUUID();
+  const turns: Turn[] = [];
+  try {
+    const nonce = crypto.randomUUID();
+    await Deno.writeTextFile(`${cwd}/nonce.txt`, `${nonce}\n`);
+    for (let i = 0; i < TURNS; i++) {
+      const before = await upstream.count();
+      const billed = (await charges(account)).length;
+      // The second turn runs the agent's file-reading tool: a tool round trip in the history.
+      const prompt = i === 1
+        ? `Read the file nonce.txt. ${agent.readDirective(`${cwd}/nonce.txt`)}`
+        : `Question number ${i + 1}: say something. [[emulate tool=none]]`;
+      const out = await agent.run(model, prompt, key, cwd, home, { id, resume: i > 0 });
+      assert.equal(out.code, 0, `turn ${i + 1}: ${out.out}`);
+      if (i === 1) assert.ok(out.out.includes(nonce), `turn 2 read the file:\n${out.out}`);
+      const sent = (await upstream.since(before)).filter((r) =>
+        r.method === "POST" && r.path.endsWith("/v1/messages")
+      );
+      let settled: Awaited<ReturnType<typeof charges>> = [];
+      await eventually(async () => {
+        settled = (await charges(account)).slice(billed);
+        return settled.length >= sent.length;
+      }).catch(() => {});
+      const calls = await Promise.all(settled.map(async (c) => ({
+        provider: c.provider,
+        cachedTokens: c.cache?.cachedTokens ?? 0,
+        cacheWriteTokens: (c.cache?.cacheWriteTokens ?? 0) + (c.cache?.cacheWrite1hTokens ?? 0),
+        affinity: String((await requestLogged(gateway, c.requestId ?? "")).affinity),
+      })));
+      const turn = {
+        calls,
+        keys: sent.map((r) => r.headers["x-api-key"]),
+        body: JSON.stringify(sent.at(-1)?.body ?? null),
+      };
+      turns.push(turn);
+    }
+    console.log(
+      `${agent.name}: cache reads per turn`,
+      JSON.stringify(turns.map((t) => t.calls.map((c) => c.cachedTokens))),
+      `on ${turns[0].calls[0]?.provider} with ${turns[0].keys[0]}`,
+    );
+    assertCached(turns, nonce);
+  } finally {
+    await Deno.remove(cwd, { recursive: true }).catch(() => {});
+    await Deno.remove(home, { recursive: true }).catch(() => {});
+  }
+}
+
+/**
+ * The session went on from turn to turn (each call carries the history: the first question, and
+ * from the third turn on the file the second read), every turn after the first on the first
+ * turn's deployment and key, its placement kept, and every call of it reading the cache — as much
+ * as the call before it read at least, and the last more than the second turn's first: the
+ * history is read from the cache, not only the system prompt and tools.
+ */
+function assertCached(turns: Turn[], nonce: string): void {
+  const [first, ...later] = turns;
+  assert.ok(first.calls.length > 0 && first.keys.length > 0, "the first turn reached upstream");
+  assert.ok(first.calls.some((c) => c.cacheWriteTokens > 0), "the first turn wrote the cache");
+  const key = first.keys[0];
+  const provider = first.calls[0].provider;
+  let read = 0;
+  for (const [i, turn] of later.entries()) {
+    const at = `turn ${i + 2}: ${JSON.stringify({ ...turn, body: undefined })}`;
+    assert.ok(turn.calls.length > 0 && turn.calls.length === turn.keys.length, at);
+    assert.ok(turn.body.includes("Question number 1:"), `${at}: the session was resumed`);
+    if (i > 0) assert.ok(turn.body.includes(nonce), `${at}: the tool round trip is in its history`);
+    assert.ok(turn.keys.every((k) => k === key), `${at}: on the first turn's key`);
+    assert.ok(turn.calls.every((c) => c.provider === provider), `${at}: on its deployment`);
+    assert.ok(turn.calls.every((c) => c.affinity === "kept"), `${at}: placement kept`);
+    for (const call of turn.calls) {
+      assert.ok(call.cachedTokens > 0 && call.cachedTokens >= read, `${at}: read the cache`);
+      read = call.cachedTokens;
+    }
+  }
+  assert.ok(read > later[0].calls[0].cachedTokens, "the history was read from the cache");
+}
+
+const test = (name: string, fn: () => Promise<void>) =>
+  Deno.test({ name, fn, sanitizeResources: false, sanitizeOps: false });
+
+test("Claude Code (native Messages): ten turns, one key, cache reads from the second", async () => {
+  await session(claudeCode(gateway.url), "claude-two");
+});
+
+test("Codex (Responses → Claude): ten turns, one key, cache reads from the second", async () => {
+  await session(codex(gateway.url, "Codex", false), "gpt-5.4");
+});
+
+test("Gemini CLI (generateContent → Claude): ten turns, one key, cache reads from the second", async () => {
+  await session(geminiCli(gateway.url), "claude-two");
+});
