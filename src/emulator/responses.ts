@@ -6,8 +6,8 @@
  * emulator and verified when replayed — and `reasoning_tokens` in usage), hosted tool calls,
  * JSON matching `text.format`'s schema, call outputs checked against the calls of the input,
  * item references to the items of stored responses (others are not found),
- * `incomplete` at `max_output_tokens`, errors in OpenAI's envelope (`openai.ts`); and
- * `input_tokens` and `compact` beside it.
+ * `incomplete` at `max_output_tokens`, errors in OpenAI's envelope (`openai.ts`); `input_tokens`
+ * and `compact` beside it are `responses_side.ts`'s.
  */
 import { encodeSse } from "../http/sse.ts";
 import {
@@ -18,7 +18,6 @@ import {
   directives,
   exampleValue,
   newId,
-  opaque,
   pickTools,
   seal,
   sleep,
@@ -36,9 +35,11 @@ import {
   type Segment,
 } from "./prompt_cache.ts";
 
-type Json = Record<string, unknown>;
+/** A JSON object as the emulator reads one. */
+export type Json = Record<string, unknown>;
 
-interface Item {
+/** An input item, as far as the emulator reads it. */
+export interface Item {
   type: string;
   role?: string;
   content?: unknown;
@@ -144,7 +145,7 @@ interface ResponsesCall {
  * Reads a Responses-family request (responses, compact): after any `wait`, the fault it asks for
  * or a missing `model` is the answer instead.
  */
-async function readResponsesCall(req: Request): Promise<ResponsesCall | Response> {
+export async function readResponsesCall(req: Request): Promise<ResponsesCall | Response> {
   const body = await req.json() as Json;
   const texts = collectText([body.instructions, body.input]);
   const d = directives(texts);
@@ -158,7 +159,7 @@ async function readResponsesCall(req: Request): Promise<ResponsesCall | Response
 }
 
 /** Input tokens as `/v1/responses` reports them: the text's tokens plus 3 per input item. */
-function inputTokenCount(body: Json, texts: string[]): number {
+export function inputTokenCount(body: Json, texts: string[]): number {
   return countTokens(texts.join(" ")) + (Array.isArray(body.input) ? 3 * body.input.length : 3);
 }
 
@@ -564,59 +565,4 @@ function responseObject(body: Json, s: Shape): Json {
     user: null,
     metadata: body.metadata ?? {},
   };
-}
-
-/** `POST /v1/responses/input_tokens`: the count `/v1/responses` would report as input. */
-export async function inputTokens(req: Request): Promise<Response> {
-  const body = await req.json() as Json;
-  const texts = collectText([body.instructions, body.input]);
-  const fault = openaiFault(directives(texts));
-  if (fault) return fault;
-  return Response.json({
-    object: "response.input_tokens",
-    input_tokens: inputTokenCount(body, texts),
-  });
-}
-
-/**
- * `POST /v1/responses/compact`: the user messages kept, one opaque `compaction` item, and usage
- * (input from the text, output about a quarter of it).
- */
-export async function compact(req: Request): Promise<Response> {
-  const call = await readResponsesCall(req);
-  if (call instanceof Response) return call;
-  const { body, texts } = call;
-  const items: Item[] = typeof body.input === "string"
-    ? [{ type: "message", role: "user", content: body.input }]
-    : Array.isArray(body.input)
-    ? body.input as Item[]
-    : [];
-  const kept = items
-    .filter((item) => item.role === "user")
-    .map((item) => ({
-      id: newId("msg_", 48),
-      type: "message",
-      status: "completed",
-      role: "user",
-      content: collectText(item.content).map((text) => ({ type: "input_text", text })),
-    }));
-  const input = countTokens(texts.join(" ")) + 3 * Math.max(1, items.length);
-  const output = Math.ceil(input / 4) + 8;
-  return Response.json({
-    id: newId("resp_", 48),
-    object: "response.compaction",
-    created_at: Math.floor(Date.now() / 1000),
-    output: [...kept, {
-      id: newId("cmp_", 48),
-      type: "compaction",
-      encrypted_content: opaque(texts.join(" ")),
-    }],
-    usage: {
-      input_tokens: input,
-      input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
-      output_tokens: output,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: input + output,
-    },
-  });
 }

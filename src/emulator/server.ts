@@ -23,7 +23,8 @@
  * histories the real APIs refuse, in each family's own error envelope.
  */
 import { openaiError } from "./openai.ts";
-import { compact, inputTokens, responses } from "./responses.ts";
+import { responses } from "./responses.ts";
+import { compact, inputTokens } from "./responses_side.ts";
 import { embeddings } from "./embeddings.ts";
 import { alphaSearch } from "./search.ts";
 import { createVideo, getVideo } from "./videos.ts";

@@ -2,7 +2,7 @@
  * Unit tests mirror `src/`: a test in a folder of `tests/unit/` tests modules of the same folder of
  * `src/` (it imports at least one), so a reader finds a module's tests where the module is. At the
  * top of `tests/unit/` only the tests of top-level modules (`src/log.ts`, `src/router.ts`…), of
- * the project itself and of the money path across modules.
+ * the project itself and of the money path across modules. No module of `src/` is over 600 lines.
  */
 import assert from "node:assert/strict";
 
@@ -61,4 +61,25 @@ Deno.test("a unit test sits in the folder of the src/ modules it tests", () => {
 Deno.test("every listed top-level test exists", () => {
   const top = new Set(testsUnder(UNIT).filter((t) => !t.includes("/")));
   assert.deepEqual([...TOP].filter((t) => !top.has(t)), []);
+});
+
+/** The most lines one module of `src/` may have: past it, a module does more than one job. */
+const MAX_LINES = 600;
+
+Deno.test(`no module of src/ is over ${MAX_LINES} lines`, () => {
+  const sources = (dir: URL, at = ""): [string, string][] =>
+    [...Deno.readDirSync(dir)].flatMap((entry): [string, string][] => {
+      if (entry.isDirectory) {
+        return sources(new URL(`${entry.name}/`, dir), `${at}${entry.name}/`);
+      }
+      if (!entry.name.endsWith(".ts")) return [];
+      return [[`${at}${entry.name}`, Deno.readTextFileSync(new URL(entry.name, dir))]];
+    });
+  const files = sources(SRC);
+  assert.ok(files.length > 100, "src/ was read");
+  const long = files
+    .map(([path, text]) => [path, text.split("\n").length - (text.endsWith("\n") ? 1 : 0)] as const)
+    .filter(([, lines]) => lines > MAX_LINES)
+    .map(([path, lines]) => `src/${path}: ${lines} lines`);
+  assert.deepEqual(long, [], "split these by job");
 });
