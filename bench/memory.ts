@@ -6,6 +6,7 @@
  */
 import { connectionsTo, fdLimit, listeningPids, memoryMiB, openFds, type Server } from "./procs.ts";
 import { startWrk, wrk } from "./wrk.ts";
+import type { MemoryPoint, MemoryReports } from "./memory_detail.ts";
 
 /** What the scenario needs to know. */
 export interface MemoryInput {
@@ -17,6 +18,18 @@ export interface MemoryInput {
   streams: number;
   /** Connections of the warm-up. */
   concurrency: number;
+  /** The gateway's own memory reports (BENCH_MEMORY_DETAIL=1), for the breakdown. */
+  reports?: MemoryReports;
+}
+
+/** The gateway's own figures (BENCH_MEMORY_DETAIL=1), each right after a full collection. */
+export interface MemoryDetail {
+  /** At idle, before the streams. */
+  idle?: MemoryPoint;
+  /** With the streams open (at the end of the hold). */
+  open?: MemoryPoint;
+  /** Once RSS settled after the streams were dropped. */
+  afterStreams?: MemoryPoint;
 }
 
 /** RSS once it settled, how long that took (the wait stops at `SETTLE_SECONDS`). */
@@ -49,6 +62,7 @@ export interface MemoryResult {
   /** Malformed requests that were not refused (should be 0). */
   malformedAccepted: number;
   afterMalformed: Settled;
+  detail?: MemoryDetail;
 }
 
 /** The issue's bars, 500 MB at peak and back within 50 MB of idle, in MiB. */
@@ -70,11 +84,14 @@ export async function memoryScenario(input: MemoryInput): Promise<MemoryResult> 
   await sleep(3000);
   const idle = memoryMiB(gateway.pid, "VmRSS");
   progress(`idle RSS ${idle.toFixed(1)} MiB`);
+  const detail: MemoryDetail | undefined = input.reports ? {} : undefined;
+  if (detail) detail.idle = await input.reports!.fresh();
   const { streams, note } = await streamCapacity(input);
   if (note) progress(note);
   const baseline = await openUpstream(input.emulatorUrl);
-  const phase = await openStreams(input, streams, baseline);
+  const phase = await openStreams(input, streams, baseline, detail);
   const afterStreams = await settle(input, idle, baseline);
+  if (detail) detail.afterStreams = await input.reports!.fresh();
   const malformed = await malformedBurst(input);
   const afterMalformed = await settle(input, idle, baseline);
   return {
@@ -88,6 +105,7 @@ export async function memoryScenario(input: MemoryInput): Promise<MemoryResult> 
     malformedRequests: malformed.requests,
     malformedAccepted: malformed.requests - malformed.non2xx,
     afterMalformed,
+    detail,
   };
 }
 
@@ -161,7 +179,12 @@ function sampleRss(pid: number): { stop: () => number } {
  * (nearly) all are open — or once their number stops growing, or after 60 s — then ends wrk, which
  * drops them all at once.
  */
-async function openStreams(input: MemoryInput, streams: number, baseline: number) {
+async function openStreams(
+  input: MemoryInput,
+  streams: number,
+  baseline: number,
+  detail?: MemoryDetail,
+) {
   const body = JSON.stringify({ model: "gpt-bench", input: SLOW_PROMPT, stream: true });
   const rss = sampleRss(input.gateway.pid);
   const run = startWrk(
@@ -179,6 +202,7 @@ async function openStreams(input: MemoryInput, streams: number, baseline: number
     if (!fullAt && (peakOpen >= 0.99 * streams || plateau)) fullAt = Date.now();
     progress(`${open} streams open, ${peakConnections} connections at most so far`);
   }
+  if (detail) detail.open = await input.reports!.fresh();
   run.interrupt();
   const result = await run.result;
   const peakRss = rss.stop();

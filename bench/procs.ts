@@ -18,6 +18,8 @@ export interface ServerSpec {
   env?: Record<string, string>;
   /** The port, once a stdout JSON line says the server listens (undefined for other lines). */
   portOf: (line: Record<string, unknown>) => number | undefined;
+  /** Each stdout line once the server listens (the access log, other log lines). */
+  onLine?: (line: string) => void;
 }
 
 /** The process exited before it listened: its exit code and the end of its stderr. */
@@ -56,7 +58,7 @@ export async function spawnServer(spec: ServerSpec): Promise<Server> {
   for (let next = await lines.next(); !next.done; next = await lines.next()) {
     const port = portIn(next.value, spec.portOf);
     if (port === undefined) continue;
-    drain(lines);
+    drain(lines, spec.onLine);
     stderr.release();
     return { child, pid: child.pid, port };
   }
@@ -88,9 +90,9 @@ async function* readLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<st
 }
 
 /** Keeps reading so the child never blocks on a full pipe. */
-function drain(lines: AsyncGenerator<string>): void {
+function drain(lines: AsyncGenerator<string>, onLine?: (line: string) => void): void {
   (async () => {
-    for await (const _ of lines) { /* the access log */ }
+    for await (const line of lines) onLine?.(line);
   })();
 }
 

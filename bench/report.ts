@@ -3,7 +3,14 @@
  * added-latency lines, memory figures.
  */
 import type { Measurement } from "./measure.ts";
-import { type MemoryResult, PEAK_BAR_MIB, SETTLE_BAR_MIB, type Settled } from "./memory.ts";
+import {
+  type MemoryDetail,
+  type MemoryResult,
+  PEAK_BAR_MIB,
+  SETTLE_BAR_MIB,
+  type Settled,
+} from "./memory.ts";
+import { type MemoryPoint, perStream } from "./memory_detail.ts";
 
 /** The figures of one target in one scenario. */
 export interface Row {
@@ -212,5 +219,33 @@ export function memoryLines(workers: number, m: MemoryResult): string[] {
     `  malformed burst: ${count(m.malformedRequests)} requests, ` +
     `${count(m.malformedAccepted)} not refused`,
     settledLine("after the malformed burst", m.afterMalformed, m.idle),
+    ...(m.detail ? detailLines(m.detail, m.peakOpen) : []),
   ];
+}
+
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
+
+function pointLine(name: string, p: MemoryPoint | undefined): string {
+  if (!p) return `  ${name}: no report`;
+  return `  ${name}: rss ${mb(p.rss)}, JS heap used ${mb(p.heapUsed)} (of ${mb(p.heapTotal)}), ` +
+    `external ${mb(p.external)}`;
+}
+
+/** The gateway's own figures (BENCH_MEMORY_DETAIL=1) and what one open stream costs of each. */
+function detailLines(d: MemoryDetail, open: number): string[] {
+  const lines = [
+    "  the gateway's own report, after a full collection:",
+    pointLine("idle", d.idle),
+    pointLine(`${open.toLocaleString("en-US")} streams open`, d.open),
+    pointLine("after the streams", d.afterStreams),
+  ];
+  if (d.idle && d.open && open > 0) {
+    const s = perStream(d.idle, d.open, open);
+    lines.push(
+      `  per open stream: rss ${kb(s.rss)} = JS heap ${kb(s.heapUsed)} + external ` +
+        `(array buffers) ${kb(s.external)} + the rest (native, heap slack) ${kb(s.rest)}`,
+    );
+  }
+  return lines;
 }

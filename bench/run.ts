@@ -17,7 +17,15 @@ import {
   UPSTREAM_HEADERS,
   UPSTREAM_KEY,
 } from "./scenarios.ts";
-import { type Gateway, type Setup, startGateway, startSetup, workersFlagMissing } from "./stack.ts";
+import {
+  type Gateway,
+  type GatewayOptions,
+  type Setup,
+  startGateway,
+  startSetup,
+  workersFlagMissing,
+} from "./stack.ts";
+import { MemoryReports } from "./memory_detail.ts";
 import { measure, type Measurement, median, type Target } from "./measure.ts";
 import { memoryScenario } from "./memory.ts";
 import {
@@ -137,7 +145,10 @@ async function runScenario(scenario: Scenario, servers: Servers) {
 }
 
 /** One gateway per BENCH_WORKERS entry (just one, flagless, while `serve` lacks --workers). */
-async function* eachGateway(setup: Setup, profile?: string): AsyncGenerator<Gateway> {
+async function* eachGateway(
+  setup: Setup,
+  options: GatewayOptions = {},
+): AsyncGenerator<Gateway> {
   let started = 0;
   for (const workers of SETTINGS.workers) {
     if (workersFlagMissing() && started) {
@@ -145,7 +156,7 @@ async function* eachGateway(setup: Setup, profile?: string): AsyncGenerator<Gate
       continue;
     }
     progress(`starting a gateway, workers=${workers}`);
-    yield await startGateway(setup, workers, profile);
+    yield await startGateway(setup, workers, options);
     started++;
   }
 }
@@ -156,7 +167,7 @@ async function throughput(
   selected: Scenario[],
 ): Promise<string[]> {
   const gateways: Gateway[] = [];
-  for await (const g of eachGateway(setup, SETTINGS.profile)) gateways.push(g);
+  for await (const g of eachGateway(setup, { profile: SETTINGS.profile })) gateways.push(g);
   try {
     const rows: Row[] = [];
     for (const [i, scenario] of selected.entries()) {
@@ -182,8 +193,10 @@ async function throughput(
 
 async function memory(setup: Setup): Promise<string[]> {
   const lines: string[] = [];
-  for await (const gateway of eachGateway(setup)) {
+  const reports = SETTINGS.memoryDetail ? new MemoryReports() : undefined;
+  for await (const gateway of eachGateway(setup, { reports })) {
     progress(`memory scenario, workers=${gateway.workers}`);
+    reports?.clear();
     try {
       const result = await memoryScenario({
         gateway: gateway.server,
@@ -192,6 +205,7 @@ async function memory(setup: Setup): Promise<string[]> {
         key: setup.key,
         streams: SETTINGS.streams,
         concurrency: SETTINGS.concurrency,
+        reports,
       });
       lines.push("", ...memoryLines(gateway.workers, result));
     } finally {

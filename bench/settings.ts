@@ -69,6 +69,11 @@ export const SETTINGS = {
   rpm: Number(Deno.env.get("BENCH_RPM") || 0),
   /** The peer gateways measured where they do a scenario's job (BENCH_PEERS). */
   peers: peerList(),
+  /**
+   * The memory scenario's breakdown per stream (BENCH_MEMORY_DETAIL=1): JavaScript heap, array
+   * buffers, the rest (see `memory_detail.ts`).
+   */
+  memoryDetail: Deno.env.get("BENCH_MEMORY_DETAIL") === "1",
   /** Concurrent streams of the memory scenario (BENCH_STREAMS). */
   streams: positiveInt("BENCH_STREAMS", 10_000),
   /** The warm-up before each target's measurements. */

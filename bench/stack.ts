@@ -6,6 +6,7 @@
  */
 import { EarlyExit, freePort, type Server, spawnServer } from "./procs.ts";
 import { SETTINGS } from "./settings.ts";
+import { DETAIL_ENV, DETAIL_FLAG, type MemoryReports } from "./memory_detail.ts";
 import { UPSTREAM_KEY } from "./scenarios.ts";
 import { type Postgres, startPostgres } from "../tests/helpers/postgres.ts";
 
@@ -183,6 +184,14 @@ export function workersFlagMissing(): boolean {
   return workersFlag === false;
 }
 
+/** How a gateway is started beyond its workers. */
+export interface GatewayOptions {
+  /** A directory for its CPU profile (BENCH_PROFILE). */
+  profile?: string;
+  /** Its serving threads report their memory to these (see `memory_detail.ts`). */
+  reports?: MemoryReports;
+}
+
 /**
  * Starts a gateway with `serve --workers N` on a free port (explicit, so that several workers can
  * share it). A `serve` that refuses the flag as a usage error (exit 2) is started again without
@@ -191,11 +200,11 @@ export function workersFlagMissing(): boolean {
 export async function startGateway(
   setup: Setup,
   workers: number,
-  profile?: string,
+  options: GatewayOptions = {},
 ): Promise<Gateway> {
   if (workersFlag !== false) {
     try {
-      const server = await spawnGateway(setup, ["--workers", String(workers)], profile);
+      const server = await spawnGateway(setup, ["--workers", String(workers)], options);
       workersFlag = true;
       return { server, workers };
     } catch (error) {
@@ -207,24 +216,27 @@ export async function startGateway(
       console.log("note: `serve` has no --workers flag yet; gateways run without it (1 process)");
     }
   }
-  return { server: await spawnGateway(setup, [], profile), workers: 1 };
+  return { server: await spawnGateway(setup, [], options), workers: 1 };
 }
 
-function spawnGateway(setup: Setup, extra: string[], profile?: string): Promise<Server> {
+function spawnGateway(setup: Setup, extra: string[], options: GatewayOptions): Promise<Server> {
   const port = freePort();
   const args = mainArgs(setup.permissions, "serve", "--config", "./switchyard.json");
+  const { profile, reports } = options;
   return spawnServer({
     // BENCH_PROFILE=DIR: the gateway writes its CPU profile there when it exits.
     args: [
       args[0],
       ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profile}`] : []),
+      ...(reports ? [DETAIL_FLAG] : []),
       ...args.slice(1),
       "--port",
       String(port),
       ...extra,
     ],
     cwd: setup.dir,
-    env: { UPSTREAM_KEY },
+    env: { UPSTREAM_KEY, ...(reports ? DETAIL_ENV : {}) },
     portOf: (line) => line.msg === "listening" ? portField(line) ?? port : undefined,
+    onLine: reports?.onLine,
   });
 }

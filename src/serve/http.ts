@@ -9,6 +9,7 @@ import { log } from "../log.ts";
 import { createHandler, type Limiter } from "../server.ts";
 import { routes as defaultRoutes } from "../routes.ts";
 import { connectionCounts, serveConnections } from "./connections.ts";
+import { startMemoryReport } from "./memory_report.ts";
 
 /** A running server. */
 export interface RunningServer {
@@ -54,10 +55,12 @@ export function startHttp(services: Services, options: HttpOptions = {}): Runnin
     },
   }, handler);
   services.upgrades = server.upgrades;
+  const stopReport = startMemoryReport((name) => Deno.env.get(name), services.worker ?? 0);
   return {
     addr: server.addr,
     finished: server.finished,
     shutdown: async () => {
+      stopReport();
       const drained = server.shutdown();
       const timer = setTimeout(() => {
         for (const stream of live) stream.cut("drain");

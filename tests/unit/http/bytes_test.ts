@@ -1,6 +1,11 @@
-/** `chunkReader`: one reused buffer per stream, exact and independent chunks. */
+/** `chunkReader`: one reused buffer per stream, sized to the traffic; exact, independent chunks. */
 import assert from "node:assert/strict";
-import { chunkReader, concatBytes as concat } from "../../../src/http/bytes.ts";
+import {
+  chunkReader,
+  concatBytes as concat,
+  READ_BUFFER_MAX,
+  READ_BUFFER_MIN,
+} from "../../../src/http/bytes.ts";
 
 const text = new TextEncoder();
 
@@ -74,4 +79,49 @@ Deno.test("cancelling the reader cancels the stream", async () => {
   await reader.read();
   await reader.cancel("client gone");
   assert.equal(reason, "client gone");
+});
+
+/**
+ * A byte stream that hands `chunk` bytes per pull and records the size of each read's buffer
+ * (what a pending read holds).
+ */
+function recordingStream(chunks: number[]) {
+  const buffers: number[] = [];
+  let i = 0;
+  const stream = new ReadableStream({
+    type: "bytes",
+    pull(controller: ReadableByteStreamController) {
+      const view = controller.byobRequest!.view!;
+      buffers.push(view.byteLength);
+      if (i >= chunks.length) {
+        controller.close();
+        controller.byobRequest!.respond(0);
+        return;
+      }
+      const n = Math.min(chunks[i++], view.byteLength);
+      new Uint8Array(view.buffer, view.byteOffset, n).fill(120);
+      controller.byobRequest!.respond(n);
+    },
+  });
+  return { stream, buffers };
+}
+
+Deno.test("the read buffer starts small, doubles while reads fill it, and halves once they are small", async () => {
+  // Bursts of 64 KiB, then small events.
+  const { stream, buffers } = recordingStream([
+    ...Array(7).fill(64 * 1024),
+    ...Array(10).fill(100),
+  ]);
+  const chunks = await readAll(stream);
+  assert.equal(buffers[0], READ_BUFFER_MIN, "a stream starts with the smallest buffer");
+  assert.deepEqual(buffers.slice(0, 7), [1, 2, 4, 8, 16, 32, 64].map((k) => k * 1024));
+  assert.equal(Math.max(...buffers), READ_BUFFER_MAX);
+  assert.equal(buffers.at(-1), READ_BUFFER_MIN, "back to the smallest once the reads are small");
+  assert.ok(chunks.every((c) => c.buffer.byteLength === c.length), "exact copies");
+});
+
+Deno.test("a fixed size is kept whatever the reads", async () => {
+  const { stream, buffers } = recordingStream([4096, 4096, 10, 10, 10, 10, 10, 10, 10, 10, 10]);
+  await readAll(stream, 4096);
+  assert.ok(buffers.every((b) => b === 4096), buffers.join());
 });
