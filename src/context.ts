@@ -94,13 +94,6 @@ export interface RequestContext {
   now(): number;
   /** Headers its response carries besides the server's own (the key's token limits). */
   headers?: Record<string, string>;
-  /**
-   * Makes the handler's response with the server's own headers already in `init.headers` (the
-   * request id, rate limits, how the call was routed, `headers` above), so the server does not
-   * change it once made: headers set on a made response cost Deno's serving fast path for it.
-   * Absent outside the server (a response made with `new Response` gets them afterwards).
-   */
-  respond?: (body: BodyInit | null, init: { status: number; headers: Headers }) => Response;
   /** Its holds and upstream requests, made on first use (see `pipeline/hold.ts`). */
   scope?: RequestScope;
   /** The stored state the request names (see `pipeline/resolve.ts`). */

@@ -67,12 +67,13 @@ function failure(error: unknown, format: ErrorFormat, requestId: string, path: s
 
 /** The server's own headers on a response: the request id, rate limits, how the call was routed. */
 function setServerHeaders(
-  headers: Headers,
+  response: Response,
   ctx: RequestContext,
   format: ErrorFormat,
   requestId: string,
   extra: Record<string, string>,
 ): void {
+  const headers = response.headers;
   headers.set("x-request-id", requestId);
   // Anthropic's own header, which its SDK exposes as `_request_id`.
   if (format === "anthropic") headers.set("request-id", requestId);
@@ -140,12 +141,6 @@ export function createHandler(
     };
     let remote: Deno.Addr | undefined;
     let extraHeaders: Record<string, string> = {};
-    /** The response `ctx.respond` made, the server's headers in it. */
-    let made: Response | undefined;
-    ctx.respond = (body, init) => {
-      setServerHeaders(init.headers, ctx, format, requestId, extraHeaders);
-      return made = new Response(body, init);
-    };
     let response: Response;
     try {
       checkHeaderBytes(req.headers, config.maxHeaderBytes);
@@ -208,8 +203,8 @@ export function createHandler(
     try {
       faultPoint(req, "respond");
       // A WebSocket's handshake (101) is Deno's own, its headers immutable.
-      if (response !== made && response.status !== 101) {
-        setServerHeaders(response.headers, ctx, format, requestId, extraHeaders);
+      if (response.status !== 101) {
+        setServerHeaders(response, ctx, format, requestId, extraHeaders);
       }
     } catch (error) {
       // The answer cannot be sent as it is: the client is told the call failed instead (its holds

@@ -13,7 +13,6 @@ import type { Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
 import { tokenUsageOf } from "../billing/usage.ts";
 import { utf8Length } from "../billing/estimate.ts";
-import type { RequestContext } from "../context.ts";
 import { GatewayError } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
 import {
@@ -55,18 +54,6 @@ export const OUTPUT_CAP_HEADER = "x-switchyard-max-output-tokens";
 export const USAGE_HEADER = "x-switchyard-usage";
 
 const RELEASED: CallEnd = { outcome: "released" };
-
-/** The client's response, made with the server's own headers in it when the server offers that. */
-function respond(
-  ctx: RequestContext,
-  body: BodyInit | null,
-  status: number,
-  headers: Headers,
-): Response {
-  return ctx.respond
-    ? ctx.respond(body, { status, headers })
-    : new Response(body, { status, headers });
-}
 
 const PASSED_HEADERS = ["content-type", "cache-control", "retry-after"];
 
@@ -251,7 +238,7 @@ function relayAnswerStream(
       await steps.end(end);
     },
   });
-  return respond(ctx, body, upstream.status, headers);
+  return new Response(body, { status: upstream.status, headers });
 }
 
 /**
@@ -327,14 +314,14 @@ async function relayAnswerJson(
   if (charged.estimated) headers.set(USAGE_HEADER, "estimated");
   if (!p.translate) {
     if (!charged.estimated || !p.showUsage) {
-      return respond(ctx, text, upstream.status, headers);
+      return new Response(text, { status: upstream.status, headers });
     }
     const patched = p.showUsage.json(answerJson, tokenUsageOf(charged.usage));
-    return respond(ctx, JSON.stringify(patched), upstream.status, headers);
+    return new Response(JSON.stringify(patched), { status: upstream.status, headers });
   }
   const t = p.translate;
   if (charged.estimated) canonical = { ...canonical!, usage: tokenUsageOf(charged.usage) };
   t.onAnswer?.(canonical!);
   headers.set("content-type", "application/json");
-  return respond(ctx, JSON.stringify(t.client.encodeResponse(canonical!, t.info)), 200, headers);
+  return new Response(JSON.stringify(t.client.encodeResponse(canonical!, t.info)), { headers });
 }
