@@ -156,9 +156,10 @@ export class Registry {
   /** The key of `values` in `family`: the existing series, else a new one within the bounds. */
   #key(family: Family, values: readonly string[]): string {
     const samples = this.samples[family.name];
-    const labels = values.map(label);
-    const key = labels.join(SEPARATOR);
-    return key in samples ? key : this.#newKey(family, values, labels, key);
+    // Built without an array: this runs several times a request, nearly always for a known series.
+    let key = values.length ? label(values[0]) : "";
+    for (let i = 1; i < values.length; i++) key += SEPARATOR + label(values[i]);
+    return key in samples ? key : this.#newKey(family, values, values.map(label), key);
   }
 
   /** The key of a label set with no series in this thread yet (`labels`: `values` cut). */

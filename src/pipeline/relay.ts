@@ -296,7 +296,9 @@ async function relayAnswerJson(
     });
     throw unreadable("an answer of the wrong shape");
   }
-  const charged = bill.charged(usage, usage !== null, utf8Length(text));
+  // The answer's size counts only for a charge estimated without a report (a complete one is the
+  // charge): not measured otherwise.
+  const charged = bill.charged(usage, usage !== null, usage === null ? utf8Length(text) : 0);
   faultPoint(ctx.req, "settle");
   const end: CallEnd = {
     outcome: "charged",
