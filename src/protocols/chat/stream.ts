@@ -58,11 +58,13 @@ function isUsageChunk(data: string): boolean {
 
 /** A chunk's JSON; null for `[DONE]`; undefined for what is no chunk (blank, unparsable). */
 function parseChunk(event: SseEvent): Json | null | undefined {
-  const data = event.data().trim();
+  const raw = event.data();
+  const data = raw.trim();
   if (data === "[DONE]") return null;
   if (!data) return undefined;
   try {
-    const value = JSON.parse(data);
+    // Parsed once for the meter and the decoder, where the event keeps it (and nothing was trimmed).
+    const value = data === raw && event.json ? event.json() : JSON.parse(data);
     return isObject(value) ? value : undefined;
   } catch {
     return undefined;
