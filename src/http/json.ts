@@ -24,10 +24,10 @@ export const asObject = (value: unknown): Json => isObject(value) ? value : {};
 /** `value` as an array, or `[]`. */
 export const asArray = (value: unknown): unknown[] => Array.isArray(value) ? value : [];
 
-/** An event's data as an object (`{}` when it is not one). */
+/** An event's data as an object (`{}` when it is not one); parsed once where the event keeps it. */
 export function eventJson(event: SseEvent): Json {
   try {
-    return asObject(JSON.parse(event.data()));
+    return asObject(event.json ? event.json() : JSON.parse(event.data()));
   } catch {
     return {};
   }

@@ -17,6 +17,12 @@ export interface SseEvent {
   data(): string;
   /** The data's bytes, undecoded (lines joined with LF). */
   raw(): Uint8Array;
+  /**
+   * The data parsed as JSON, parsed once for every reader of the event (a meter and a decoder),
+   * who must not change the value; throws what `JSON.parse` throws. Where absent, readers parse
+   * `data()` themselves.
+   */
+  json?(): unknown;
 }
 
 /**
@@ -149,21 +155,63 @@ export class SseScanner implements Framer {
   }
 
   #dispatch(): void {
-    if (this.#data.length) {
-      const ranges = this.#data;
-      this.onEvent({
-        event: this.#event,
-        data: () => decodeRanges(ranges),
-        raw: () => rawRanges(ranges),
-      });
-    }
+    if (this.#data.length) this.onEvent(new ScannedEvent(this.#event, this.#data));
     this.#event = "";
     this.#data = [];
   }
 }
 
+/**
+ * An event as scanned: its data decoded, joined (when it came in lines) and parsed once each,
+ * when first asked — a meter and a decoder both read it.
+ */
+class ScannedEvent implements SseEvent {
+  #text: string | undefined;
+  #raw: Uint8Array | undefined;
+  /** 0: not parsed yet; 1: `#value` is the parsed data; 2: `#value` is what parsing threw. */
+  #parsed = 0;
+  #value: unknown;
+
+  constructor(readonly event: string, private readonly ranges: Range[]) {}
+
+  data(): string {
+    return this.#text ??= decodeRanges(this.ranges);
+  }
+
+  raw(): Uint8Array {
+    return this.#raw ??= rawRanges(this.ranges);
+  }
+
+  json(): unknown {
+    if (this.#parsed === 0) {
+      try {
+        this.#value = JSON.parse(this.data());
+        this.#parsed = 1;
+      } catch (error) {
+        this.#value = error;
+        this.#parsed = 2;
+      }
+    }
+    if (this.#parsed === 2) throw this.#value;
+    return this.#value;
+  }
+}
+
+const LINE_BREAK = /[\r\n]/;
+
 /** Encodes one event; `event` omitted for data-only streams. `eol` is the line ending to use. */
 export function encodeSse(data: string, event?: string, eol = "\n"): string {
+  if (!LINE_BREAK.test(data)) return sseLine(data, event, eol);
   const lines = data.split(/\r\n|\r|\n/).map((line) => `data: ${line}${eol}`).join("");
   return `${event ? `event: ${event}${eol}` : ""}${lines}${eol}`;
+}
+
+/**
+ * Encodes one event whose data is one line (no CR or LF in it: JSON as `JSON.stringify` writes
+ * it, whose line breaks are escaped) — what `encodeSse` writes for it, without looking.
+ */
+export function sseLine(data: string, event?: string, eol = "\n"): string {
+  return event
+    ? "event: " + event + eol + "data: " + data + eol + eol
+    : "data: " + data + eol + eol;
 }

@@ -58,11 +58,13 @@ function isUsageChunk(data: string): boolean {
 
 /** A chunk's JSON; null for `[DONE]`; undefined for what is no chunk (blank, unparsable). */
 function parseChunk(event: SseEvent): Json | null | undefined {
-  const data = event.data().trim();
+  const raw = event.data();
+  const data = raw.trim();
   if (data === "[DONE]") return null;
   if (!data) return undefined;
   try {
-    const value = JSON.parse(data);
+    // Parsed once for the meter and the decoder, where the event keeps it (and nothing was trimmed).
+    const value = data === raw && event.json ? event.json() : JSON.parse(data);
     return isObject(value) ? value : undefined;
   } catch {
     return undefined;
@@ -269,19 +271,28 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
   const indexes = new Map<string, number>();
   const custom = new Map<string, PendingCustom>();
 
-  const envelope = (choices: Json[], extra: Json = {}): string =>
-    encodeSse(JSON.stringify({
-      id: info.id,
-      object: "chat.completion.chunk",
-      created: info.created,
-      model: info.model,
-      system_fingerprint: null,
-      choices,
-      ...(info.usageChunk ? { usage: null } : {}),
-      ...extra,
-    }));
+  // Every chunk is one object of the same members, written as text around its `choices` (and
+  // `usage`): what `JSON.stringify` writes for the whole, member for member.
+  const head = "data: " + JSON.stringify({
+    id: info.id,
+    object: "chat.completion.chunk",
+    created: info.created,
+    model: info.model,
+    system_fingerprint: null,
+    choices: 0,
+  }).slice(0, -2);
+  const usageNull = info.usageChunk ? ',"usage":null' : "";
+  /** A chunk's SSE event, its `choices` (and `usage`, in place of `null`) as JSON text. */
+  const envelope = (choices: string, usage?: string): string =>
+    head + choices + (usage === undefined ? usageNull : ',"usage":' + usage) + "}\n\n";
+  /** A chunk of one choice: its `delta` as JSON text. */
+  const choice = (delta: string, finish: string | null = null) =>
+    write(envelope(
+      '[{"index":0,"delta":' + delta + ',"logprobs":null,"finish_reason":' +
+        JSON.stringify(finish) + "}]",
+    ));
   const chunk = (delta: Json, finish: string | null = null) =>
-    write(envelope([{ index: 0, delta, logprobs: null, finish_reason: finish }]));
+    choice(JSON.stringify(delta), finish);
 
   /** A free-form call, whole, once its input is known. */
   const writeCustom = (id: string) => {
@@ -338,11 +349,11 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
           return open();
         case "text-delta":
           open();
-          if (event.delta) chunk({ content: event.delta });
+          if (event.delta) choice('{"content":' + JSON.stringify(event.delta) + "}");
           return;
         case "reasoning-delta":
           open();
-          if (event.delta) chunk({ reasoning_content: event.delta });
+          if (event.delta) choice('{"reasoning_content":' + JSON.stringify(event.delta) + "}");
           return;
         case "tool-input-start":
           return startCall(event, open);
@@ -355,8 +366,8 @@ export function chatEncoder(write: (text: string) => void, info: AnswerInfo): St
     finish(event, usage) {
       for (const id of [...custom.keys()]) writeCustom(id);
       chunk({}, encodeFinishReason(event.reason));
-      if (info.usageChunk) write(envelope([], { usage: encodeTokenUsage(usage) }));
-      write(encodeSse("[DONE]"));
+      if (info.usageChunk) write(envelope("[]", JSON.stringify(encodeTokenUsage(usage))));
+      write("data: [DONE]\n\n");
     },
     error: (message) => write(errorChunk(message)),
   });

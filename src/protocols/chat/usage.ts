@@ -36,7 +36,7 @@ export function chatMeter(webSearch = false): StreamMeter {
     }
     let chunk: Json;
     try {
-      chunk = asObject(JSON.parse(data));
+      chunk = asObject(e.json ? e.json() : JSON.parse(data));
     } catch {
       return;
     }

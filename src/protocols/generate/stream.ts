@@ -6,7 +6,6 @@
  * does. Errors are in `errors.ts`.
  */
 import { eventJson, isObject } from "../../http/json.ts";
-import { encodeSse } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque, TokenUsage } from "../../translate/ir.ts";
 import { streamEncoder } from "../../translate/stream_encoder.ts";
@@ -161,24 +160,24 @@ export function generateEncoder(write: (text: string) => void, info: AnswerInfo)
   /** Another provider's reasoning token, held for a call that follows its reasoning. */
   let carry: string | undefined;
 
-  const element = (json: Json) => {
-    const text = JSON.stringify(json);
+  const element = (text: string) => {
     if (info.jsonArray) write(`${elements === 0 ? "[" : ",\r\n"}${text}`);
-    else write(encodeSse(text, undefined, "\r\n"));
+    else write("data: " + text + "\r\n\r\n");
     elements++;
   };
+  // A fragment written as text around its parts: what `JSON.stringify` writes for the object
+  // `{candidates: [{content: {role, parts}, finishReason?, index: 0}], usageMetadata?,
+  // modelVersion, responseId}`, member for member.
+  const ids = JSON.stringify({ modelVersion: info.model, responseId: info.id });
+  const tail = ids === "{}" ? "}" : "," + ids.slice(1);
   /** A fragment of `parts`; the last one with the finish reason and the usage. */
   const chunk = (parts: Json[], last?: { finishReason: string; usage: TokenUsage }) =>
-    element({
-      candidates: [{
-        content: { role: "model", parts },
-        ...(last ? { finishReason: last.finishReason } : {}),
-        index: 0,
-      }],
-      ...(last ? { usageMetadata: encodeTokenUsage(last.usage) } : {}),
-      modelVersion: info.model,
-      responseId: info.id,
-    });
+    element(
+      '{"candidates":[{"content":{"role":"model","parts":' + JSON.stringify(parts) + "}" +
+        (last ? ',"finishReason":' + JSON.stringify(last.finishReason) : "") +
+        ',"index":0}]' +
+        (last ? ',"usageMetadata":' + JSON.stringify(encodeTokenUsage(last.usage)) : "") + tail,
+    );
   /** A held token that no call took rides on a thought part of its own. */
   const flush = () => {
     if (carry === undefined) return;

@@ -102,9 +102,9 @@ export const generateUsageView: UsageView = {
   event: () => ({
     carries: (e) => hasMember(e.raw(), FINISH_REASON),
     write(e, usage) {
-      const data = eventJson(e);
-      data.usageMetadata = encodeTokenUsage(usage);
-      return encodeSse(JSON.stringify(data), undefined, "\r\n");
+      // A copy: the parsed event is shared with its other readers.
+      const shown = { ...eventJson(e), usageMetadata: encodeTokenUsage(usage) };
+      return encodeSse(JSON.stringify(shown), undefined, "\r\n");
     },
   }),
 };

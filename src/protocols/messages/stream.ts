@@ -9,7 +9,7 @@
  * (`translate/sequence.ts`). No empty text block is ever written. Errors are in `errors.ts`.
  */
 import { eventJson, isObject } from "../../http/json.ts";
-import { encodeSse } from "../../http/sse.ts";
+import { sseLine } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque } from "../../translate/ir.ts";
 import { sequencedContent } from "../../translate/sequence.ts";
@@ -150,12 +150,21 @@ interface BlockData {
   endOpaque?: Opaque;
 }
 
+/** The start of a `content_block_delta` event, up to its index. */
+const DELTA_HEAD = 'event: content_block_delta\ndata: {"type":"content_block_delta","index":';
+/** What follows the index in a block's delta, up to its text. */
+const DELTA_KIND = {
+  text: ',"delta":{"type":"text_delta","text":',
+  reasoning: ',"delta":{"type":"thinking_delta","thinking":',
+  tool: ',"delta":{"type":"input_json_delta","partial_json":',
+};
+
 /** Canonical events → a Messages SSE stream for the client. */
 export function messagesEncoder(write: (text: string) => void, info: AnswerInfo): StreamEncoder {
   let index = -1;
 
   const ev = (type: string, payload: Json) =>
-    write(encodeSse(JSON.stringify({ type, ...payload }), type));
+    write(sseLine(JSON.stringify({ type, ...payload }), type));
 
   // Blocks never interleave: one is written at a time, the others wait their turn.
   const blocks = sequencedContent<BlockData>({
@@ -183,12 +192,10 @@ export function messagesEncoder(write: (text: string) => void, info: AnswerInfo)
     },
     delta(block, text) {
       if (block.kind === "reasoning") block.data.text += text;
-      const payload = block.kind === "text"
-        ? { type: "text_delta", text }
-        : block.kind === "reasoning"
-        ? { type: "thinking_delta", thinking: text }
-        : { type: "input_json_delta", partial_json: text };
-      ev("content_block_delta", { index, delta: payload });
+      // The event as `ev` writes it, built as text: one per delta, the most of a stream.
+      write(
+        DELTA_HEAD + index + DELTA_KIND[block.kind] + JSON.stringify(text) + "}}\n\n",
+      );
     },
     end(block) {
       if (block.kind === "reasoning") {

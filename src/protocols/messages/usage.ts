@@ -142,9 +142,10 @@ export const messagesUsageView: UsageView = {
   event: () => ({
     carries: (e) => e.event === "message_delta",
     write(e, usage) {
+      // A copy: the parsed event is shared with its other readers.
       const data = eventJson(e);
-      data.usage = { ...asObject(data.usage), ...encodeTokenUsage(usage) };
-      return encodeSse(JSON.stringify(data), e.event);
+      const shown = { ...data, usage: { ...asObject(data.usage), ...encodeTokenUsage(usage) } };
+      return encodeSse(JSON.stringify(shown), e.event);
     },
   }),
 };

@@ -119,9 +119,13 @@ export const responsesUsageView: UsageView = {
   event: () => ({
     carries: (e) => RESPONSES_TERMINAL.has(e.event),
     write(e, usage) {
+      // A copy: the parsed event is shared with its other readers.
       const data = eventJson(e);
-      data.response = { ...asObject(data.response), usage: encodeTokenUsage(usage) };
-      return encodeSse(JSON.stringify(data), e.event);
+      const shown = {
+        ...data,
+        response: { ...asObject(data.response), usage: encodeTokenUsage(usage) },
+      };
+      return encodeSse(JSON.stringify(shown), e.event);
     },
   }),
 };

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { encodeSse, type SseEvent, SseScanner } from "../../../src/http/sse.ts";
+import { encodeSse, type SseEvent, sseLine, SseScanner } from "../../../src/http/sse.ts";
 import { JsonArrayScanner } from "../../../src/http/json_array.ts";
 import {
   PassUnits,
@@ -65,6 +65,32 @@ Deno.test("the scanner reads the recorded upstream streams event by event", asyn
 Deno.test("encodeSse writes event and data lines", () => {
   assert.equal(encodeSse('{"a":1}', "message_start"), 'event: message_start\ndata: {"a":1}\n\n');
   assert.equal(encodeSse("x", undefined, "\r\n"), "data: x\r\n\r\n");
+});
+
+Deno.test("encodeSse splits data on every line break; sseLine writes one-line data the same", () => {
+  assert.equal(encodeSse("a\r\nb\rc\nd", "x"), "event: x\ndata: a\ndata: b\ndata: c\ndata: d\n\n");
+  assert.equal(encodeSse("a\nb", undefined, "\r\n"), "data: a\r\ndata: b\r\n\r\n");
+  for (const data of ['{"a":"\\n\u2028"}', "", "[DONE]"]) {
+    for (const event of [undefined, "", "message_delta"]) {
+      for (const eol of ["\n", "\r\n"]) {
+        assert.equal(sseLine(data, event, eol), encodeSse(data, event, eol));
+      }
+    }
+  }
+});
+
+Deno.test("a scanned event decodes and parses its data once, for every reader", () => {
+  const events: SseEvent[] = [];
+  const scanner = new SseScanner((e) => events.push(e));
+  scanner.push(new TextEncoder().encode('data: {"a":\ndata: [1]}\n\ndata: {"b"\n\n'));
+  const [good, bad] = events;
+  assert.equal(good.data(), '{"a":\n[1]}');
+  assert.equal(good.data(), good.data());
+  assert.deepEqual(good.json!(), { a: [1] });
+  assert.equal(good.json!(), good.json!()); // the same value: parsed once
+  assert.equal(new TextDecoder().decode(good.raw()), '{"a":\n[1]}');
+  assert.throws(() => bad.json!(), SyntaxError);
+  assert.throws(() => bad.json!(), SyntaxError);
 });
 
 /** The best of three runs of `work`, in milliseconds. */
