@@ -683,6 +683,16 @@ Deno.test("Messages history checks, in Anthropic's envelope", async () => {
       /unexpected `tool_use_id` found in `tool_result` blocks: toolu_01/,
     ],
     [
+      [{ role: "user", content: "x" }, { role: "assistant", content: [use] }, {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "toolu_01", content: "a" },
+          { type: "tool_result", tool_use_id: "toolu_01", content: "a" },
+        ],
+      }],
+      /^messages\.2\.content\.1: each tool_use must have a single result\. Found multiple `tool_result` blocks with id: toolu_01$/,
+    ],
+    [
       [{ role: "user", content: [{ type: "text", text: "" }] }],
       /^messages: text content blocks must be non-empty$/,
     ],

@@ -154,6 +154,17 @@ function invalidHistory(body: Json, history: Message[], thinking: boolean): Resp
       : [{ type: "text", text: message.content }];
     if (message.role === "user") {
       const results = blocks.filter((b) => b.type === "tool_result");
+      const seen = new Set<string>();
+      for (const [j, block] of blocks.entries()) {
+        if (block.type !== "tool_result") continue;
+        const id = String(block.tool_use_id);
+        if (seen.has(id)) {
+          return bad(
+            `messages.${i}.content.${j}: each tool_use must have a single result. Found multiple \`tool_result\` blocks with id: ${id}`,
+          );
+        }
+        seen.add(id);
+      }
       for (const [j, block] of blocks.entries()) {
         if (block.type === "tool_result" && !pending.includes(String(block.tool_use_id))) {
           return bad(

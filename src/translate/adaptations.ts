@@ -37,6 +37,8 @@ export const ADAPTATIONS = {
   reasoning_not_replayed:
     "reasoning or provider state in the history that the target cannot take (another provider's, or a chat upstream), not sent",
   hosted_history_dropped: "records of hosted tool calls (web search) in the history, not sent",
+  duplicate_result_dropped:
+    "a second, different result for one tool call, not sent (Messages takes one result a call; the first stands)",
   error_flag_as_text:
     "a tool result's error flag, sent as text starting `Error:` (Responses, chat have no flag)",
   parallel_calls_dropped: "`parallel_tool_calls: false`, which the target cannot say (Gemini)",

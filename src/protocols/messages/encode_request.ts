@@ -133,6 +133,29 @@ function encodeAssistant(parts: AssistantPart[], provider: string): Json[] {
 }
 
 /** Appends a turn, merging it into the previous one of the same role. */
+/**
+ * `results` without those for a call that already has one in the turn (`turn`) or earlier in the
+ * list: Anthropic takes one result per `tool_use` ("each tool_use must have a single result") —
+ * a client that replays a result twice (Gemini CLI after `--resume`) would be refused. The first
+ * stands; `differed` is told when a dropped one said something else.
+ */
+function oneResultEach(turn: Json[], results: Json[], differed: () => void): Json[] {
+  const kept = new Map<unknown, string>();
+  for (const block of turn) {
+    if (block.type === "tool_result") kept.set(block.tool_use_id, JSON.stringify(block));
+  }
+  return results.filter((result) => {
+    const text = JSON.stringify(result);
+    const first = kept.get(result.tool_use_id);
+    if (first === undefined) {
+      kept.set(result.tool_use_id, text);
+      return true;
+    }
+    if (first !== text) differed();
+    return false;
+  });
+}
+
 function pushTurn(turns: Json[], role: "user" | "assistant", blocks: Json[]): void {
   if (!blocks.length) return;
   const last = turns.at(-1);
@@ -238,8 +261,12 @@ export const encodeRequest = requestEncoder(PROTOCOL, (request, target, adapt) =
         break;
       case "tool": {
         // Results go first in their user turn: before any text already merged into it.
-        const results = message.content.map((p) => encodeResult(p, request.fields.messages));
         const last = turns.at(-1);
+        const results = oneResultEach(
+          last?.role === "user" ? last.content as Json[] : [],
+          message.content.map((p) => encodeResult(p, request.fields.messages)),
+          () => adapt("duplicate_result_dropped", request.fields.messages),
+        );
         if (last?.role === "user") {
           const content = last.content as Json[];
           const firstOther = content.findIndex((b) => b.type !== "tool_result");

@@ -209,6 +209,35 @@ Deno.test("encoding merges turns, puts results first and never sends foreign sig
   assert.deepEqual(results[1], { type: "text", text: "more" });
 });
 
+Deno.test("one result a tool call: a repeated one is dropped, silently when it says the same, named when not", () => {
+  const result = (text: string) => ({
+    role: "tool" as const,
+    content: [{
+      type: "tool-result" as const,
+      id: "c1",
+      content: [{ type: "text" as const, text }],
+    }],
+  });
+  const replayed = (again: string) =>
+    canonical({
+      messages: [
+        { role: "user", content: [{ type: "text", text: "q" }] },
+        { role: "assistant", content: [{ type: "tool-call", id: "c1", name: "f", input: {} }] },
+        result("r"),
+        result(again),
+        { role: "user", content: [{ type: "text", text: "and?" }] },
+      ],
+    });
+  for (const [again, named] of [["r", []], ["other", ["duplicate_result_dropped"]]] as const) {
+    const kinds: string[] = [];
+    const body = encodeRequest(replayed(again), target, (kind) => kinds.push(kind));
+    const turn = (body.messages as { content: { type: string; content?: unknown }[] }[])[2];
+    assert.deepEqual(turn.content.map((b) => b.type), ["tool_result", "text"], again);
+    assert.deepEqual(turn.content[0].content, "r", "the first stands");
+    assert.deepEqual(kinds, named);
+  }
+});
+
 Deno.test("thinking is turned off when the tool loop's turn carries no signed thinking, or a tool is forced", () => {
   const loop = canonical({
     reasoning: { effort: "high" },
