@@ -38,13 +38,13 @@ export function withFdLimit(command: string, args: string[]): [string, string[]]
   return ["sh", ["-c", raise, "sh", command, ...args]];
 }
 
-/**
- * Starts a Deno server (`deno …args`) and waits until it reports its port. Its stdout (the access
- * log) is drained for as long as it runs, its stderr copied to ours.
- */
-export async function spawnServer(spec: ServerSpec): Promise<Server> {
-  const [command, args] = withFdLimit(Deno.execPath(), spec.args);
-  const child = new Deno.Command(command, {
+/** Runs `command` (its open-file limit raised) with stdout and stderr piped, no stdin. */
+function spawnPiped(
+  command: string,
+  spec: { args: string[]; cwd: string; env?: Record<string, string> },
+): Deno.ChildProcess {
+  const [program, args] = withFdLimit(command, spec.args);
+  return new Deno.Command(program, {
     args,
     cwd: spec.cwd,
     env: spec.env,
@@ -52,6 +52,14 @@ export async function spawnServer(spec: ServerSpec): Promise<Server> {
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+}
+
+/**
+ * Starts a Deno server (`deno …args`) and waits until it reports its port. Its stdout (the access
+ * log) is drained for as long as it runs, its stderr copied to ours.
+ */
+export async function spawnServer(spec: ServerSpec): Promise<Server> {
+  const child = spawnPiped(Deno.execPath(), spec);
   const stderr = holdStderr(child.stderr);
   const lines = readLines(child.stdout);
   // Not `for await`: leaving that loop would close the generator, and with it the child's stdout.
@@ -137,15 +145,7 @@ export interface ProgramSpec {
  * drained; of its stderr the last 4 KB are kept for the error, the rest dropped.
  */
 export async function spawnOnPort(spec: ProgramSpec): Promise<Server> {
-  const [command, args] = withFdLimit(spec.command, spec.args);
-  const child = new Deno.Command(command, {
-    args,
-    cwd: spec.cwd,
-    env: spec.env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  const child = spawnPiped(spec.command, spec);
   drain(readLines(child.stdout));
   const stderr = holdStderr(child.stderr, false);
   let exited: number | undefined;
