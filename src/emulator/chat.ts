@@ -28,7 +28,7 @@ import {
   tokenize,
   toolArguments,
 } from "./text.ts";
-import { type CacheContext, openaiCached, prefixes } from "./prompt_cache.ts";
+import { type CacheContext, openaiCached, openaiSeed, prefixes } from "./prompt_cache.ts";
 
 type Json = Record<string, unknown>;
 
@@ -144,7 +144,7 @@ function streamRateLimit(model: unknown): Json {
  * message: 3 tokens of structure and its text), at most `total`.
  */
 function cachedPrompt(body: Json, messages: Message[], total: number, cache: CacheContext): number {
-  const seed = `${String(body.prompt_cache_key ?? "")}\n${JSON.stringify(body.tools ?? [])}`;
+  const seed = openaiSeed(body);
   const prompt = prefixes(
     seed,
     messages.map((m) => ({

@@ -374,7 +374,6 @@ export async function generate(
       }
       : {}),
     promptTokensDetails: [{ modality: "TEXT", tokenCount: promptTokens }],
-    ...(cached ? { cacheTokensDetails: [{ modality: "TEXT", tokenCount: cached }] } : {}),
     candidatesTokensDetails: [
       { modality: "TEXT", tokenCount: textOut },
       ...(imageOut ? [{ modality: "IMAGE", tokenCount: imageOut }] : []),

@@ -181,6 +181,11 @@ export class PromptCache {
 const OPENAI_MIN = 1024;
 const OPENAI_STEP = 128;
 
+/** What an OpenAI request's cached prompt begins with: its `prompt_cache_key` and its tools. */
+export function openaiSeed(body: { prompt_cache_key?: unknown; tools?: unknown }): string {
+  return `${String(body.prompt_cache_key ?? "")}\n${JSON.stringify(body.tools ?? [])}`;
+}
+
 /**
  * The tokens OpenAI's cache reads for `prompt` of `model` (`retention`: the request's
  * `prompt_cache_retention`), at most `total`; the prompt's steps are cached from then on.

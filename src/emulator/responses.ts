@@ -30,6 +30,7 @@ import { openaiError, openaiFault, servedTier, streamRateLimit, unknownModel } f
 import {
   type CacheContext,
   openaiCached,
+  openaiSeed,
   type Prefixes,
   prefixes,
   type Segment,
@@ -189,7 +190,7 @@ export interface ConnectionCache {
  * its text), after the conversation a `previous_response_id` continues.
  */
 function promptOf(body: Json, history?: Prefixes): Prefixes {
-  const seed = `${String(body.prompt_cache_key ?? "")}\n${JSON.stringify(body.tools ?? [])}`;
+  const seed = openaiSeed(body);
   const segments: Segment[] = [];
   const instructions = countTokens(collectText(body.instructions).join(" "));
   if (instructions) {
