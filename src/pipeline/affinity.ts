@@ -56,8 +56,14 @@ interface Conversation {
   accountId: number;
   /** The model asked for. */
   model: ResolvedModel;
-  /** Its cacheable prefix as the client sent it (see `ConversationId.parts`). */
+  /** Its cacheable prefix as the client sent it (see `ConversationId.parts`), and its hash. */
   parts: readonly unknown[];
+  prefixHash?: number;
+  /**
+   * Whether its placement is shared through a store replicas share; not when its model has
+   * nothing to choose (it is followed only to note a translation's miss, see the module's doc).
+   */
+  shared: boolean;
   /** Its placement when the call began (live), if any. */
   was?: Placement;
 }
@@ -90,6 +96,7 @@ function conversationOf(
     accountId,
     model,
     parts,
+    shared: true,
   };
 }
 
@@ -133,6 +140,8 @@ export async function keepConversation(
     named.chained === true,
     named.parts,
   );
+  conversation.prefixHash = named.prefixHash;
+  conversation.shared = choosable(model);
   conversation.was = await placementOf(ctx, conversation);
   conversations.set(ctx, conversation);
   const was = conversation.was;
@@ -152,7 +161,10 @@ async function placementOf(
   const now = ctx.now();
   const local = table.find(a, b, conversation.accountId, now);
   const store = ctx.services.store;
-  if (!store.affinity || (local && now - local.synced <= LOCAL_MS) || store.unreachable?.()) {
+  if (
+    !conversation.shared || !store.affinity || (local && now - local.synced <= LOCAL_MS) ||
+    store.unreachable?.()
+  ) {
     return local;
   }
   let record;
@@ -232,6 +244,7 @@ export const affinityStep: StepOf = ({ call, bill }) => {
             extended,
             true,
           );
+          alias.shared = conversation.shared;
           const write = place(ctx, alias, deployment, key);
           if (write) writes.push(write);
         }
@@ -259,7 +272,7 @@ function noteCache(
     usage.cacheWrite1hTokens > 0;
   const held = kept ? conversation.was?.cached ?? 0 : 0;
   if (!cached && !held) return;
-  const prefix = prefixHash(conversation.parts);
+  const prefix = conversation.prefixHash ??= prefixHash(conversation.parts);
   if (held === prefix && usage.cachedInputTokens === 0) {
     // As for a move, how much it would have read is not known: the bill caps it at the input.
     bill.cacheMiss({ cause: "translation", tokens: Number.MAX_SAFE_INTEGER });
@@ -290,8 +303,8 @@ function place(
   const now = ctx.now();
   const expires = now + conversation.ttlMs;
   const store = ctx.services.store;
-  const write = store.saveAffinity !== undefined &&
-    (!kept || kept.stored - now < conversation.ttlMs / 2);
+  const write = conversation.shared && store.saveAffinity !== undefined &&
+    !store.unreachable?.() && (!kept || kept.stored - now < conversation.ttlMs / 2);
   const { a, b, accountId } = conversation;
   boardOf(ctx.services).affinity.put(a, b, accountId, {
     target: nameHash(deployment),

@@ -43,10 +43,12 @@ export function prefixed(
   extended: boolean,
   chained = false,
 ): ConversationId {
+  const { hex, short } = hashOf(prefixText(parts));
   return {
-    id: `prefix:${hash64(prefixText(parts))}`,
+    id: `prefix:${hex}`,
     extended,
     parts,
+    prefixHash: short,
     ...(chained ? { chained } : {}),
   };
 }
@@ -63,24 +65,24 @@ function prefixText(parts: readonly unknown[]): string {
  * tell whether two calls of one conversation began alike.
  */
 export function prefixHash(parts: readonly unknown[]): number {
-  const text = prefixText(parts);
-  if (text.length <= NATIVE_FROM) return hashesOf(text)[0];
-  return createHash("sha256").update(text).digest().readInt32LE(0) || 1;
+  return hashOf(prefixText(parts)).short;
 }
 
 /** Past this many characters, a native hash is the faster. */
 const NATIVE_FROM = 4096;
 
 /**
- * A 64-bit hash of `text` as 16 hex digits: two 32-bit FNV-1a hashes in JavaScript for a short
- * text (calling a native hash costs more), SHA-256's first 8 bytes for a long one.
+ * A 64-bit hash of `text` as 16 hex digits, and a nonzero 32-bit one: two 32-bit FNV-1a hashes in
+ * JavaScript for a short text (calling a native hash costs more), SHA-256's first 8 bytes for a
+ * long one.
  */
-function hash64(text: string): string {
+function hashOf(text: string): { hex: string; short: number } {
   if (text.length > NATIVE_FROM) {
-    return createHash("sha256").update(text).digest("hex").slice(0, 16);
+    const digest = createHash("sha256").update(text).digest();
+    return { hex: digest.toString("hex", 0, 8), short: digest.readInt32LE(0) || 1 };
   }
   const [a, b] = hashesOf(text);
-  return hex(a) + hex(b);
+  return { hex: hex(a) + hex(b), short: a };
 }
 
 /** A 32-bit hash as 8 hex digits. */

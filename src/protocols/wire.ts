@@ -100,6 +100,8 @@ export interface ConversationId {
    * the body, hashed only when needed: see `prefixHash`).
    */
   parts: readonly unknown[];
+  /** `prefixHash(parts)`, when naming the conversation already took it (a `prefix:` id). */
+  prefixHash?: number;
 }
 
 /** A protocol's conversations: the one a request belongs to, if it can tell (pure). */

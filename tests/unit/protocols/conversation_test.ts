@@ -35,10 +35,10 @@ function conversation(
   protocol: keyof typeof PROTOCOLS,
   value: Record<string, unknown>,
   headers: Record<string, string> = {},
-): Omit<ConversationId, "parts"> | undefined {
+): Omit<ConversationId, "parts" | "prefixHash"> | undefined {
   const found = named(protocol, value, headers);
   if (!found) return undefined;
-  const { parts: _parts, ...rest } = found;
+  const { parts: _parts, prefixHash: _hash, ...rest } = found;
   return rest;
 }
 
@@ -208,6 +208,12 @@ Deno.test("a named conversation carries its client prefix too: its hash tells wh
       named("responses", { instructions: "x".repeat(10_000) + end, prompt_cache_key: "k" })!.parts,
     );
   assert.equal(long("a"), long("a"));
+  // A conversation named by its prefix carries the hash it was named with: the same one.
+  for (const instructions of ["short", "x".repeat(10_000)]) {
+    const byPrefix = named("responses", { instructions, input: "hi" })!;
+    assert.match(byPrefix.id, /^prefix:/);
+    assert.equal(byPrefix.prefixHash, prefixHash(byPrefix.parts));
+  }
   assert.notEqual(long("a"), long("b"));
   assert.notEqual(long("a"), 0);
 });
