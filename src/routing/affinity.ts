@@ -108,6 +108,7 @@ export class AffinityTable {
     if (seq & 1 || Atomics.compareExchange(this.#ints, cell + SEQ, seq, seq + 1) !== seq) return;
     const same = Atomics.load(this.#ints, cell + HASH_A) === a &&
       Atomics.load(this.#ints, cell + HASH_B) === b &&
+      Atomics.load(this.#ints, cell + ACCOUNT) === account &&
       Atomics.load(this.#ints, cell + TARGET) === target &&
       Atomics.load(this.#ints, cell + KEY) === key;
     if (same) Atomics.store(this.#ints, cell + CACHED, prefix);
