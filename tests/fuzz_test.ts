@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { eventually, startStack, usageOf } from "./helpers/setup.ts";
 import { booksOf } from "./helpers/store.ts";
+import { random } from "./helpers/random.ts";
 
 const SEED = Number(Deno.env.get("FUZZ_SEED") ?? 20261122);
 const CASES = Number(Deno.env.get("FUZZ_CASES") ?? 3000);
@@ -142,18 +143,6 @@ const TARGETS: Target[] = [
     body: { id: "s1", model: "gpt-test", input: "news", commands: {}, settings: {} },
   },
 ];
-
-/** mulberry32: a small seeded generator. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Text that is valid JSON but not valid where a gateway might copy it: non-ASCII and control

@@ -13,7 +13,8 @@ import { startEmulator } from "../../src/emulator/server.ts";
 import { type Agent, claudeCode, codex, geminiCli, install } from "../helpers/agents.ts";
 import { upstreamAt } from "../helpers/affinity.ts";
 import { requestLogged, startGateway } from "../helpers/gateway.ts";
-import { eventually, MAX_OUT, TEST_PRICE } from "../helpers/setup.ts";
+import { waitFor } from "../helpers/poll.ts";
+import { MAX_OUT, TEST_PRICE } from "../helpers/setup.ts";
 import { ledgerOf } from "../helpers/store.ts";
 
 /** Turns of each session. */
@@ -108,17 +109,19 @@ async function session(agent: Agent, model: string): Promise<void> {
       const sent = (await upstream.since(before)).filter((r) =>
         r.method === "POST" && r.path.endsWith("/v1/messages")
       );
-      let settled: Awaited<ReturnType<typeof charges>> = [];
-      await eventually(async () => {
-        settled = (await charges(account)).slice(billed);
-        return settled.length >= sent.length;
-      }).catch(() => {});
-      const calls = await Promise.all(settled.map(async (c) => ({
-        provider: c.provider,
-        cachedTokens: c.cache?.cachedTokens ?? 0,
-        cacheWriteTokens: (c.cache?.cacheWriteTokens ?? 0) + (c.cache?.cacheWrite1hTokens ?? 0),
-        affinity: String((await requestLogged(gateway, c.requestId ?? "")).affinity),
-      })));
+      const settled = await waitFor(async () => {
+        const entries = (await charges(account)).slice(billed);
+        return entries.length >= sent.length && entries;
+      }, { what: `turn ${i + 1}'s ${sent.length} settled charges` });
+      const calls = await Promise.all(settled.map(async (c) => {
+        assert.ok(c.requestId, "a charge names its request");
+        return {
+          provider: c.provider,
+          cachedTokens: c.cache?.cachedTokens ?? 0,
+          cacheWriteTokens: (c.cache?.cacheWriteTokens ?? 0) + (c.cache?.cacheWrite1hTokens ?? 0),
+          affinity: String((await requestLogged(gateway, c.requestId)).affinity),
+        };
+      }));
       const turn = {
         calls,
         keys: sent.map((r) => r.headers["x-api-key"]),

@@ -19,25 +19,11 @@ import { PROTOCOLS } from "../../../src/protocols/index.ts";
 import type { Target } from "../../../src/translate/codec.ts";
 import type { Json, ProtocolId } from "../../../src/translate/ir.ts";
 import { prefixDifference, segmentsOf } from "../../helpers/prompt.ts";
+import { int, pick, type Rand, random } from "../../helpers/random.ts";
 
 const SEED = Number(Deno.env.get("PREFIX_SEED") ?? 20261205);
 const CASES = Number(Deno.env.get("PREFIX_CASES") ?? 150);
 
-/** mulberry32: a small seeded generator. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-type Rand = () => number;
-const pick = <T>(rand: Rand, items: readonly T[]): T => items[Math.floor(rand() * items.length)];
-const int = (rand: Rand, min: number, max: number) => min + Math.floor(rand() * (max - min + 1));
 const WORDS = ["path", "mode", "limit", "query", "city", "tags", "depth", "note", "when", "unit"];
 const word = (rand: Rand) => pick(rand, WORDS) + int(rand, 0, 9);
 

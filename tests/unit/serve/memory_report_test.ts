@@ -26,7 +26,28 @@ Deno.test("the figures are the thread's memory in bytes", () => {
   assert.ok(f.rss > 0 && f.heap_used > 0 && f.heap_total >= f.heap_used && f.external >= 0);
 });
 
-Deno.test("started without the variable, nothing runs; with it, a timer that stops", () => {
-  startMemoryReport(env(), 0)();
-  startMemoryReport(env("60000"), 0)();
+Deno.test("started without the variable, nothing runs; with it, one timer, which its stop clears", () => {
+  const real = { set: globalThis.setInterval, clear: globalThis.clearInterval };
+  const started: (number | undefined)[] = [];
+  const cleared: number[] = [];
+  globalThis.setInterval = ((run: () => void, ms?: number) => {
+    started.push(ms);
+    return real.set(run, ms);
+  }) as typeof setInterval;
+  globalThis.clearInterval = ((id: number) => {
+    cleared.push(id);
+    real.clear(id);
+  }) as typeof clearInterval;
+  try {
+    startMemoryReport(env(), 0)();
+    assert.deepEqual(started, [], "no variable: no timer");
+    const stop = startMemoryReport(env("60000"), 0);
+    assert.deepEqual(started, [60000]);
+    assert.deepEqual(cleared, []);
+    stop();
+    assert.equal(cleared.length, 1, "stopped");
+  } finally {
+    globalThis.setInterval = real.set;
+    globalThis.clearInterval = real.clear;
+  }
 });
