@@ -13,8 +13,7 @@ import { startEmulator } from "../src/emulator/server.ts";
 import { type Gateway, requestLogged, startGateway } from "./helpers/gateway.ts";
 import { LONG_SYSTEM, Session, upstreamAt } from "./helpers/affinity.ts";
 import { bearer, postJson } from "./helpers/http.ts";
-import { ledgerOf } from "./helpers/store.ts";
-import { waitFor } from "./helpers/poll.ts";
+import { settledEntry } from "./helpers/store.ts";
 import { eventually, MAX_OUT, TEST_PRICE } from "./helpers/setup.ts";
 
 const KEYS = {
@@ -263,10 +262,7 @@ test("a miss translation caused is noted as such: a translated call kept on its 
     const answer = await postJson(gateway.url, "/v1/responses", headers, body);
     assert.equal(answer.status, 200, answer.text);
     const requestId = answer.headers.get("x-request-id")!;
-    const entry = await waitFor(async () => {
-      const [entry] = await ledgerOf(gateway, { requestId });
-      return entry?.status === "settled" && entry;
-    }, { what: `the settlement of ${requestId}` });
+    const entry = await settledEntry(gateway, requestId);
     return { read: answer.json.usage.input_tokens_details.cached_tokens, cache: entry.cache! };
   };
   const first = await turn();

@@ -8,9 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { startStack, TEST_PRICE, usageOf } from "./helpers/setup.ts";
-import { waitFor } from "./helpers/poll.ts";
 import { anthropic, bearer, goog, type Json, post } from "./helpers/http.ts";
-import { ledgerOf, withStore } from "./helpers/store.ts";
+import { settledEntry, withStore } from "./helpers/store.ts";
 import { tokenCost } from "../src/billing/price.ts";
 import { nanoToUsd } from "../src/money.ts";
 import type { CacheCharge, LedgerEntry } from "../src/store/store.ts";
@@ -93,12 +92,7 @@ async function call(
 }
 
 /** The settled ledger entry of a request (a stream settles as it ends). */
-async function entryOf(requestId: string): Promise<LedgerEntry> {
-  return await waitFor(async () => {
-    const [entry] = await ledgerOf(gateway, { requestId });
-    return entry?.status === "settled" && entry;
-  }, { what: `the settlement of ${requestId}` });
-}
+const entryOf = (requestId: string): Promise<LedgerEntry> => settledEntry(gateway, requestId);
 
 /** The quantity and amount of a unit line (0 when absent). */
 function line(entry: LedgerEntry, unit: string): { quantity: number; amount: number } {

@@ -4,6 +4,7 @@
  * or the PostgreSQL database it shares with its replicas.
  */
 import { openStore } from "../../src/store/open.ts";
+import { waitFor } from "./poll.ts";
 import type { Account, LedgerEntry, Store } from "../../src/store/store.ts";
 
 /**
@@ -68,6 +69,14 @@ export function ledgerOf(
       ? entries
       : entries.filter((e) => e.requestId === filter.requestId);
   });
+}
+
+/** The settled ledger entry of a request, once it is (a stream settles as it ends). */
+export async function settledEntry(where: StoreAt, requestId: string): Promise<LedgerEntry> {
+  return await waitFor(async () => {
+    const [entry] = await ledgerOf(where, { requestId });
+    return entry?.status === "settled" && entry;
+  }, { what: `the settlement of ${requestId}` });
 }
 
 /** An account and its ledger added up (amounts in nanoUSD, as numbers). */
