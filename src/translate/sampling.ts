@@ -10,6 +10,7 @@ import { optionalNumber, stringList } from "../http/json.ts";
 import { type Adapt, type AdaptationKind, fieldOf, IGNORED } from "./adaptations.ts";
 import type { Target } from "./codec.ts";
 import { inexpressible } from "./inexpressible.ts";
+import { orderedSchema } from "./schema_order.ts";
 import type { CanonicalRequest, Json, NamedMember, ProtocolId, SamplingKey } from "./ir.ts";
 
 /** A request's sampling parameters. */
@@ -162,6 +163,22 @@ export function requestEncoder(
 ): (request: CanonicalRequest, target: Target, adapt?: Adapt) => Json {
   return (request, target, adapt = IGNORED) => {
     oneAnswer(request, protocol);
-    return encode(request, target, adapt);
+    return encode(withOrderedSchemas(request), target, adapt);
+  };
+}
+
+/**
+ * `request` with its tools' parameter schemas and its output schema in one keyword order (see
+ * `schema_order.ts`): the JSON every encoder writes of them is the same whatever order the client
+ * wrote, so a conversation's upstream prefix (and its prompt cache) does not depend on it.
+ */
+function withOrderedSchemas(request: CanonicalRequest): CanonicalRequest {
+  const format = request.responseFormat;
+  return {
+    ...request,
+    tools: request.tools.map((tool) => ({ ...tool, parameters: orderedSchema(tool.parameters) })),
+    ...(format?.schema
+      ? { responseFormat: { ...format, schema: orderedSchema(format.schema) } }
+      : {}),
   };
 }

@@ -48,7 +48,6 @@ import type {
 } from "../../translate/ir.ts";
 import { openAiCacheIntent } from "../../translate/prompt_cache.ts";
 import { readEffort } from "../../translate/reasoning.ts";
-import { orderedSchema } from "../../translate/schema_order.ts";
 import { decodeSampling } from "../../translate/sampling.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 
@@ -236,9 +235,7 @@ function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] 
       tools.push({
         name: string(fn.name, `${at}.function.name`),
         ...(typeof fn.description === "string" ? { description: fn.description } : {}),
-        parameters: isObject(fn.parameters)
-          ? orderedSchema(fn.parameters)
-          : { type: "object", properties: {} },
+        parameters: isObject(fn.parameters) ? fn.parameters : { type: "object", properties: {} },
         ...(strict !== undefined ? { strict } : {}),
       });
     } else if (tool.type === "custom") {
@@ -300,7 +297,7 @@ function decodeFormat(value: unknown): CanonicalRequest["responseFormat"] {
       const strict = optionalBoolean(spec.strict, "response_format.json_schema.strict");
       return {
         type: "json",
-        ...(isObject(spec.schema) ? { schema: orderedSchema(spec.schema) } : {}),
+        ...(isObject(spec.schema) ? { schema: spec.schema } : {}),
         ...(typeof spec.name === "string" ? { name: spec.name } : {}),
         ...(typeof spec.description === "string" ? { description: spec.description } : {}),
         ...(strict !== undefined ? { strict } : {}),

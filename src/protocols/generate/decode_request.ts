@@ -58,7 +58,6 @@ import type {
 import { jsonSchemaOf } from "../../translate/json_schema.ts";
 import { fromToken, readOpaque } from "../../translate/opaque.ts";
 import { decodeSampling } from "../../translate/sampling.ts";
-import { orderedSchema } from "../../translate/schema_order.ts";
 import { parseArguments, synthesizeId } from "../../translate/tool_ids.ts";
 import { appendText, field, hasData, nonEmpty, present } from "./parts.ts";
 
@@ -302,7 +301,7 @@ function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] 
       tools.push({
         name: string(decl.name, `${dat}.name`),
         ...(typeof decl.description === "string" ? { description: decl.description } : {}),
-        parameters: orderedSchema(schema),
+        parameters: schema,
       });
     });
   });
@@ -379,7 +378,7 @@ function decodeConfig(config: Json, request: CanonicalRequest, adapt: Adapt): vo
     ? jsonSchemaOf(field(config, "responseSchema")) as Json
     : undefined;
   if (mime === "application/json" || schema) {
-    request.responseFormat = { type: "json", ...(schema ? { schema: orderedSchema(schema) } : {}) };
+    request.responseFormat = { type: "json", ...(schema ? { schema } : {}) };
     request.fields.responseFormat = at("responseMimeType");
   } else if (present(mime) && mime !== "text/plain") {
     throw inexpressible(at("responseMimeType"), `\`${String(mime)}\` output`, ELSEWHERE);

@@ -45,7 +45,6 @@ import { fromToken, readOpaque, signaturesOntoCalls } from "../../translate/opaq
 import { effortFor, readEffort } from "../../translate/reasoning.ts";
 import { decodeSampling } from "../../translate/sampling.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
-import { orderedSchema } from "../../translate/schema_order.ts";
 import { readMark } from "./breakpoints.ts";
 import { webSearchCall } from "./decode_response.ts";
 
@@ -246,9 +245,7 @@ function decodeTools(body: Json): { tools: FunctionTool[]; hosted: HostedTool[] 
       tools.push({
         name: string(tool.name, `${at}.name`),
         ...(typeof tool.description === "string" ? { description: tool.description } : {}),
-        parameters: isObject(tool.input_schema)
-          ? orderedSchema(tool.input_schema)
-          : { type: "object" },
+        parameters: isObject(tool.input_schema) ? tool.input_schema : { type: "object" },
         ...(typeof tool.strict === "boolean" ? { strict: tool.strict } : {}),
         ...markOf(tool, at),
       });
@@ -379,7 +376,7 @@ export function decodeRequest(
     }
     request.responseFormat = {
       type: "json",
-      ...(isObject(output.format.schema) ? { schema: orderedSchema(output.format.schema) } : {}),
+      ...(isObject(output.format.schema) ? { schema: output.format.schema } : {}),
     };
     request.fields.responseFormat = "output_config.format";
   }

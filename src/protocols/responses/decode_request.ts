@@ -63,7 +63,6 @@ import { readEffort } from "../../translate/reasoning.ts";
 import { decodeSampling } from "../../translate/sampling.ts";
 import { parseArguments } from "../../translate/tool_ids.ts";
 import { type ToolForms, toolForms } from "../../translate/tool_forms.ts";
-import { orderedSchema } from "../../translate/schema_order.ts";
 import { hostedCall } from "./decode_response.ts";
 import { mediaTypeOf } from "./file_types.ts";
 import { flatName } from "./namespaces.ts";
@@ -344,9 +343,7 @@ function functionTool(tool: Json, at: string, namespace?: string): FunctionTool 
   return {
     name,
     ...description,
-    parameters: isObject(tool.parameters)
-      ? orderedSchema(tool.parameters)
-      : { type: "object", properties: {} },
+    parameters: isObject(tool.parameters) ? tool.parameters : { type: "object", properties: {} },
     ...(typeof tool.strict === "boolean" ? { strict: tool.strict } : {}),
     ...ns,
   };
@@ -358,7 +355,7 @@ function clientFunction(tool: Json, form: ClientForm): FunctionTool {
   return {
     name: form.name,
     description,
-    parameters: orderedSchema(parameters),
+    parameters,
     clientType: String(tool.type),
   };
 }
@@ -485,7 +482,7 @@ function decodeFormat(text: unknown): CanonicalRequest["responseFormat"] {
     case "json_schema":
       return {
         type: "json",
-        schema: orderedSchema(object(format.schema, "text.format.schema")),
+        schema: object(format.schema, "text.format.schema"),
         ...(typeof format.name === "string" ? { name: format.name } : {}),
         ...(typeof format.description === "string" ? { description: format.description } : {}),
         ...(typeof format.strict === "boolean" ? { strict: format.strict } : {}),
