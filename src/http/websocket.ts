@@ -17,8 +17,16 @@ export function eventOfMessage(text: string, type: string): string {
   return encodeSse(text, type || undefined);
 }
 
-/** The `type` of a message's JSON object, or "" when it has none (or is not an object). */
+/** A message whose object begins with its `type` (as the Responses API writes every event). */
+const LEADING_TYPE = /^\{\s*"type"\s*:\s*"([^"\\]*)"/;
+
+/**
+ * The `type` of a message's JSON object, or "" when it has none (or is not an object): read from
+ * its beginning when it is the first member, without parsing the whole event a second time.
+ */
 export function messageType(text: string): string {
+  const leading = LEADING_TYPE.exec(text);
+  if (leading) return leading[1];
   try {
     const value = JSON.parse(text);
     return value !== null && typeof value === "object" && typeof value.type === "string"

@@ -223,7 +223,8 @@ export class UpstreamSockets implements SocketSender {
     headersMs: number,
   ): Promise<UpstreamSocket | null> {
     const open = this.#sockets.get(id);
-    // A socket still carrying a turn (never, as turns come one at a time) is left to it.
+    // A socket still carrying a turn (never, as turns come one at a time) is replaced below, and
+    // closed: that turn ends with it.
     if (open && !open.closed && !open.busy) return open;
     const socket = new UpstreamSocket(url, headers);
     const late = Promise.withResolvers<never>();
