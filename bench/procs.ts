@@ -106,16 +106,15 @@ function drain(lines: AsyncGenerator<string>, onLine?: (line: string) => void): 
 
 /**
  * Holds a starting child's stderr (its last 4 KB, for `EarlyExit`); once released, writes what it
- * held to ours and copies the rest as it comes (unless `copy` is false: then it keeps only the
- * last 4 KB, all along).
+ * held to ours and copies the rest as it comes; never released, it keeps only the last 4 KB.
  */
-function holdStderr(stream: ReadableStream<Uint8Array>, copy = true) {
+function holdStderr(stream: ReadableStream<Uint8Array>) {
   const decoder = new TextDecoder();
   let tail = "";
   let released = false;
   const held = (async () => {
     for await (const chunk of stream) {
-      if (released && copy) await Deno.stderr.write(chunk);
+      if (released) await Deno.stderr.write(chunk);
       else tail = (tail + decoder.decode(chunk, { stream: true })).slice(-4096);
     }
     return tail;
@@ -147,7 +146,7 @@ export interface ProgramSpec {
 export async function spawnOnPort(spec: ProgramSpec): Promise<Server> {
   const child = spawnPiped(spec.command, spec);
   drain(readLines(child.stdout));
-  const stderr = holdStderr(child.stderr, false);
+  const stderr = holdStderr(child.stderr);
   let exited: number | undefined;
   child.status.then((s) => exited = s.code);
   const deadline = Date.now() + (spec.timeoutMs ?? 30_000);
