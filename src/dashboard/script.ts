@@ -150,42 +150,62 @@ const HEAD = String.raw`"use strict";
     $("provider-rows").replaceChildren(...rows);
   }
 
-  /** Spend per UTC day as bars, one per day with spend, on a 30-day axis. */
-  function renderChart(usage) {
-    const width = 720, height = 220, left = 64, right = 8, top = 12, bottom = 28;
+  /**
+   * Bars per UTC day on the window's axis, as an SVG chart: one per entry of o.days (each with
+   * its day), o.barHeight(d, plotH) pixels tall, with o.attrs(d) and the hover text
+   * o.title(d); o.top and o.bottom label the value axis.
+   */
+  function dayBars(usage, o) {
+    const width = 720, height = o.height, left = 64, right = 8, top = 12, bottom = 28;
     const plotW = width - left - right, plotH = height - top - bottom;
     const start = Date.parse(usage.since + "T00:00:00Z");
     const slot = plotW / usage.days;
-    const max = Math.max(0, ...usage.by_day.map((d) => d.spent_nanousd));
     const chart = svg("svg", {
       viewBox: "0 0 " + width + " " + height,
       role: "img",
-      "aria-label": "Spend per day over the last " + usage.days + " days",
+      "aria-label": o.label,
       class: "chart",
     });
     chart.append(
       svg("line", { x1: left, y1: top, x2: left, y2: top + plotH, class: "axis" }),
       svg("line", { x1: left, y1: top + plotH, x2: left + plotW, y2: top + plotH, class: "axis" }),
-      svg("text", { x: left - 6, y: top + 10, "text-anchor": "end", class: "label" }, max ? axisUsd(max) : "$0"),
-      svg("text", { x: left - 6, y: top + plotH, "text-anchor": "end", class: "label" }, "$0"),
+      svg("text", { x: left - 6, y: top + 10, "text-anchor": "end", class: "label" }, o.top),
+      svg("text", { x: left - 6, y: top + plotH, "text-anchor": "end", class: "label" }, o.bottom),
       svg("text", { x: left, y: height - 8, class: "label" }, usage.since),
       svg("text", { x: left + plotW, y: height - 8, "text-anchor": "end", class: "label" }, new Date(start + (usage.days - 1) * DAY_MS).toISOString().slice(0, 10)),
     );
-    for (const d of usage.by_day) {
+    for (const d of o.days) {
       const index = Math.round((Date.parse(d.day + "T00:00:00Z") - start) / DAY_MS);
       if (index < 0 || index >= usage.days) continue;
-      const h = Math.max(1, (d.spent_nanousd / (max || 1)) * plotH);
+      const h = o.barHeight(d, plotH);
       const bar = svg("rect", {
         class: "bar",
         "data-day": d.day,
+        ...o.attrs(d),
         x: (left + index * slot + slot * 0.15).toFixed(2),
         y: (top + plotH - h).toFixed(2),
         width: (slot * 0.7).toFixed(2),
         height: h.toFixed(2),
       });
-      bar.append(svg("title", {}, d.day + ": " + usd(d.spent_usd) + " (" + d.requests + " requests)"));
+      bar.append(svg("title", {}, o.title(d)));
       chart.append(bar);
     }
+    return chart;
+  }
+
+  /** Spend per UTC day as bars, one per day with spend, on a 30-day axis. */
+  function renderChart(usage) {
+    const max = Math.max(0, ...usage.by_day.map((d) => d.spent_nanousd));
+    const chart = dayBars(usage, {
+      height: 220,
+      label: "Spend per day over the last " + usage.days + " days",
+      top: max ? axisUsd(max) : "$0",
+      bottom: "$0",
+      days: usage.by_day,
+      barHeight: (d, plotH) => Math.max(1, (d.spent_nanousd / (max || 1)) * plotH),
+      attrs: () => ({}),
+      title: (d) => d.day + ": " + usd(d.spent_usd) + " (" + d.requests + " requests)",
+    });
     $("chart").replaceChildren(chart);
     $("spend-total").textContent = usd(usage.spent_usd) + " in " + usage.requests +
       " requests since " + usage.since + " (UTC days with spend: " + usage.by_day.length + ")";

@@ -13,43 +13,18 @@ export const CACHE_SCRIPT = String.raw`
 
   /** The hit rate per UTC day as bars, one per day with input tokens, on a 30-day axis. */
   function renderCacheChart(usage) {
-    const width = 720, height = 160, left = 64, right = 8, top = 12, bottom = 28;
-    const plotW = width - left - right, plotH = height - top - bottom;
-    const start = Date.parse(usage.since + "T00:00:00Z");
-    const slot = plotW / usage.days;
-    const chart = svg("svg", {
-      viewBox: "0 0 " + width + " " + height,
-      role: "img",
-      "aria-label": "Share of input tokens read from the prompt cache per day over the last " +
+    const chart = dayBars(usage, {
+      height: 160,
+      label: "Share of input tokens read from the prompt cache per day over the last " +
         usage.days + " days",
-      class: "chart",
+      top: "100 %",
+      bottom: "0 %",
+      days: usage.cache.by_day,
+      barHeight: (d, plotH) => (d.hit_rate || 0) > 0 ? Math.max(1, d.hit_rate * plotH) : 0,
+      attrs: (d) => ({ "data-rate": d.hit_rate || 0 }),
+      title: (d) => d.day + ": " + percent(d.hit_rate) + " of " + d.input_tokens +
+        " input tokens read from the cache (" + d.requests + " requests)",
     });
-    chart.append(
-      svg("line", { x1: left, y1: top, x2: left, y2: top + plotH, class: "axis" }),
-      svg("line", { x1: left, y1: top + plotH, x2: left + plotW, y2: top + plotH, class: "axis" }),
-      svg("text", { x: left - 6, y: top + 10, "text-anchor": "end", class: "label" }, "100 %"),
-      svg("text", { x: left - 6, y: top + plotH, "text-anchor": "end", class: "label" }, "0 %"),
-      svg("text", { x: left, y: height - 8, class: "label" }, usage.since),
-      svg("text", { x: left + plotW, y: height - 8, "text-anchor": "end", class: "label" }, new Date(start + (usage.days - 1) * DAY_MS).toISOString().slice(0, 10)),
-    );
-    for (const d of usage.cache.by_day) {
-      const index = Math.round((Date.parse(d.day + "T00:00:00Z") - start) / DAY_MS);
-      if (index < 0 || index >= usage.days) continue;
-      const rate = d.hit_rate || 0;
-      const h = rate > 0 ? Math.max(1, rate * plotH) : 0;
-      const bar = svg("rect", {
-        class: "bar",
-        "data-day": d.day,
-        "data-rate": rate,
-        x: (left + index * slot + slot * 0.15).toFixed(2),
-        y: (top + plotH - h).toFixed(2),
-        width: (slot * 0.7).toFixed(2),
-        height: h.toFixed(2),
-      });
-      bar.append(svg("title", {}, d.day + ": " + percent(d.hit_rate) + " of " + d.input_tokens +
-        " input tokens read from the cache (" + d.requests + " requests)"));
-      chart.append(bar);
-    }
     $("cache-chart").replaceChildren(chart);
   }
 
