@@ -5,9 +5,8 @@
  * conversation one replica moves (its deployment failing) is found where it moved by the other.
  */
 import assert from "node:assert/strict";
-import { startEmulator } from "../src/emulator/server.ts";
 import { type Gateway, startGateway } from "./helpers/gateway.ts";
-import { Session, upstreamAt } from "./helpers/affinity.ts";
+import { keyedEmulator, Session } from "./helpers/affinity.ts";
 import { MAX_OUT, TEST_PRICE } from "./helpers/setup.ts";
 import {
   HAS_POSTGRES,
@@ -20,9 +19,7 @@ import { skippedWithout } from "./helpers/requires.ts";
 if (!HAS_POSTGRES) skippedWithout(`skipping the replica affinity tests: ${POSTGRES_MISSING}`);
 
 const KEYS = ["sk-rep-a1-1111", "sk-rep-a2-2222", "sk-rep-b1-3333", "sk-rep-b2-4444"];
-const emulator = startEmulator({ record: true, keys: KEYS.map((key) => ({ key })) });
-const up = `http://127.0.0.1:${emulator.addr.port}`;
-const upstream = upstreamAt(up);
+const { emulator, upstream, anthropicWith, setFault } = keyedEmulator(KEYS);
 
 let pg: Postgres | null = null;
 const replicas: Gateway[] = [];
@@ -30,11 +27,6 @@ let key = "";
 
 if (HAS_POSTGRES) {
   pg = await startPostgres();
-  const anthropicWith = (...keys: string[]) => ({
-    type: "anthropic",
-    baseUrl: `${up}/anthropic`,
-    apiKey: keys,
-  });
   const options = {
     // The test clock (`x-switchyard-test-now`): a turn a few seconds later, without waiting.
     env: { SWITCHYARD_TEST_HOOKS: "1" },
@@ -97,14 +89,7 @@ test("a conversation one replica moves is found where it moved by the other", as
   const first = await session.turn(one.url, key, "before the outage", one);
   assert.equal(first.status, 200);
   const down = first.provider === "rep-a" ? KEYS.slice(0, 2) : KEYS.slice(2);
-  const setFault = (fault: string | null) =>
-    Promise.all(
-      down.map((k) =>
-        fetch(`${up}/_emulator/keys`, { method: "POST", body: JSON.stringify({ key: k, fault }) })
-          .then((res) => res.body?.cancel())
-      ),
-    );
-  await setFault("failing");
+  await setFault(down, "failing");
   try {
     const moved = await session.turn(two.url, key, "during the outage", two);
     assert.equal(moved.status, 200, JSON.stringify(moved.json));
@@ -121,6 +106,6 @@ test("a conversation one replica moves is found where it moved by the other", as
     assert.equal(next.upstreamKey, moved.upstreamKey);
     assert.ok(next.json.usage.cache_read_input_tokens > 1500);
   } finally {
-    await setFault(null);
+    await setFault(down, null);
   }
 });

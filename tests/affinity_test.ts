@@ -9,9 +9,8 @@
  * counted and logged, and it stays where it moved; a placement lasts as long as the cache.
  */
 import assert from "node:assert/strict";
-import { startEmulator } from "../src/emulator/server.ts";
 import { type Gateway, requestLogged, startGateway } from "./helpers/gateway.ts";
-import { LONG_SYSTEM, Session, upstreamAt } from "./helpers/affinity.ts";
+import { keyedEmulator, LONG_SYSTEM, Session } from "./helpers/affinity.ts";
 import { bearer, postJson } from "./helpers/http.ts";
 import { settledEntry } from "./helpers/store.ts";
 import { eventually, MAX_OUT, TEST_PRICE } from "./helpers/setup.ts";
@@ -33,19 +32,9 @@ const KEYS = {
 };
 const ADMIN = "affinity-admin-token-0123456789";
 
-const emulator = startEmulator({ record: true, keys: Object.values(KEYS).map((key) => ({ key })) });
-const up = `http://127.0.0.1:${emulator.addr.port}`;
-const upstream = upstreamAt(up);
-const anthropicWith = (...keys: string[]) => ({
-  type: "anthropic",
-  baseUrl: `${up}/anthropic`,
-  apiKey: keys,
-});
-const openaiWith = (...keys: string[]) => ({
-  type: "openai",
-  baseUrl: `${up}/openai/v1`,
-  apiKey: keys,
-});
+const { emulator, upstream, anthropicWith, openaiWith, setFault } = keyedEmulator(
+  Object.values(KEYS),
+);
 const twoDeployments = (a: string, b: string, upstream = "claude-sonnet-4-5") => ({
   deployments: [{ provider: a }, { provider: b }],
   upstream,
@@ -189,14 +178,7 @@ test("a tripped circuit moves the conversation once, counted and logged; it stay
   const before = await moves(placed);
   // Its deployment's keys fail (500): its circuit (failures: 1) trips on the next turn.
   const down = first.provider === "trip-a" ? [KEYS.ta1, KEYS.ta2] : [KEYS.tb1, KEYS.tb2];
-  const setFault = (fault: string | null) =>
-    Promise.all(
-      down.map((key) =>
-        fetch(`${up}/_emulator/keys`, { method: "POST", body: JSON.stringify({ key, fault }) })
-          .then((res) => res.body?.cancel())
-      ),
-    );
-  await setFault("failing");
+  await setFault(down, "failing");
   const moved = await session.turn(gateway.url, alice, "during the outage", gateway);
   assert.equal(moved.status, 200, JSON.stringify(moved.json));
   assert.equal(moved.provider, other);
@@ -211,7 +193,7 @@ test("a tripped circuit moves the conversation once, counted and logged; it stay
     failover.missed_input_tokens > 0 && failover.lost_nanousd > 0,
     JSON.stringify(failover),
   );
-  await setFault(null);
+  await setFault(down, null);
   // The first deployment is offered again (its circuit half-open): the conversation stays.
   await eventually(async () => {
     const ready = await (await fetch(`${gateway.url}/readyz`)).json();

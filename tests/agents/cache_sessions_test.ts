@@ -9,9 +9,8 @@
  * Run with `deno task test:agents` (the pinned agents are installed by `tests/helpers/agents.ts`).
  */
 import assert from "node:assert/strict";
-import { startEmulator } from "../../src/emulator/server.ts";
 import { type Agent, claudeCode, codex, geminiCli, install } from "../helpers/agents.ts";
-import { upstreamAt } from "../helpers/affinity.ts";
+import { keyedEmulator } from "../helpers/affinity.ts";
 import { requestLogged, startGateway } from "../helpers/gateway.ts";
 import { waitFor } from "../helpers/poll.ts";
 import { MAX_OUT, TEST_PRICE } from "../helpers/setup.ts";
@@ -29,14 +28,7 @@ const KEYS = {
 };
 
 await install();
-const emulator = startEmulator({ record: true, keys: Object.values(KEYS).map((key) => ({ key })) });
-const up = `http://127.0.0.1:${emulator.addr.port}`;
-const upstream = upstreamAt(up);
-const anthropicWith = (...keys: string[]) => ({
-  type: "anthropic",
-  baseUrl: `${up}/anthropic`,
-  apiKey: keys,
-});
+const { emulator, upstream, anthropicWith } = keyedEmulator(Object.values(KEYS));
 // Codex always offers its hosted web search: the models price it, as the built-in catalog does.
 const SEARCH = { web_search: 0.01, grounded_prompt: 0.035 };
 const twoDeployments = {

@@ -4,6 +4,7 @@
  * in `metadata.user_id`) — each on a fresh connection (so the kernel spreads them over serving
  * threads), with what served each: the access-log entry, and the upstream key the emulator saw.
  */
+import { startEmulator } from "../../src/emulator/server.ts";
 import { requestLogged } from "./gateway.ts";
 import { anthropic, type Json } from "./http.ts";
 import type { UpstreamRequest } from "./setup.ts";
@@ -37,6 +38,43 @@ export function upstreamAt(url: string): Upstream {
     since: async (count) =>
       ((await (await fetch(`${url}/_emulator/requests`)).json()) as UpstreamRequest[])
         .filter((r) => r.n > count),
+  };
+}
+
+/** An emulator that takes only some upstream keys, and what a test of several keys needs of it. */
+export interface KeyedEmulator {
+  emulator: Deno.HttpServer<Deno.NetAddr>;
+  url: string;
+  upstream: Upstream;
+  /** A provider of the emulator's Anthropic (or OpenAI) API with these keys, in turn. */
+  anthropicWith(...keys: string[]): Json;
+  openaiWith(...keys: string[]): Json;
+  /** Makes `keys` play `fault` (null: none) from now on. */
+  setFault(keys: readonly string[], fault: string | null): Promise<void>;
+}
+
+/** Starts an emulator that records its requests and takes only `keys` (see `KeyedEmulator`). */
+export function keyedEmulator(keys: readonly string[]): KeyedEmulator {
+  const emulator = startEmulator({ record: true, keys: keys.map((key) => ({ key })) });
+  const url = `http://127.0.0.1:${emulator.addr.port}`;
+  return {
+    emulator,
+    url,
+    upstream: upstreamAt(url),
+    anthropicWith: (...with_) => ({
+      type: "anthropic",
+      baseUrl: `${url}/anthropic`,
+      apiKey: with_,
+    }),
+    openaiWith: (...with_) => ({ type: "openai", baseUrl: `${url}/openai/v1`, apiKey: with_ }),
+    setFault: async (faulty, fault) => {
+      await Promise.all(
+        faulty.map((key) =>
+          fetch(`${url}/_emulator/keys`, { method: "POST", body: JSON.stringify({ key, fault }) })
+            .then((res) => res.body?.cancel())
+        ),
+      );
+    },
   };
 }
 
