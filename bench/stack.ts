@@ -137,7 +137,9 @@ function config(emulatorUrl: string) {
 async function compilePermissions(): Promise<string[]> {
   const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
   return (tasks.compile as string).split(/\s+/)
-    .filter((a) => a.startsWith("--allow-") || a.startsWith("--unstable-"))
+    .filter((a) =>
+      a.startsWith("--allow-") || a.startsWith("--unstable-") || a.startsWith("--v8-flags=")
+    )
     .map((a) => a.replace(/(?<=[=,])\.\/src(?=,|$)/, `${ROOT}src`));
 }
 

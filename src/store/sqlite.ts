@@ -57,8 +57,10 @@ export function openSqliteStore(path: string, options: SqliteOptions = {}): Sqli
   const db = new DatabaseSync(path);
   // The busy timeout first: switching to WAL waits, too, for a process still closing the file.
   db.exec("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
-  // 32 MiB of page cache (the default is 2 MiB): the ledger and object tables outgrow it quickly.
-  db.exec("PRAGMA cache_size = -32768;");
+  // 8 MiB of page cache (the default is 2 MiB). Billed calls append to the ledger, so under load
+  // the cache fills with pages just written, seldom read again: a larger one only holds memory
+  // (32 MiB took 16–28 MiB more peak RSS under the benchmark's load, and no measurable speed).
+  db.exec("PRAGMA cache_size = -8192;");
   db.exec("PRAGMA foreign_keys = ON;");
   migrate(db);
   if (options.writeLock) db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES};`);

@@ -10,13 +10,13 @@ const MAIN = new URL("main.ts", ROOT).pathname;
 const DENO_JSON = new URL("deno.json", ROOT).pathname;
 
 /**
- * The `--allow-*` and `--unstable-*` flags baked into the compiled binary, read from deno.json's
- * compile task.
+ * The `--allow-*`, `--unstable-*` and `--v8-flags` flags baked into the compiled binary, read from
+ * deno.json's compile task.
  */
 export async function compiledPermissions(): Promise<string[]> {
   const tasks = JSON.parse(await Deno.readTextFile(DENO_JSON)).tasks as Record<string, string>;
   const flags = tasks.compile.split(/\s+/).filter((arg) =>
-    arg.startsWith("--allow-") || arg.startsWith("--unstable-")
+    arg.startsWith("--allow-") || arg.startsWith("--unstable-") || arg.startsWith("--v8-flags=")
   );
   if (!flags.length) throw new Error("the compile task has no --allow-* flags");
   // The program's own modules (which serving threads load) are where it is installed: here, the
