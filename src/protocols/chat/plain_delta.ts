@@ -37,6 +37,13 @@ const PLAIN_CHUNK = new RegExp(
 );
 
 /**
+ * The longest chunk read here: text deltas are a few hundred characters, and the expression's
+ * backtracking keeps a little for each member and escape it passes (millions of them would
+ * overflow its stack); a longer chunk is parsed.
+ */
+const MAX_LENGTH = 8192;
+
+/**
  * A member's name in the identity members (group 1 of `PLAIN_CHUNK`): there `"name":` is always a
  * name, as no string in valid JSON holds an unescaped quote followed by a colon.
  */
@@ -62,10 +69,11 @@ function distinct(identity: string): boolean {
  * `content` (and perhaps `role`), no finish reason, no logprobs, `usage` null or absent, and
  * otherwise only the chunk's identity (`id`, `object`, `created`, `model`, `system_fingerprint`,
  * `service_tier`; OpenAI's `obfuscation`) — read from its data's text: the content as
- * `JSON.parse` reads it. Undefined for any other chunk, and for any text not written exactly so
- * (see the module's doc): those are for the full parse.
+ * `JSON.parse` reads it. Undefined for any other chunk, for any text not written exactly so (see
+ * the module's doc) and for a chunk longer than `MAX_LENGTH`: those are for the full parse.
  */
 export function plainDelta(text: string): string | undefined {
+  if (text.length > MAX_LENGTH) return undefined;
   const match = PLAIN_CHUNK.exec(text);
   if (!match || !distinct(match[1])) return undefined;
   const content = match[2];

@@ -341,6 +341,21 @@ Deno.test("plainDelta leaves every other chunk to the parse", () => {
   }
 });
 
+Deno.test("plainDelta leaves a chunk of more than 8192 characters to the parse, whatever it holds", () => {
+  const chunk = (content: string) => `{"choices":[{"index":0,"delta":{"content":"${content}"}}]}`;
+  assert.equal(plainDelta(chunk("a".repeat(8000))), "a".repeat(8000));
+  for (
+    const long of [
+      chunk("a".repeat(9000)),
+      chunk("\\n".repeat(4_000_000)),
+      chunk("\\n".repeat(4_000_000)).slice(0, -4),
+      "{" + '"id":"a",'.repeat(1_000_000) + '"choices":[]}',
+    ]
+  ) {
+    assert.equal(plainDelta(long), undefined);
+  }
+});
+
 Deno.test(`plainDelta: ${CASES} seeded chunks (seed ${SEED}) read as JSON.parse reads them, or left to it`, () => {
   const rand = random(SEED);
   let read = 0;
