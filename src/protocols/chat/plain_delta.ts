@@ -7,8 +7,8 @@
  * Conservative: a chunk is read here only when it is, byte for byte, compact JSON of exactly that
  * shape — members known to carry nothing else, each at most once, values of the types expected,
  * strings valid JSON — and anything else (whitespace, another member, a second choice, a finish
- * reason, usage, an error, a key written with escapes, members in another order, …) is left to the
- * full parse. What a chunk read here means is then what its parse would mean: its text, and
+ * reason, usage, an error, a key written with escapes, a choice's members in another order, …) is
+ * left to the full parse. What a chunk read here means is then what its parse would mean: its text, and
  * nothing else.
  */
 
@@ -44,12 +44,16 @@ const PLAIN_CHUNK = new RegExp(
 const MAX_LENGTH = 8192;
 
 /**
- * A member's name in the identity members (group 1 of `PLAIN_CHUNK`): there `"name":` is always a
- * name, as no string in valid JSON holds an unescaped quote followed by a colon.
+ * A member's name in the identity members (group 1 of `PLAIN_CHUNK`), whose names are only those
+ * written in `IDENTITY`: a quote followed by a colon there always ends a name (a string's own
+ * quotes are escaped, and a value is never followed by a colon).
  */
 const NAME = /"([a-z_]+)":/g;
 
-/** The identity members last found to name no member twice (the same on every chunk of a stream). */
+/**
+ * The identity members last found to name no member twice: `distinct`'s answer kept for the next
+ * chunk, whose identity is the same text on every chunk of a stream.
+ */
 let distinctIdentity = "";
 
 /** Whether identity members (group 1 of `PLAIN_CHUNK`) name no member twice. */
