@@ -22,6 +22,7 @@ import { firstChoice } from "./decode_response.ts";
 import { errorChunk, readError } from "./errors.ts";
 import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
 import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
+import { plainDelta } from "./plain_delta.ts";
 
 /** `"usage":null` as a member of a compact JSON object (quotes inside strings are escaped). */
 const NULL_USAGE = /,\s*"usage"\s*:\s*null(?=\s*[,}])|"usage"\s*:\s*null\s*,/g;
@@ -88,10 +89,14 @@ interface OpenCall {
  * that reuse `index: 0`); the finish waits for the usage chunk that follows it, and is given at
  * `[DONE]` — or at the end of a stream that gave a finish reason but no `[DONE]`. Keep-alive
  * comments and unparsable data are ignored; a top-level `error` ends the stream with an error.
+ * After the first chunk (which gives the start its id and model), a chunk that is only text is
+ * read by `plain` (`plainDelta`: without parsing it), any other parsed; tests pass a `plain` that
+ * reads none, for the parse alone.
  */
 export function chatDecoder(
   emit: (event: CanonicalEvent) => void,
   _provider: string,
+  plain: (data: string) => string | undefined = plainDelta,
 ): StreamDecoder {
   let started = false;
   let done = false;
@@ -204,6 +209,13 @@ export function chatDecoder(
   return {
     push(event) {
       if (done) return;
+      if (started) {
+        const content = plain(event.data());
+        if (content !== undefined) {
+          if (content) onText(content);
+          return;
+        }
+      }
       const chunk = parseChunk(event);
       if (chunk === undefined) return;
       if (chunk === null) return finishNow();

@@ -7,6 +7,7 @@ import { addCalls, Meter, openaiUsage, type StreamMeter } from "../../billing/us
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
 import { encodeTokenUsage } from "./token_usage.ts";
+import { plainDelta } from "./plain_delta.ts";
 
 type Json = Record<string, unknown>;
 
@@ -24,9 +25,13 @@ export function chatUsage(body: unknown, webSearch = false): Usage | null {
 /**
  * Meter for chat-completions streams (unnamed `data:` chunks ending in `[DONE]`): output from the
  * deltas (content, reasoning, tool-call arguments); usage from the chunk that carries it (OpenAI's
- * `include_usage` chunk, or the finishing choice on some vendors).
+ * `include_usage` chunk, or the finishing choice on some vendors). A chunk that is only text is
+ * read by `plain` (`plainDelta`: without parsing it); tests pass one that reads none.
  */
-export function chatMeter(webSearch = false): StreamMeter {
+export function chatMeter(
+  webSearch = false,
+  plain: (data: string) => string | undefined = plainDelta,
+): StreamMeter {
   const m = new Meter();
   return m.view((e) => {
     const data = e.data();
@@ -34,6 +39,8 @@ export function chatMeter(webSearch = false): StreamMeter {
       m.ended = true;
       return;
     }
+    const content = plain(data);
+    if (content !== undefined) return m.text(content);
     let chunk: Json;
     try {
       chunk = asObject(e.json ? e.json() : JSON.parse(data));
