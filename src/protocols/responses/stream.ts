@@ -8,7 +8,7 @@
  * Errors are in `errors.ts`.
  */
 import { eventJson, isObject } from "../../http/json.ts";
-import { encodeSse } from "../../http/sse.ts";
+import { sseLine } from "../../http/sse.ts";
 import type { AnswerInfo, StreamDecoder, StreamEncoder } from "../../translate/codec.ts";
 import type { CanonicalEvent, Json, Opaque } from "../../translate/ir.ts";
 import { type Block, sequencedContent } from "../../translate/sequence.ts";
@@ -320,7 +320,18 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
   const output: Json[] = [];
 
   const ev = (type: string, payload: Json) =>
-    write(encodeSse(JSON.stringify({ type, ...payload, sequence_number: sequence++ }), type));
+    write(sseLine(JSON.stringify({ type, ...payload, sequence_number: sequence++ }), type));
+
+  /**
+   * A delta event as `ev` writes it (`type`, the item's fields, `before` the delta, the delta,
+   * `after` it, the sequence number), built as text: one per delta, the most of a stream.
+   */
+  const delta = (type: string, d: ItemData, before: string, text: string, after: string) =>
+    write(
+      "event: " + type + '\ndata: {"type":"' + type + '","item_id":' + JSON.stringify(d.itemId) +
+        ',"output_index":' + d.index + before + '"delta":' + JSON.stringify(text) + after +
+        '"sequence_number":' + sequence++ + "}\n\n",
+    );
 
   /** Writes `output_item.added` for the next output place; returns the place. */
   const add = (prefix: string, item: (id: string) => Json): { itemId: string; index: number } => {
@@ -436,10 +447,7 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
       const d = block.data;
       if (block.kind === "text") {
         d.text += text;
-        ev(
-          "response.output_text.delta",
-          at(d, { content_index: 0, delta: text, logprobs: [] }),
-        );
+        delta("response.output_text.delta", d, ',"content_index":0,', text, ',"logprobs":[],');
       } else if (block.kind === "reasoning") {
         if (!d.added) {
           openReasoning(d);
@@ -449,11 +457,11 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
           );
         }
         d.text += text;
-        ev("response.reasoning_summary_text.delta", at(d, { summary_index: 0, delta: text }));
+        delta("response.reasoning_summary_text.delta", d, ',"summary_index":0,', text, ",");
       } else {
         d.text += text;
         if (d.form === "function") {
-          ev("response.function_call_arguments.delta", at(d, { delta: text }));
+          delta("response.function_call_arguments.delta", d, ",", text, ",");
         }
       }
     },

@@ -1666,3 +1666,56 @@ Deno.test("a failure ends the stream with the error event, and nothing after it"
   ]);
   assert.deepEqual([errored[2].data.code, errored[2].data.message], ["overloaded", "Overloaded."]);
 });
+
+Deno.test("the encoder's delta events, written as text, are what JSON.stringify writes of their fields", () => {
+  const tricky = [
+    'say "hi"',
+    "a\\b",
+    "line\nbreak\r\n",
+    "tab\t\u0001",
+    "\u2028\u2029",
+    "😀 é",
+    "\ud800",
+  ];
+  const events: CanonicalEvent[] = [
+    { type: "start", id: "up_1", model: "m" },
+    { type: "reasoning-start", id: "r" },
+    ...tricky.map((delta) => ({ type: "reasoning-delta", id: "r", delta }) as CanonicalEvent),
+    { type: "reasoning-end", id: "r" },
+    { type: "text-start", id: "t" },
+    ...tricky.map((delta) => ({ type: "text-delta", id: "t", delta }) as CanonicalEvent),
+    { type: "text-end", id: "t" },
+    ...PARALLEL.slice(4),
+  ];
+  const out = encodeAll((w) => responsesEncoder(w, INFO), events);
+  const order: Record<string, string[]> = {
+    "response.output_text.delta": ["content_index", "delta", "logprobs"],
+    "response.reasoning_summary_text.delta": ["summary_index", "delta"],
+    "response.function_call_arguments.delta": ["delta"],
+  };
+  const seen = new Set<string>();
+  const deltas: Record<string, string[]> = {};
+  for (const raw of out.split("\n\n").filter(Boolean)) {
+    const [eventLine, dataLine, ...rest] = raw.split("\n");
+    assert.deepEqual(rest, []);
+    const type = eventLine.slice("event: ".length);
+    const data = dataLine.slice("data: ".length);
+    const value = JSON.parse(data);
+    // Compact, and the fields in the order the object was built in.
+    assert.equal(JSON.stringify(value), data);
+    assert.equal(value.type, type);
+    if (!order[type]) continue;
+    seen.add(type);
+    assert.deepEqual(Object.keys(value), [
+      "type",
+      "item_id",
+      "output_index",
+      ...order[type],
+      "sequence_number",
+    ]);
+    (deltas[type] ??= []).push(value.delta);
+  }
+  assert.deepEqual([...seen].sort(), Object.keys(order).sort());
+  assert.deepEqual(deltas["response.output_text.delta"], tricky);
+  assert.deepEqual(deltas["response.reasoning_summary_text.delta"], tricky);
+});
