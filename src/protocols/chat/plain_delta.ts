@@ -50,21 +50,13 @@ const MAX_LENGTH = 8192;
  */
 const NAME = /"([a-z_]+)":/g;
 
-/**
- * The identity members last found to name no member twice: `distinct`'s answer kept for the next
- * chunk, whose identity is the same text on every chunk of a stream.
- */
-let distinctIdentity = "";
-
 /** Whether identity members (group 1 of `PLAIN_CHUNK`) name no member twice. */
 function distinct(identity: string): boolean {
-  if (identity === distinctIdentity) return true;
   const names = new Set<string>();
   for (const [, name] of identity.matchAll(NAME)) {
     if (names.has(name)) return false;
     names.add(name);
   }
-  distinctIdentity = identity;
   return true;
 }
 
@@ -77,9 +69,32 @@ function distinct(identity: string): boolean {
  * the module's doc) and for a chunk longer than `MAX_LENGTH`: those are for the full parse.
  */
 export function plainDelta(text: string): string | undefined {
-  if (text.length > MAX_LENGTH) return undefined;
+  return read(text, "").content;
+}
+
+/**
+ * `plainDelta` for one stream's chunks: it keeps the identity members last found to name no
+ * member twice, the same text on every chunk of a stream, so that check runs once a stream. (Kept
+ * per stream, not per process: under load the chunks of many streams arrive interleaved.)
+ */
+export function plainDeltaReader(): (text: string) => string | undefined {
+  let known = "";
+  return (text) => {
+    const { content, identity } = read(text, known);
+    if (identity !== undefined) known = identity;
+    return content;
+  };
+}
+
+/** The text of a plain chunk, and its identity members when they were checked afresh. */
+function read(text: string, known: string): { content?: string; identity?: string } {
+  if (text.length > MAX_LENGTH) return {};
   const match = PLAIN_CHUNK.exec(text);
-  if (!match || !distinct(match[1])) return undefined;
-  const content = match[2];
-  return content.includes("\\") ? JSON.parse(content) : content.slice(1, -1);
+  if (!match) return {};
+  const identity = match[1];
+  const fresh = identity !== known;
+  if (fresh && !distinct(identity)) return {};
+  const quoted = match[2];
+  const content = quoted.includes("\\") ? JSON.parse(quoted) : quoted.slice(1, -1);
+  return fresh ? { content, identity } : { content };
 }

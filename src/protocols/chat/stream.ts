@@ -22,7 +22,7 @@ import { firstChoice } from "./decode_response.ts";
 import { errorChunk, readError } from "./errors.ts";
 import { decodeFinishReason, encodeFinishReason } from "./finish_reason.ts";
 import { decodeTokenUsage, encodeTokenUsage } from "./token_usage.ts";
-import { plainDelta } from "./plain_delta.ts";
+import { plainDeltaReader } from "./plain_delta.ts";
 
 /** `"usage":null` as a member of a compact JSON object (quotes inside strings are escaped). */
 const NULL_USAGE = /,\s*"usage"\s*:\s*null(?=\s*[,}])|"usage"\s*:\s*null\s*,/g;
@@ -96,7 +96,7 @@ interface OpenCall {
 export function chatDecoder(
   emit: (event: CanonicalEvent) => void,
   _provider: string,
-  plain: (data: string) => string | undefined = plainDelta,
+  plain: (data: string) => string | undefined = plainDeltaReader(),
 ): StreamDecoder {
   let started = false;
   let done = false;

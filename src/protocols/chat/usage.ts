@@ -7,7 +7,7 @@ import { addCalls, Meter, openaiUsage, type StreamMeter } from "../../billing/us
 import type { UsageView } from "../../translate/codec.ts";
 import { encodeSse } from "../../http/sse.ts";
 import { encodeTokenUsage } from "./token_usage.ts";
-import { plainDelta } from "./plain_delta.ts";
+import { plainDeltaReader } from "./plain_delta.ts";
 
 type Json = Record<string, unknown>;
 
@@ -30,7 +30,7 @@ export function chatUsage(body: unknown, webSearch = false): Usage | null {
  */
 export function chatMeter(
   webSearch = false,
-  plain: (data: string) => string | undefined = plainDelta,
+  plain: (data: string) => string | undefined = plainDeltaReader(),
 ): StreamMeter {
   const m = new Meter();
   return m.view((e) => {

@@ -7,7 +7,7 @@
  * same streams. `PLAIN_SEED` and `PLAIN_CASES` override the defaults.
  */
 import assert from "node:assert/strict";
-import { plainDelta } from "../../../../src/protocols/chat/plain_delta.ts";
+import { plainDelta, plainDeltaReader } from "../../../../src/protocols/chat/plain_delta.ts";
 import { chatDecoder } from "../../../../src/protocols/chat/stream.ts";
 import { chatMeter } from "../../../../src/protocols/chat/usage.ts";
 import { encodeSse, SseScanner } from "../../../../src/http/sse.ts";
@@ -370,6 +370,33 @@ Deno.test(`plainDelta: ${CASES} seeded chunks (seed ${SEED}) read as JSON.parse 
     assert.equal(content, parsedContent(text), label);
   }
   assert.ok(read > CASES / 5, `only ${read} of ${CASES} read`);
+});
+
+Deno.test("a stream's reader keeps the identity it checked, and reads every chunk as plainDelta does", () => {
+  const chunk = (identity: string, content: string) =>
+    `{${identity}"choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}}}]}`;
+  const a = '"id":"a","model":"m",';
+  const b = '"id":"b","model":"m",';
+  const twice = '"id":"a","id":"b","model":"m",';
+  const reader = plainDeltaReader();
+  // Interleaved streams, a repeated member after a checked identity, then the checked one again.
+  const texts = [
+    chunk(a, "one"),
+    chunk(a, "two"),
+    chunk(b, "three"),
+    chunk(twice, "four"),
+    chunk(a, "five"),
+    chunk(a, 'say "six"'),
+  ];
+  assert.deepEqual(texts.map(reader), texts.map(plainDelta));
+  assert.deepEqual(texts.map(reader), ["one", "two", "three", undefined, "five", 'say "six"']);
+  // A seeded mix, every chunk read as plainDelta reads it.
+  const rand = random(SEED + 1);
+  const seeded = plainDeltaReader();
+  for (let n = 0; n < CASES; n++) {
+    const { text } = chunkOf(rand);
+    assert.equal(seeded(text), plainDelta(text), text);
+  }
 });
 
 // ---------------------------------------------------------------------------------------------
