@@ -1,5 +1,5 @@
 /**
- * `deno bench bench/chat_stream_bench.ts`: what a translated stream costs the gateway per upstream
+ * `deno bench --lock=tests/deno.lock bench/chat_stream_bench.ts`: what a translated stream costs the gateway per upstream
  * stream when the upstream speaks chat completions and the client Messages ("messages → chat SSE"):
  * the upstream's SSE scanned, each event read by the chat meter and decoded and encoded by the
  * `Transcoder`, as the relay does. "plain" is the gateway as it is (text chunks read by
@@ -32,7 +32,7 @@ const WORDS = [
 
 type Json = Record<string, unknown>;
 
-/** A chat stream with `pieces` as its text chunks, its chunks' members in `order`. */
+/** A chat stream with `pieces` as its text chunks: OpenAI's members and their order, or the emulator's. */
 function chatStream(pieces: string[], openai: boolean): Uint8Array {
   const common: Json = openai
     ? {

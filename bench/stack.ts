@@ -92,7 +92,7 @@ export async function startSetup(): Promise<Setup> {
     `${dir}/switchyard.json`,
     JSON.stringify({ ...config(emulatorUrl), ...store }),
   );
-  const permissions = await compilePermissions();
+  const permissions = await compileFlags();
   const key = await createKey(dir, permissions);
   const limitedKey = await createKey(dir, permissions, [
     "--budget",
@@ -130,11 +130,11 @@ function config(emulatorUrl: string) {
 }
 
 /**
- * The `--allow-*` and `--unstable-*` flags of the compile task. A `./src` read permission (the
+ * The `--allow-*`, `--unstable-*` and `--v8-flags` flags of the compile task. A `./src` read permission (the
  * program's own modules, which serving threads load) names the repository's, not the working
  * directory's.
  */
-async function compilePermissions(): Promise<string[]> {
+async function compileFlags(): Promise<string[]> {
   const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
   return (tasks.compile as string).split(/\s+/)
     .filter((a) =>

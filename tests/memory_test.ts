@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { startStack } from "./helpers/setup.ts";
-import { compiledPermissions } from "./helpers/gateway.ts";
+import { compiledFlags } from "./helpers/gateway.ts";
 
 const stack = await startStack({ server: { maxBodyBytes: 2 * 1024 * 1024 } });
 const { gateway } = stack;
@@ -217,7 +217,7 @@ console.log(JSON.stringify({ paths: LIBC_PATHS, active: trim.active, state: Deno
     );
     try {
       const out = await new Deno.Command(Deno.execPath(), {
-        args: ["run", ...(await compiledPermissions()), script],
+        args: ["run", ...(await compiledFlags()), script],
         cwd: dir,
       }).output();
       assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));

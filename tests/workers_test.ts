@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { eventually, startStack, usageOf } from "./helpers/setup.ts";
-import { compiledPermissions, type Gateway } from "./helpers/gateway.ts";
+import { compiledFlags, type Gateway } from "./helpers/gateway.ts";
 import { booksOf } from "./helpers/store.ts";
 
 const stack = await startStack({ workers: 2 });
@@ -92,7 +92,7 @@ Deno.test("a second gateway cannot join the threads' port (SO_REUSEPORT): it sto
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
-      ...(await compiledPermissions()),
+      ...(await compiledFlags()),
       "--config",
       new URL("deno.json", root).pathname,
       new URL("main.ts", root).pathname,

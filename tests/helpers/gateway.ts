@@ -13,12 +13,14 @@ const DENO_JSON = new URL("deno.json", ROOT).pathname;
  * The `--allow-*`, `--unstable-*` and `--v8-flags` flags baked into the compiled binary, read from
  * deno.json's compile task.
  */
-export async function compiledPermissions(): Promise<string[]> {
+export async function compiledFlags(): Promise<string[]> {
   const tasks = JSON.parse(await Deno.readTextFile(DENO_JSON)).tasks as Record<string, string>;
   const flags = tasks.compile.split(/\s+/).filter((arg) =>
     arg.startsWith("--allow-") || arg.startsWith("--unstable-") || arg.startsWith("--v8-flags=")
   );
-  if (!flags.length) throw new Error("the compile task has no --allow-* flags");
+  if (!flags.some((flag) => flag.startsWith("--allow-"))) {
+    throw new Error("the compile task has no --allow-* flags");
+  }
   // The program's own modules (which serving threads load) are where it is installed: here, the
   // repository, whatever the working directory.
   return flags.map((flag) =>
@@ -77,7 +79,7 @@ async function denoRun(
   env: Record<string, string>,
   without: string[] = [],
 ): Promise<Deno.Command> {
-  const flags = (await compiledPermissions()).filter((flag) => !without.includes(flag));
+  const flags = (await compiledFlags()).filter((flag) => !without.includes(flag));
   const config = await configWithout(dir, without);
   return new Deno.Command(Deno.execPath(), {
     args: ["run", ...flags, "--config", config, MAIN, ...args],

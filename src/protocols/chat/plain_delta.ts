@@ -8,8 +8,8 @@
  * shape — members known to carry nothing else, each at most once, values of the types expected,
  * strings valid JSON — and anything else (whitespace, another member, a second choice, a finish
  * reason, usage, an error, a key written with escapes, a choice's members in another order, …) is
- * left to the full parse. What a chunk read here means is then what its parse would mean: its text, and
- * nothing else.
+ * left to the full parse. What a chunk read here means is then what its parse would mean: its
+ * text, and nothing else.
  */
 
 /** A JSON string: no raw control characters, only valid escapes. */

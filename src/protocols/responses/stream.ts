@@ -327,11 +327,12 @@ export function responsesEncoder(write: (text: string) => void, info: AnswerInfo
    * `after` it, the sequence number), built as text: one per delta, the most of a stream.
    */
   const delta = (type: string, d: ItemData, before: string, text: string, after: string) =>
-    write(
-      "event: " + type + '\ndata: {"type":"' + type + '","item_id":' + JSON.stringify(d.itemId) +
-        ',"output_index":' + d.index + before + '"delta":' + JSON.stringify(text) + after +
-        '"sequence_number":' + sequence++ + "}\n\n",
-    );
+    write(sseLine(
+      '{"type":"' + type + '","item_id":' + JSON.stringify(d.itemId) + ',"output_index":' +
+        d.index + before + '"delta":' + JSON.stringify(text) + after + '"sequence_number":' +
+        sequence++ + "}",
+      type,
+    ));
 
   /** Writes `output_item.added` for the next output place; returns the place. */
   const add = (prefix: string, item: (id: string) => Json): { itemId: string; index: number } => {
