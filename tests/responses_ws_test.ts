@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import { OpenAI } from "./deps.ts";
 import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
-import { startGateway } from "./helpers/gateway.ts";
+import { type Gateway, startGateway } from "./helpers/gateway.ts";
+import { sleep } from "./helpers/poll.ts";
 import { bearer, type Json, post } from "./helpers/http.ts";
 import { ledgerOf } from "./helpers/store.ts";
 import {
@@ -18,6 +19,7 @@ import {
   rawUpgrade,
   ResponsesSocket,
   socketUrl,
+  TcpSocket,
 } from "./helpers/responses_ws.ts";
 
 const stack = await startStack({
@@ -297,6 +299,101 @@ Deno.test("a socket closed mid-turn is billed for what was relayed, and the upst
   const usage = await usageOf(gateway, key);
   assert.equal(usage.held_nanousd, 0);
   assert.equal(usage.requests, 1);
+});
+
+/** The settled charges of `account` on `gateway`, oldest first. */
+async function settledOn(gateway: Gateway, account: string) {
+  return (await ledgerOf(gateway, { account }))
+    .filter((e) => e.kind === "charge" && e.status === "settled")
+    .reverse();
+}
+
+/** A turn's terminal event, read from the beginning of its message. */
+const TERMINAL_TEXT = /^\{"type":"(response\.(completed|failed|incomplete)|error)"/;
+
+Deno.test("a client that stops reading holds its turn's upstream back: reading again it gets the whole answer, not reading it is closed after the idle limit", async () => {
+  // Answers of tens of MB — far more than the gateway's mark and the kernel's buffers on loopback
+  // hold — to clients that send a turn and do not read.
+  const words = 400_000;
+  const idleMs = 1000;
+  const slow = await startGateway({
+    config: {
+      defaultCatalog: false,
+      server: { webSockets: true, streamIdleTimeoutMs: idleMs },
+      routing: { maxAttempts: 1 },
+      providers: {
+        emulated: {
+          type: "anthropic",
+          baseUrl: `${stack.emulatorUrl}/anthropic`,
+          apiKey: "env:EMULATED_UPSTREAM_KEY",
+        },
+      },
+      models: {
+        "claude-long": {
+          provider: "emulated",
+          upstream: "claude-sonnet-4-5",
+          price: { input: 1, output: 1 },
+          maxOutputTokens: 2 * words,
+        },
+      },
+    },
+    env: { EMULATED_UPSTREAM_KEY: UPSTREAM_KEY },
+  });
+  const sockets: TcpSocket[] = [];
+  const open = async (account: string) => {
+    const { key } = await slow.createKey(account, "--credit", "5");
+    const socket = await TcpSocket.open(socketUrl(slow.url), bearer(key));
+    sockets.push(socket);
+    return socket;
+  };
+  try {
+    // A pause shorter than the idle limit: the turn waits for the client, its upstream held back,
+    // and the client that reads again gets the whole answer.
+    const resumed = await open("ws-resumed");
+    let before = await stack.emulatorStats();
+    await resumed.send({
+      type: "response.create",
+      model: "claude-long",
+      input: `talk [[emulate words=${words / 4}]]`,
+    });
+    await sleep(idleMs / 2);
+    assert.equal((await stack.emulatorStats()).streamsCompleted, before.streamsCompleted);
+    const whole = await resumed.read((text) => TERMINAL_TEXT.test(text));
+    assert.equal(JSON.parse(whole.last!).type, "response.completed", whole.last!.slice(0, 200));
+    assert.ok(whole.messages > words / 4, `${whole.messages} messages`);
+    await eventually(async () => (await settledOn(slow, "ws-resumed")).length === 1);
+    const [paid] = await settledOn(slow, "ws-resumed");
+    assert.equal(paid.estimated, false, "billed at the upstream's usage");
+
+    // No reading at all: once the socket's queue has not moved for the idle limit the connection
+    // is closed, and the turn settled as a hang-up is — for what was relayed.
+    const stalled = await open("ws-stalled");
+    before = await stack.emulatorStats();
+    const sent = performance.now();
+    await stalled.send({
+      type: "response.create",
+      model: "claude-long",
+      input: `talk [[emulate words=${words}]]`,
+    });
+    await eventually(async () => (await settledOn(slow, "ws-stalled")).length === 1);
+    const [charge] = await settledOn(slow, "ws-stalled");
+    assert.equal(charge.estimated, true, "billed on what was relayed");
+    const output = charge.units.find((u) => u.unit === "output_tokens")!.quantity;
+    assert.ok(output > 0 && output < words / 4, `${output} of ${words} output tokens relayed`);
+    // The upstream did not get to send its whole answer: its stream was stopped.
+    await eventually(async () =>
+      (await stack.emulatorStats()).streamsCancelled === before.streamsCancelled + 1
+    );
+    assert.equal((await stack.emulatorStats()).streamsCompleted, before.streamsCompleted);
+    // Read now, the socket holds what was queued (a small part of the answer), then the close.
+    const queued = await stalled.read();
+    assert.deepEqual(queued.close, { code: 1008, reason: "client not reading" });
+    assert.ok(queued.messages < words / 4, `${queued.messages} messages (${queued.bytes} bytes)`);
+    assert.ok(performance.now() - sent >= idleMs, `closed after ${performance.now() - sent} ms`);
+  } finally {
+    for (const socket of sockets) socket.close();
+    await slow.stop();
+  }
 });
 
 Deno.test("every turn is authenticated and counted: a revoked key's next turn, a key's RPM", async () => {
