@@ -9,8 +9,8 @@
 import assert from "node:assert/strict";
 import { OpenAI } from "./deps.ts";
 import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
-import { type Gateway, startGateway } from "./helpers/gateway.ts";
-import { sleep } from "./helpers/poll.ts";
+import { type Gateway, logEntries, startGateway } from "./helpers/gateway.ts";
+import { sleep, waitFor } from "./helpers/poll.ts";
 import { bearer, type Json, post } from "./helpers/http.ts";
 import { ledgerOf } from "./helpers/store.ts";
 import {
@@ -311,15 +311,21 @@ async function settledOn(gateway: Gateway, account: string) {
 /** A turn's terminal event, read from the beginning of its message. */
 const TERMINAL_TEXT = /^\{"type":"(response\.(completed|failed|incomplete)|error)"/;
 
-Deno.test("a client that stops reading holds its turn's upstream back: reading again it gets the whole answer, not reading it is closed after the idle limit", async () => {
-  // Answers of tens of MB — far more than the gateway's mark and the kernel's buffers on loopback
-  // hold — to clients that send a turn and do not read.
-  const words = 400_000;
-  const idleMs = 1000;
-  const slow = await startGateway({
+/**
+ * Words of the long answers: tens of MB of events — far more than the gateway's mark and the
+ * kernel's buffers on loopback hold — for clients that send a turn and do not read.
+ */
+const LONG_WORDS = 400_000;
+
+/**
+ * A gateway with WebSockets on, `server`'s limits, and `claude-long`, whose answers (the
+ * emulator's Messages, translated) are as long as the prompt asks, up to twice `LONG_WORDS`.
+ */
+function longAnswers(server: Record<string, unknown>): Promise<Gateway> {
+  return startGateway({
     config: {
       defaultCatalog: false,
-      server: { webSockets: true, streamIdleTimeoutMs: idleMs },
+      server: { webSockets: true, ...server },
       routing: { maxAttempts: 1 },
       providers: {
         emulated: {
@@ -333,12 +339,23 @@ Deno.test("a client that stops reading holds its turn's upstream back: reading a
           provider: "emulated",
           upstream: "claude-sonnet-4-5",
           price: { input: 1, output: 1 },
-          maxOutputTokens: 2 * words,
+          maxOutputTokens: 2 * LONG_WORDS,
         },
       },
     },
     env: { EMULATED_UPSTREAM_KEY: UPSTREAM_KEY },
   });
+}
+
+/** The output tokens a charge counts. */
+function outputOf(charge: { units: { unit: string; quantity: number }[] }): number {
+  return charge.units.find((u) => u.unit === "output_tokens")!.quantity;
+}
+
+Deno.test("a client that stops reading holds its turn's upstream back: reading again it gets the whole answer, not reading it is closed after the idle limit", async () => {
+  const words = LONG_WORDS;
+  const idleMs = 1000;
+  const slow = await longAnswers({ streamIdleTimeoutMs: idleMs });
   const sockets: TcpSocket[] = [];
   const open = async (account: string) => {
     const { key } = await slow.createKey(account, "--credit", "5");
@@ -378,7 +395,7 @@ Deno.test("a client that stops reading holds its turn's upstream back: reading a
     await eventually(async () => (await settledOn(slow, "ws-stalled")).length === 1);
     const [charge] = await settledOn(slow, "ws-stalled");
     assert.equal(charge.estimated, true, "billed on what was relayed");
-    const output = charge.units.find((u) => u.unit === "output_tokens")!.quantity;
+    const output = outputOf(charge);
     assert.ok(output > 0 && output < words / 4, `${output} of ${words} output tokens relayed`);
     // The upstream did not get to send its whole answer: its stream was stopped.
     await eventually(async () =>
@@ -393,6 +410,41 @@ Deno.test("a client that stops reading holds its turn's upstream back: reading a
   } finally {
     for (const socket of sockets) socket.close();
     await slow.stop();
+  }
+});
+
+Deno.test("without an idle limit, a client still behind when its connection reaches streamMaxMs is closed then", async () => {
+  const maxMs = 1500;
+  const limited = await longAnswers({ streamIdleTimeoutMs: 0, streamMaxMs: maxMs });
+  let socket: TcpSocket | undefined;
+  try {
+    const { key } = await limited.createKey("ws-aged", "--credit", "5");
+    socket = await TcpSocket.open(socketUrl(limited.url), bearer(key));
+    const opened = performance.now();
+    // The turn is sent a while after the connection opened, so that it is still waiting for its
+    // client when the connection reaches its limit (the turn's own stream is cut later).
+    await sleep(maxMs / 3);
+    await socket.send({
+      type: "response.create",
+      model: "claude-long",
+      input: `talk [[emulate words=${LONG_WORDS}]]`,
+    });
+    await eventually(async () => (await settledOn(limited, "ws-aged")).length === 1);
+    const [charge] = await settledOn(limited, "ws-aged");
+    assert.equal(charge.estimated, true, "billed on what was relayed");
+    assert.ok(outputOf(charge) < LONG_WORDS / 4, `${outputOf(charge)} output tokens relayed`);
+    // The connection was closed at its limit, before the client read anything (the turn's own
+    // stream, cut at its limit a little later, would be settled but leave the connection open).
+    await waitFor(
+      () => logEntries(limited).some((e) => e.msg === "websocket closed" && e.in_flight),
+      { ms: 5000, what: "the connection closed with its turn in flight" },
+    );
+    const queued = await socket.read();
+    assert.deepEqual(queued.close, { code: 1008, reason: "connection limit reached" });
+    assert.ok(performance.now() - opened >= maxMs, `closed after ${performance.now() - opened} ms`);
+  } finally {
+    socket?.close();
+    await limited.stop();
   }
 });
 
