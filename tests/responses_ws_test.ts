@@ -3,8 +3,9 @@
  * SDK's Responses socket and by raw sockets: passed through to OpenAI and xAI over the upstream's
  * own WebSocket, translated to Anthropic and Gemini, the connection-local `previous_response_id`
  * chain, every turn authenticated, counted, held and settled as one call (one ledger entry each),
- * a socket closed mid-turn billed for what was relayed, errors as the protocol's `error` event,
- * and the 426 a gateway that does not serve it answers.
+ * a socket closed mid-turn billed for what was relayed, a client that stops reading holding its
+ * turn's upstream back (and closed when it does not read again), errors as the protocol's `error`
+ * event, and the 426 a gateway that does not serve it answers.
  */
 import assert from "node:assert/strict";
 import { OpenAI } from "./deps.ts";
