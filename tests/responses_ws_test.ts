@@ -3,13 +3,15 @@
  * SDK's Responses socket and by raw sockets: passed through to OpenAI and xAI over the upstream's
  * own WebSocket, translated to Anthropic and Gemini, the connection-local `previous_response_id`
  * chain, every turn authenticated, counted, held and settled as one call (one ledger entry each),
- * a socket closed mid-turn billed for what was relayed, errors as the protocol's `error` event,
- * and the 426 a gateway that does not serve it answers.
+ * a socket closed mid-turn billed for what was relayed, a client that stops reading holding its
+ * turn's upstream back (and closed when it does not read again), errors as the protocol's `error`
+ * event, and the 426 a gateway that does not serve it answers.
  */
 import assert from "node:assert/strict";
 import { OpenAI } from "./deps.ts";
 import { eventually, startStack, UPSTREAM_KEY, usageOf } from "./helpers/setup.ts";
-import { startGateway } from "./helpers/gateway.ts";
+import { type Gateway, logEntries, startGateway } from "./helpers/gateway.ts";
+import { sleep, waitFor } from "./helpers/poll.ts";
 import { bearer, type Json, post } from "./helpers/http.ts";
 import { ledgerOf } from "./helpers/store.ts";
 import {
@@ -18,6 +20,7 @@ import {
   rawUpgrade,
   ResponsesSocket,
   socketUrl,
+  TcpSocket,
 } from "./helpers/responses_ws.ts";
 
 const stack = await startStack({
@@ -297,6 +300,153 @@ Deno.test("a socket closed mid-turn is billed for what was relayed, and the upst
   const usage = await usageOf(gateway, key);
   assert.equal(usage.held_nanousd, 0);
   assert.equal(usage.requests, 1);
+});
+
+/** The settled charges of `account` on `gateway`, oldest first. */
+async function settledOn(gateway: Gateway, account: string) {
+  return (await ledgerOf(gateway, { account }))
+    .filter((e) => e.kind === "charge" && e.status === "settled")
+    .reverse();
+}
+
+/** A turn's terminal event, read from the beginning of its message. */
+const TERMINAL_TEXT = /^\{"type":"(response\.(completed|failed|incomplete)|error)"/;
+
+/**
+ * Words of the long answers: tens of MB of events — far more than the gateway's mark and the
+ * kernel's buffers on loopback hold — for clients that send a turn and do not read.
+ */
+const LONG_WORDS = 400_000;
+
+/**
+ * A gateway with WebSockets on, `server`'s limits, and `claude-long`, whose answers (the
+ * emulator's Messages, translated) are as long as the prompt asks, up to twice `LONG_WORDS`.
+ */
+function longAnswers(server: Record<string, unknown>): Promise<Gateway> {
+  return startGateway({
+    config: {
+      defaultCatalog: false,
+      server: { webSockets: true, ...server },
+      routing: { maxAttempts: 1 },
+      providers: {
+        emulated: {
+          type: "anthropic",
+          baseUrl: `${stack.emulatorUrl}/anthropic`,
+          apiKey: "env:EMULATED_UPSTREAM_KEY",
+        },
+      },
+      models: {
+        "claude-long": {
+          provider: "emulated",
+          upstream: "claude-sonnet-4-5",
+          price: { input: 1, output: 1 },
+          maxOutputTokens: 2 * LONG_WORDS,
+        },
+      },
+    },
+    env: { EMULATED_UPSTREAM_KEY: UPSTREAM_KEY },
+  });
+}
+
+/** The output tokens a charge counts. */
+function outputOf(charge: { units: { unit: string; quantity: number }[] }): number {
+  return charge.units.find((u) => u.unit === "output_tokens")!.quantity;
+}
+
+Deno.test("a client that stops reading holds its turn's upstream back: reading again it gets the whole answer, not reading it is closed after the idle limit", async () => {
+  const words = LONG_WORDS;
+  const idleMs = 1000;
+  const slow = await longAnswers({ streamIdleTimeoutMs: idleMs });
+  const sockets: TcpSocket[] = [];
+  const open = async (account: string) => {
+    const { key } = await slow.createKey(account, "--credit", "5");
+    const socket = await TcpSocket.open(socketUrl(slow.url), bearer(key));
+    sockets.push(socket);
+    return socket;
+  };
+  try {
+    // A pause shorter than the idle limit: the turn waits for the client, its upstream held back,
+    // and the client that reads again gets the whole answer.
+    const resumed = await open("ws-resumed");
+    let before = await stack.emulatorStats();
+    await resumed.send({
+      type: "response.create",
+      model: "claude-long",
+      input: `talk [[emulate words=${words / 4}]]`,
+    });
+    await sleep(idleMs / 2);
+    assert.equal((await stack.emulatorStats()).streamsCompleted, before.streamsCompleted);
+    const whole = await resumed.read((text) => TERMINAL_TEXT.test(text));
+    assert.equal(JSON.parse(whole.last!).type, "response.completed", whole.last!.slice(0, 200));
+    assert.ok(whole.messages > words / 4, `${whole.messages} messages`);
+    await eventually(async () => (await settledOn(slow, "ws-resumed")).length === 1);
+    const [paid] = await settledOn(slow, "ws-resumed");
+    assert.equal(paid.estimated, false, "billed at the upstream's usage");
+
+    // No reading at all: once the socket's queue has not moved for the idle limit the connection
+    // is closed, and the turn settled as a hang-up is — for what was relayed.
+    const stalled = await open("ws-stalled");
+    before = await stack.emulatorStats();
+    const sent = performance.now();
+    await stalled.send({
+      type: "response.create",
+      model: "claude-long",
+      input: `talk [[emulate words=${words}]]`,
+    });
+    await eventually(async () => (await settledOn(slow, "ws-stalled")).length === 1);
+    const [charge] = await settledOn(slow, "ws-stalled");
+    assert.equal(charge.estimated, true, "billed on what was relayed");
+    const output = outputOf(charge);
+    assert.ok(output > 0 && output < words / 4, `${output} of ${words} output tokens relayed`);
+    // The upstream did not get to send its whole answer: its stream was stopped.
+    await eventually(async () =>
+      (await stack.emulatorStats()).streamsCancelled === before.streamsCancelled + 1
+    );
+    assert.equal((await stack.emulatorStats()).streamsCompleted, before.streamsCompleted);
+    // Read now, the socket holds what was queued (a small part of the answer), then the close.
+    const queued = await stalled.read();
+    assert.deepEqual(queued.close, { code: 1008, reason: "client not reading" });
+    assert.ok(queued.messages < words / 4, `${queued.messages} messages (${queued.bytes} bytes)`);
+    assert.ok(performance.now() - sent >= idleMs, `closed after ${performance.now() - sent} ms`);
+  } finally {
+    for (const socket of sockets) socket.close();
+    await slow.stop();
+  }
+});
+
+Deno.test("without an idle limit, a client still behind when its connection reaches streamMaxMs is closed then", async () => {
+  const maxMs = 1500;
+  const limited = await longAnswers({ streamIdleTimeoutMs: 0, streamMaxMs: maxMs });
+  let socket: TcpSocket | undefined;
+  try {
+    const { key } = await limited.createKey("ws-aged", "--credit", "5");
+    socket = await TcpSocket.open(socketUrl(limited.url), bearer(key));
+    const opened = performance.now();
+    // The turn is sent a while after the connection opened, so that it is still waiting for its
+    // client when the connection reaches its limit (the turn's own stream is cut later).
+    await sleep(maxMs / 3);
+    await socket.send({
+      type: "response.create",
+      model: "claude-long",
+      input: `talk [[emulate words=${LONG_WORDS}]]`,
+    });
+    await eventually(async () => (await settledOn(limited, "ws-aged")).length === 1);
+    const [charge] = await settledOn(limited, "ws-aged");
+    assert.equal(charge.estimated, true, "billed on what was relayed");
+    assert.ok(outputOf(charge) < LONG_WORDS / 4, `${outputOf(charge)} output tokens relayed`);
+    // The connection was closed at its limit, before the client read anything (the turn's own
+    // stream, cut at its limit a little later, would be settled but leave the connection open).
+    await waitFor(
+      () => logEntries(limited).some((e) => e.msg === "websocket closed" && e.in_flight),
+      { ms: 5000, what: "the connection closed with its turn in flight" },
+    );
+    const queued = await socket.read();
+    assert.deepEqual(queued.close, { code: 1008, reason: "connection limit reached" });
+    assert.ok(performance.now() - opened >= maxMs, `closed after ${performance.now() - opened} ms`);
+  } finally {
+    socket?.close();
+    await limited.stop();
+  }
 });
 
 Deno.test("every turn is authenticated and counted: a revoked key's next turn, a key's RPM", async () => {

@@ -21,7 +21,11 @@
  * SSE. The connection closes after `server.streamIdleTimeoutMs` without a turn, and at
  * `server.streamMaxMs` (a turn in flight first finishes; one sent later is refused with
  * `websocket_connection_limit_reached`); a server that stops closes its sockets (a turn in flight
- * is billed for what was relayed). Where the server cannot keep an upgraded connection, or
+ * is billed for what was relayed). A client that reads slower than its turn's upstream answers
+ * holds the turn back: with more than `HIGH_WATER_BYTES` queued on the socket the turn stops
+ * reading its upstream until the client has caught up; one that reads nothing of it for
+ * `server.streamIdleTimeoutMs`, or is still behind at `server.streamMaxMs`, is closed (1008), its
+ * turn billed for what was relayed. Where the server cannot keep an upgraded connection, or
  * `server.webSockets` is off, the upgrade is answered 426, so clients fall back to HTTP.
  */
 import type { Handler, RequestContext, SocketState } from "../context.ts";
@@ -37,6 +41,17 @@ const MAX_QUEUED = 16;
 
 /** Upstream objects (responses, their items) a connection keeps, the oldest forgotten first. */
 const MAX_OBJECTS = 1_000;
+
+/**
+ * Bytes a socket may have queued for its client (Deno's `bufferedAmount`: sent, not yet taken by
+ * the connection) before a turn stops reading its answer. Past it the turn waits until the client
+ * has read the queue back under the mark, so the upstream is not read meanwhile and its connection
+ * holds the rest back, as a slow reader holds back an SSE stream.
+ */
+const HIGH_WATER_BYTES = 1 << 20;
+
+/** How often a turn waiting for its client looks at the socket's queue (there is no `drain` event). */
+const DRAIN_POLL_MS = 15;
 
 /**
  * This thread's open sockets. The listener that serves WebSockets has no connection cap (see
@@ -245,11 +260,55 @@ class Session {
     }
     const messages = readMessages(answer.body, (text) => {
       this.#send(echo === undefined ? text : withLaneText(text, echo));
+      return this.#drained(stop.signal);
     });
     reading(messages);
     if (stop.signal.aborted) messages.cancel();
     // A stream that failed was ended with its error event (as SSE ends it): nothing more to say.
     await messages.done.catch(() => {});
+  }
+
+  /**
+   * Waits while the socket has more than `HIGH_WATER_BYTES` queued for the client (undefined at
+   * once when it has not). The wait ends when the client has read the queue under the mark, the
+   * connection ends or `signal` stops the turn — or when the client is given up (see `#stalled`),
+   * which closes the connection: the turn then ends as one whose client went away.
+   */
+  #drained(signal: AbortSignal): Promise<void> | undefined {
+    if (this.ws.bufferedAmount <= HIGH_WATER_BYTES) return undefined;
+    return new Promise((resolve) => {
+      let queued = this.ws.bufferedAmount;
+      let movedAt = Date.now();
+      const poll = () => {
+        if (this.#closed || signal.aborted || this.ws.readyState !== WebSocket.OPEN) {
+          return resolve();
+        }
+        const now = this.ws.bufferedAmount;
+        if (now <= HIGH_WATER_BYTES) return resolve();
+        if (now < queued) {
+          queued = now;
+          movedAt = Date.now();
+        }
+        const stalled = this.#stalled(Date.now() - movedAt);
+        if (!stalled) return void setTimeout(poll, DRAIN_POLL_MS);
+        this.#close(...stalled);
+        resolve();
+      };
+      setTimeout(poll, DRAIN_POLL_MS);
+    });
+  }
+
+  /**
+   * Why a turn whose client has not read any of the socket's queue for `ms` is given up, as the
+   * close code and reason of its connection, or undefined while it waits on: the queue has not
+   * shrunk for `server.streamIdleTimeoutMs` (0: no limit), or the connection has reached
+   * `server.streamMaxMs` (a turn that is behind by more than the mark is not waited for there).
+   */
+  #stalled(ms: number): [code: number, reason: string] | undefined {
+    const idle = this.ctx.services.config.streamIdleTimeoutMs;
+    if (idle > 0 && ms >= idle) return [1008, "client not reading"];
+    if (this.#aged) return [1008, "connection limit reached"];
+    return undefined;
   }
 
   /** The request a turn stands for: the upgrade's credentials, the turn's body (streamed). */

@@ -2,8 +2,9 @@
  * Clients of the Responses API over WebSocket: the official `openai` SDK's socket (its
  * `ResponsesWSBase` — the connection, the events, the errors are the SDK's — over Deno's own
  * WebSocket, as the SDK's browser transport does: its Node transport needs the `ws` package,
- * which the tests do not install), a raw socket that reads a turn's events, and a raw upgrade
- * request, to read the handshake's answer when the gateway refuses it.
+ * which the tests do not install), a raw socket that reads a turn's events, a raw upgrade
+ * request, to read the handshake's answer when the gateway refuses it, and a WebSocket spoken by
+ * hand over TCP, which reads only when asked to (a client that stops reading).
  */
 import { type OpenAI, ResponsesWSBase } from "../deps.ts";
 import type { Json } from "./http.ts";
@@ -198,4 +199,160 @@ export async function rawUpgrade(url: string, headers: Record<string, string>): 
   } finally {
     conn.close();
   }
+}
+
+/** What a `TcpSocket` read: up to the server's close frame, or a message it was told to stop at. */
+export interface TcpRead {
+  /** The messages' payload bytes, all told. */
+  bytes: number;
+  /** The text messages. */
+  messages: number;
+  /** With `until`: the last text message read (the one it stopped at, when it did). */
+  last?: string;
+  /** The close frame's code and reason, when the read ended there. */
+  close?: { code: number; reason: string };
+}
+
+/**
+ * A WebSocket spoken by hand over a TCP connection: the upgrade, masked text frames out, and
+ * nothing read until `read` is called — so the server's messages wait in the kernel's buffers and
+ * the server's queue, as they do for a client that stops reading.
+ */
+export class TcpSocket {
+  private constructor(
+    private readonly conn: Deno.TcpConn,
+    /** Bytes read past the handshake's head. */
+    private buffered: Uint8Array,
+  ) {}
+
+  /** Upgrades a TCP connection to `url` with `headers` (rejects when the answer is not 101). */
+  static async open(url: string, headers: Record<string, string>): Promise<TcpSocket> {
+    const { hostname, port, pathname } = new URL(url);
+    const conn = await Deno.connect({ hostname, port: Number(port) });
+    const lines = [
+      `GET ${pathname} HTTP/1.1`,
+      `host: ${hostname}:${port}`,
+      "upgrade: websocket",
+      "connection: Upgrade",
+      "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==",
+      "sec-websocket-version: 13",
+      ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    ];
+    await writeAll(conn, new TextEncoder().encode(`${lines.join("\r\n")}\r\n\r\n`));
+    let head: Uint8Array = new Uint8Array(0);
+    for (;;) {
+      const end = indexOfHeadEnd(head);
+      if (end >= 0) {
+        const status = new TextDecoder().decode(head.subarray(0, end)).split(" ")[1];
+        if (status !== "101") {
+          conn.close();
+          throw new Error(`the upgrade was answered ${status}`);
+        }
+        return new TcpSocket(conn, head.slice(end + 4));
+      }
+      const chunk = await readSome(conn);
+      if (!chunk) throw new Error("the connection closed during the handshake");
+      head = concat(head, chunk);
+    }
+  }
+
+  /** Sends `event` as one masked text frame. */
+  async send(event: Json): Promise<void> {
+    const payload = new TextEncoder().encode(JSON.stringify(event));
+    const length = payload.length;
+    const header = length < 126
+      ? [0x81, 0x80 | length]
+      : length < 65536
+      ? [0x81, 0x80 | 126, length >> 8, length & 0xff]
+      : [0x81, 0x80 | 127, 0, 0, 0, 0, ...[24, 16, 8, 0].map((s) => (length >>> s) & 0xff)];
+    const mask = crypto.getRandomValues(new Uint8Array(4));
+    const masked = payload.map((byte, i) => byte ^ mask[i % 4]);
+    await writeAll(this.conn, concat(new Uint8Array([...header, ...mask]), masked));
+  }
+
+  /**
+   * Reads frames up to the server's close frame, or up to the first text message `until` is true
+   * of (rejects when the connection ends first).
+   */
+  async read(until?: (text: string) => boolean): Promise<TcpRead> {
+    const read: TcpRead = { bytes: 0, messages: 0 };
+    const decoder = new TextDecoder();
+    for (;;) {
+      const frame = await this.#frame();
+      const opcode = frame.first & 0x0f;
+      if (opcode === 0x8) {
+        const code = frame.payload.length >= 2 ? (frame.payload[0] << 8) | frame.payload[1] : 1005;
+        return { ...read, close: { code, reason: decoder.decode(frame.payload.subarray(2)) } };
+      }
+      read.bytes += frame.payload.length;
+      if (opcode !== 0x1) continue;
+      read.messages++;
+      if (!until) continue;
+      read.last = decoder.decode(frame.payload);
+      if (until(read.last)) return read;
+    }
+  }
+
+  close(): void {
+    try {
+      this.conn.close();
+    } catch { /* already closed */ }
+  }
+
+  /** The next frame (the server's are not masked). */
+  async #frame(): Promise<{ first: number; payload: Uint8Array }> {
+    await this.#fill(2);
+    const first = this.buffered[0];
+    let length = this.buffered[1] & 0x7f;
+    let at = 2;
+    if (length === 126) {
+      await this.#fill(4);
+      length = (this.buffered[2] << 8) | this.buffered[3];
+      at = 4;
+    } else if (length === 127) {
+      await this.#fill(10);
+      length = Number(new DataView(this.buffered.buffer, this.buffered.byteOffset).getBigUint64(2));
+      at = 10;
+    }
+    await this.#fill(at + length);
+    const payload = this.buffered.subarray(at, at + length);
+    this.buffered = this.buffered.subarray(at + length);
+    return { first, payload };
+  }
+
+  /** Reads until `n` bytes are buffered. */
+  async #fill(n: number): Promise<void> {
+    while (this.buffered.length < n) {
+      const chunk = await readSome(this.conn);
+      if (!chunk) throw new Error("the connection closed before the server's close frame");
+      this.buffered = concat(this.buffered, chunk);
+    }
+  }
+}
+
+/** Where an HTTP head's blank line begins in `bytes`, or -1. */
+function indexOfHeadEnd(bytes: Uint8Array): number {
+  for (let i = 0; i + 3 < bytes.length; i++) {
+    if (bytes[i] === 13 && bytes[i + 1] === 10 && bytes[i + 2] === 13 && bytes[i + 3] === 10) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+async function readSome(conn: Deno.TcpConn): Promise<Uint8Array | null> {
+  const buffer = new Uint8Array(65536);
+  const n = await conn.read(buffer);
+  return n === null ? null : buffer.subarray(0, n);
+}
+
+async function writeAll(conn: Deno.TcpConn, bytes: Uint8Array): Promise<void> {
+  for (let at = 0; at < bytes.length;) at += await conn.write(bytes.subarray(at));
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
 }
