@@ -334,11 +334,23 @@ function longAnswers(server: Record<string, unknown>): Promise<Gateway> {
           baseUrl: `${stack.emulatorUrl}/anthropic`,
           apiKey: "env:EMULATED_UPSTREAM_KEY",
         },
+        "emulated-openai": {
+          type: "openai",
+          baseUrl: `${stack.emulatorUrl}/openai/v1`,
+          apiKey: "env:EMULATED_UPSTREAM_KEY",
+        },
       },
       models: {
         "claude-long": {
           provider: "emulated",
           upstream: "claude-sonnet-4-5",
+          price: { input: 1, output: 1 },
+          maxOutputTokens: 2 * LONG_WORDS,
+        },
+        // Its turns go over the emulator's own WebSocket (OpenAI's WebSocket mode).
+        "gpt-long": {
+          provider: "emulated-openai",
+          upstream: "gpt-5.4",
           price: { input: 1, output: 1 },
           maxOutputTokens: 2 * LONG_WORDS,
         },
@@ -410,6 +422,35 @@ Deno.test("a client that stops reading holds its turn's upstream back: reading a
     assert.ok(performance.now() - sent >= idleMs, `closed after ${performance.now() - sent} ms`);
   } finally {
     for (const socket of sockets) socket.close();
+    await slow.stop();
+  }
+});
+
+Deno.test("over the upstream's WebSocket, an answer its client leaves unread past the bound ends there, billed for what was relayed", async () => {
+  // The idle limit is far off: what ends the turn is the unread answer, not the client's silence.
+  const slow = await longAnswers({ streamIdleTimeoutMs: 60_000 });
+  let socket: TcpSocket | undefined;
+  try {
+    const { key } = await slow.createKey("ws-unread", "--credit", "5");
+    socket = await TcpSocket.open(socketUrl(slow.url), bearer(key));
+    await socket.send({
+      type: "response.create",
+      model: "gpt-long",
+      input: `talk [[emulate words=${LONG_WORDS}]]`,
+    });
+    // The upstream's socket is read as it writes: past the bound of unread answer the turn ends,
+    // before the client has read anything.
+    await eventually(async () => (await settledOn(slow, "ws-unread")).length === 1);
+    const [charge] = await settledOn(slow, "ws-unread");
+    assert.equal(charge.estimated, true, "billed on what was relayed");
+    const output = outputOf(charge);
+    assert.ok(output > 0 && output < LONG_WORDS / 4, `${output} of ${LONG_WORDS} tokens relayed`);
+    // Read now: what the client's socket had queued, then the protocol's error, not the answer.
+    const read = await socket.read((text) => TERMINAL_TEXT.test(text));
+    assert.equal(JSON.parse(read.last!).type, "error", read.last!.slice(0, 200));
+    assert.ok(read.messages < LONG_WORDS / 4, `${read.messages} messages (${read.bytes} bytes)`);
+  } finally {
+    socket?.close();
     await slow.stop();
   }
 });

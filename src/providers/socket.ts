@@ -10,9 +10,12 @@
  * or, when the first event is an `error`, an HTTP error answer with the event's status and error,
  * so a rate limit or a refused key counts as it does over HTTP. A socket that closes mid-turn ends
  * the body with an error (the relay cuts the stream there); an answer the client no longer reads
- * closes the socket (nothing else stops a turn upstream). An upstream that does not take the
- * upgrade is sent that key's turns over HTTP for the rest of the connection (a refused key or a
- * missing route is then answered as HTTP answers it). A socket the upstream aged out
+ * closes the socket (nothing else stops a turn upstream). A WebSocket reads every message as it
+ * comes, so a turn cannot hold its upstream back as an HTTP stream does: an answer of which more
+ * than `MAX_UNREAD_BYTES` waits unread (its client reads slower than the upstream writes) ends
+ * there, as a socket that closes mid-turn does, and its socket is closed. An upstream that does
+ * not take the upgrade is sent that key's turns over HTTP for the rest of the connection (a
+ * refused key or a missing route is then answered as HTTP answers it). A socket the upstream aged out
  * (`websocket_connection_limit_reached` before a turn began) is opened again, once.
  */
 import { GatewayError } from "../http/errors.ts";
@@ -27,6 +30,12 @@ const TERMINAL = new Set(["response.completed", "response.failed", "response.inc
 const AGED_OUT = "websocket_connection_limit_reached";
 
 const encoder = new TextEncoder();
+
+/**
+ * Bytes of a turn's answer that may wait unread (its client is slower than the upstream) before
+ * the turn is ended and its socket closed: the bound on what a slow client makes the gateway hold.
+ */
+export const MAX_UNREAD_BYTES = 8 << 20;
 
 /** A turn's start: its answer, and the code of the error it began with, if it did. */
 interface Began {
@@ -159,12 +168,17 @@ class UpstreamSocket {
               finish();
               this.close();
             },
-          });
+          }, new ByteLengthQueuingStrategy({ highWaterMark: 0 })); // desiredSize: −unread bytes
           first.resolve({
             answer: new Response(body, { headers: { "content-type": "text/event-stream" } }),
           });
         }
         controller!.enqueue(encoder.encode(eventOfMessage(data, type)));
+        if (-(controller!.desiredSize ?? 0) > MAX_UNREAD_BYTES) {
+          return fail(
+            new GatewayError(502, "The client read the answer slower than the upstream wrote it."),
+          );
+        }
         if (TERMINAL.has(type)) {
           finish();
           controller!.close();
