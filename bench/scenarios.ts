@@ -80,10 +80,10 @@ function clients(key: string) {
   const anthropic = { "x-api-key": key, "anthropic-version": "2023-06-01" };
   const google = { "x-goog-api-key": key };
   return {
-    responses: (stream: boolean): Call => ({
+    responses: (stream: boolean, model = "gpt-bench"): Call => ({
       path: "/v1/responses",
       headers: bearer,
-      body: responses("gpt-bench", stream),
+      body: responses(model, stream),
     }),
     messages: (model: string, stream: boolean): Call => ({
       path: "/v1/messages",
@@ -221,6 +221,12 @@ export function scenarios(
     {
       name: "generateContent → messages SSE",
       gateway: client.generate("claude-bench"),
+      upstream: upstream("/anthropic/v1/messages", translated.messages),
+    },
+    {
+      // Codex and the Agents SDK on a Claude model.
+      name: "responses → messages SSE",
+      gateway: client.responses(true, "claude-bench"),
       upstream: upstream("/anthropic/v1/messages", translated.messages),
     },
   ];
