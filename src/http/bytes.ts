@@ -23,6 +23,8 @@ const SHRINK_AFTER = 8;
 export interface ChunkReader {
   read(): Promise<ReadableStreamReadResult<Uint8Array>>;
   cancel(reason?: unknown): Promise<void>;
+  /** Rejects once the stream errors (whether or not a read is pending); resolves when it ends. */
+  closed: Promise<void>;
 }
 
 /**
@@ -71,5 +73,6 @@ export function chunkReader(stream: ReadableStream<Uint8Array>, size?: number): 
       return { done: false, value: result.value.slice() };
     },
     cancel: (reason) => byob.cancel(reason),
+    closed: byob.closed,
   };
 }

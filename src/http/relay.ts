@@ -493,6 +493,13 @@ export function relayStream(
   };
   const handle: LiveStream = { cut };
   live?.add(handle);
+  // An upstream that fails while no read is pending (its client is slow to read) is cut then, so
+  // the call is settled at once, not when the client reads again: an errored stream has dropped
+  // what it had queued, so a later read would only have failed. (While the client reads, the read
+  // in progress sees the failure, after the chunk it may have in hand.)
+  reader.closed.catch(() => {
+    if (!reading) cut("upstream_error");
+  });
   // Both limits are checked by the shared deadline sweep (no timer per stream).
   if (options.maxMs > 0) stopMax = deadline(options.maxMs, () => cut("max_duration"));
   if (options.idleMs > 0) {

@@ -50,8 +50,12 @@ const MAX_OBJECTS = 1_000;
  */
 const HIGH_WATER_BYTES = 1 << 20;
 
-/** How often a turn waiting for its client looks at the socket's queue (there is no `drain` event). */
-const DRAIN_POLL_MS = 15;
+/**
+ * How often a turn waiting for its client looks at the socket's queue (there is no `drain` event),
+ * on the shared deadline sweep (at most every 100 ms): the mark leaves the client 1 MiB to read
+ * meanwhile.
+ */
+const DRAIN_POLL_MS = 50;
 
 /**
  * This thread's open sockets. The listener that serves WebSockets has no connection cap (see
@@ -290,11 +294,11 @@ class Session {
           movedAt = Date.now();
         }
         const stalled = this.#stalled(Date.now() - movedAt);
-        if (!stalled) return void setTimeout(poll, DRAIN_POLL_MS);
+        if (!stalled) return void deadline(DRAIN_POLL_MS, poll);
         this.#close(...stalled);
         resolve();
       };
-      setTimeout(poll, DRAIN_POLL_MS);
+      deadline(DRAIN_POLL_MS, poll);
     });
   }
 

@@ -35,7 +35,7 @@ const encoder = new TextEncoder();
  * Bytes of a turn's answer that may wait unread (its client is slower than the upstream) before
  * the turn is ended and its socket closed: the bound on what a slow client makes the gateway hold.
  */
-export const MAX_UNREAD_BYTES = 8 << 20;
+const MAX_UNREAD_BYTES = 8 << 20;
 
 /** A turn's start: its answer, and the code of the error it began with, if it did. */
 interface Began {
@@ -174,14 +174,13 @@ class UpstreamSocket {
           });
         }
         controller!.enqueue(encoder.encode(eventOfMessage(data, type)));
-        if (-(controller!.desiredSize ?? 0) > MAX_UNREAD_BYTES) {
-          return fail(
-            new GatewayError(502, "The client read the answer slower than the upstream wrote it."),
-          );
-        }
         if (TERMINAL.has(type)) {
           finish();
           controller!.close();
+        } else if (-(controller!.desiredSize ?? 0) > MAX_UNREAD_BYTES) {
+          fail(
+            new GatewayError(502, "The client read the answer slower than the upstream wrote it."),
+          );
         }
       },
       closed: () => fail(new GatewayError(502, "The upstream closed its WebSocket mid-turn.")),

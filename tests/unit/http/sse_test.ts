@@ -212,6 +212,35 @@ Deno.test("the relay passes whole events only, and a cut stream ends in the erro
   assert.ok(!cut.failed && !early.failed && !done.failed, "each body ends cleanly");
 });
 
+Deno.test("an upstream that fails while its client is not reading is settled then, not at the next read", async () => {
+  let upstreamController!: ReadableStreamDefaultController<Uint8Array>;
+  const upstream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      upstreamController = controller;
+    },
+  });
+  const ends: string[] = [];
+  const body = relayStream(upstream, stages(() => false), {
+    onEnd: (how) => void ends.push(how),
+    abort: () => {},
+    idleMs: 0,
+    maxMs: 0,
+  });
+  const encode = (text: string) => new TextEncoder().encode(text);
+  // The relay reads one chunk ahead of its client, which reads nothing: the first event waits in
+  // the body, the second in the upstream's stream, when the upstream fails.
+  upstreamController.enqueue(encode("event: a\ndata: 1\n\n"));
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  upstreamController.enqueue(encode("event: b\ndata: 2\n\n"));
+  upstreamController.error(new Error("the upstream's connection reset"));
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(ends, ["cut"], "settled before the client reads again");
+  // Reading now, the client gets what the relay held, then the error tail, once.
+  const { text } = await readBody(new Response(body));
+  assert.equal(text, "event: a\ndata: 1\n\n" + TAIL);
+  assert.deepEqual(ends, ["cut"]);
+});
+
 Deno.test("a stream whose last unit is the upstream's own error ends with it: no second error", async () => {
   const content = 'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\n';
   for (
