@@ -429,7 +429,10 @@ Deno.test("with serving threads, the main thread hears of their calls: alerts fo
     });
     const { key } = await res.json();
     // Several connections at once, so both threads serve calls; some are refused while others
-    // hold the budget (those say nothing of 100%), until none fits with nothing in flight.
+    // hold the budget (those say nothing of 100%), until none fits with nothing in flight. Each
+    // call on a connection of its own (none kept idle): the kernel gives each new connection to
+    // one of the threads, and four kept-alive ones could all have gone to the same.
+    const fresh = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
     let rounds = 0;
     for (; rounds < 40; rounds++) {
       const answers = await Promise.all(Array.from({ length: 4 }, async () => {
@@ -437,6 +440,7 @@ Deno.test("with serving threads, the main thread hears of their calls: alerts fo
           method: "POST",
           headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
           body: JSON.stringify({ model: "gpt-test", input: "hi", max_output_tokens: 64 }),
+          client: fresh,
         });
         await answer.body?.cancel();
         return answer.status;
@@ -458,6 +462,7 @@ Deno.test("with serving threads, the main thread hears of their calls: alerts fo
       ),
     );
     assert.equal(workers.size, 2, "both threads served calls");
+    fresh.close();
   } finally {
     await threaded.stop();
   }
