@@ -455,6 +455,47 @@ Deno.test("over the upstream's WebSocket, an answer its client leaves unread pas
   }
 });
 
+Deno.test("a socket closed for not reading counts against maxConnections until it has really closed", async () => {
+  const idleMs = 500;
+  const capped = await longAnswers({ streamIdleTimeoutMs: idleMs, maxConnections: 1 });
+  const sockets: TcpSocket[] = [];
+  try {
+    const { key } = await capped.createKey("ws-closing", "--credit", "5");
+    const stalled = await TcpSocket.open(socketUrl(capped.url), bearer(key));
+    sockets.push(stalled);
+    await stalled.send({
+      type: "response.create",
+      model: "claude-long",
+      input: `talk [[emulate words=${LONG_WORDS}]]`,
+    });
+    // Closed for not reading, its queue still waits for the client: it still takes the one place.
+    await waitFor(
+      () => logEntries(capped).some((e) => e.msg === "websocket closed" && e.in_flight),
+      { ms: 10_000, what: "the stalled connection closed" },
+    );
+    await assert.rejects(
+      TcpSocket.open(socketUrl(capped.url), bearer(key)),
+      /answered 503/,
+      "a closing socket still counts",
+    );
+    // Once the client has read its queue and gone, the place is free again.
+    const queued = await stalled.read();
+    assert.equal(queued.close?.code, 1008);
+    stalled.close();
+    await eventually(async () => {
+      try {
+        sockets.push(await TcpSocket.open(socketUrl(capped.url), bearer(key)));
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  } finally {
+    for (const socket of sockets) socket.close();
+    await capped.stop();
+  }
+});
+
 Deno.test("without an idle limit, a client still behind when its connection reaches streamMaxMs is closed then", async () => {
   const maxMs = 1500;
   const limited = await longAnswers({ streamIdleTimeoutMs: 0, streamMaxMs: maxMs });

@@ -59,9 +59,15 @@ const DRAIN_POLL_MS = 50;
 
 /**
  * This thread's open sockets. The listener that serves WebSockets has no connection cap (see
- * `serve/connections.ts`): its sockets at least are held to `server.maxConnections`.
+ * `serve/connections.ts`): its sockets at least are held to `server.maxConnections`. A socket the
+ * gateway closed counts until it has really closed — one whose client reads nothing keeps what
+ * was queued for it until then — or for `CLOSING_COUNTS_MS` at most (a client that left before
+ * the upgrade's answer leaves a socket that never says it closed).
  */
 let openSockets = 0;
+
+/** How long a socket the gateway closed still counts against the cap, at most. */
+const CLOSING_COUNTS_MS = 60_000;
 
 /** Headers of the upgrade that are its own, not the turns'. */
 const UPGRADE_HEADERS =
@@ -128,6 +134,10 @@ class Session {
   #turns = 0;
   readonly #opened = Date.now();
   #closed = false;
+  /** It counts in `openSockets`. */
+  #counted = true;
+  /** Stops the deadline after which a closed socket no longer counts. */
+  #stopCounting = () => {};
   /** Past the connection's total time: no turn is taken any more. */
   #aged = false;
   #stopIdle = () => {};
@@ -156,7 +166,18 @@ class Session {
     ctx.services.live?.add(this.#live);
     ws.onmessage = (event) => this.#message(event.data);
     ws.onerror = () => {};
-    ws.onclose = () => this.#ended();
+    ws.onclose = () => {
+      this.#ended();
+      this.#uncount();
+    };
+  }
+
+  /** Stops counting the socket in `openSockets` (once). */
+  #uncount(): void {
+    if (!this.#counted) return;
+    this.#counted = false;
+    this.#stopCounting();
+    openSockets--;
   }
 
   /** Restarts the idle limit (no turn and no message for `streamIdleTimeoutMs`: closed). */
@@ -334,13 +355,14 @@ class Session {
       this.ws.close(code, reason);
     } catch { /* already closing */ }
     this.#ended();
+    // It counts until it has closed (see `openSockets`).
+    this.#stopCounting = deadline(CLOSING_COUNTS_MS, () => this.#uncount());
   }
 
   /** The connection ended: the turn in flight is stopped (billed for what was relayed). */
   #ended(): void {
     if (this.#closed) return;
     this.#closed = true;
-    openSockets--;
     // The access log's line of the connection's end (the upgrade's was written at its 101).
     if (this.ctx.services.config.accessLog) {
       log("info", "websocket closed", {
