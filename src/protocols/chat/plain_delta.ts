@@ -69,7 +69,7 @@ function distinct(identity: string): boolean {
  * the module's doc) and for a chunk longer than `MAX_LENGTH`: those are for the full parse.
  */
 export function plainDelta(text: string): string | undefined {
-  return read(text, "").content;
+  return plainDeltaReader()(text);
 }
 
 /**
@@ -80,21 +80,13 @@ export function plainDelta(text: string): string | undefined {
 export function plainDeltaReader(): (text: string) => string | undefined {
   let known = "";
   return (text) => {
-    const { content, identity } = read(text, known);
-    if (identity !== undefined) known = identity;
-    return content;
+    const match = text.length > MAX_LENGTH ? null : PLAIN_CHUNK.exec(text);
+    if (!match) return undefined;
+    const [, identity, quoted] = match;
+    if (identity !== known) {
+      if (!distinct(identity)) return undefined;
+      known = identity;
+    }
+    return quoted.includes("\\") ? JSON.parse(quoted) : quoted.slice(1, -1);
   };
-}
-
-/** The text of a plain chunk, and its identity members when they were checked afresh. */
-function read(text: string, known: string): { content?: string; identity?: string } {
-  if (text.length > MAX_LENGTH) return {};
-  const match = PLAIN_CHUNK.exec(text);
-  if (!match) return {};
-  const identity = match[1];
-  const fresh = identity !== known;
-  if (fresh && !distinct(identity)) return {};
-  const quoted = match[2];
-  const content = quoted.includes("\\") ? JSON.parse(quoted) : quoted.slice(1, -1);
-  return fresh ? { content, identity } : { content };
 }
