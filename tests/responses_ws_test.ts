@@ -360,6 +360,15 @@ function longAnswers(server: Record<string, unknown>): Promise<Gateway> {
   });
 }
 
+/** Sends `socket` a turn on `model` asking for an answer of `words` words. */
+function sendLong(socket: TcpSocket, model: string, words: number): Promise<void> {
+  return socket.send({
+    type: "response.create",
+    model,
+    input: `talk [[emulate words=${words}]]`,
+  });
+}
+
 /** The output tokens a charge counts. */
 function outputOf(charge: { units: { unit: string; quantity: number }[] }): number {
   return charge.units.find((u) => u.unit === "output_tokens")!.quantity;
@@ -381,11 +390,7 @@ Deno.test("a client that stops reading holds its turn's upstream back: reading a
     // and the client that reads again gets the whole answer.
     const resumed = await open("ws-resumed");
     let before = await stack.emulatorStats();
-    await resumed.send({
-      type: "response.create",
-      model: "claude-long",
-      input: `talk [[emulate words=${words / 4}]]`,
-    });
+    await sendLong(resumed, "claude-long", words / 4);
     await sleep(idleMs / 2);
     assert.equal((await stack.emulatorStats()).streamsCompleted, before.streamsCompleted);
     const whole = await resumed.read((text) => TERMINAL_TEXT.test(text));
@@ -400,11 +405,7 @@ Deno.test("a client that stops reading holds its turn's upstream back: reading a
     const stalled = await open("ws-stalled");
     before = await stack.emulatorStats();
     const sent = performance.now();
-    await stalled.send({
-      type: "response.create",
-      model: "claude-long",
-      input: `talk [[emulate words=${words}]]`,
-    });
+    await sendLong(stalled, "claude-long", words);
     await eventually(async () => (await settledOn(slow, "ws-stalled")).length === 1);
     const [charge] = await settledOn(slow, "ws-stalled");
     assert.equal(charge.estimated, true, "billed on what was relayed");
@@ -433,11 +434,7 @@ Deno.test("over the upstream's WebSocket, an answer its client leaves unread pas
   try {
     const { key } = await slow.createKey("ws-unread", "--credit", "5");
     socket = await TcpSocket.open(socketUrl(slow.url), bearer(key));
-    await socket.send({
-      type: "response.create",
-      model: "gpt-long",
-      input: `talk [[emulate words=${LONG_WORDS}]]`,
-    });
+    await sendLong(socket, "gpt-long", LONG_WORDS);
     // The upstream's socket is read as it writes: past the bound of unread answer the turn ends,
     // before the client has read anything.
     await eventually(async () => (await settledOn(slow, "ws-unread")).length === 1);
@@ -463,11 +460,7 @@ Deno.test("a socket closed for not reading counts against maxConnections until i
     const { key } = await capped.createKey("ws-closing", "--credit", "5");
     const stalled = await TcpSocket.open(socketUrl(capped.url), bearer(key));
     sockets.push(stalled);
-    await stalled.send({
-      type: "response.create",
-      model: "claude-long",
-      input: `talk [[emulate words=${LONG_WORDS}]]`,
-    });
+    await sendLong(stalled, "claude-long", LONG_WORDS);
     // Closed for not reading, its queue still waits for the client: it still takes the one place.
     await waitFor(
       () => logEntries(capped).some((e) => e.msg === "websocket closed" && e.in_flight),
@@ -507,11 +500,7 @@ Deno.test("without an idle limit, a client still behind when its connection reac
     // The turn is sent a while after the connection opened, so that it is still waiting for its
     // client when the connection reaches its limit (the turn's own stream is cut later).
     await sleep(maxMs / 3);
-    await socket.send({
-      type: "response.create",
-      model: "claude-long",
-      input: `talk [[emulate words=${LONG_WORDS}]]`,
-    });
+    await sendLong(socket, "claude-long", LONG_WORDS);
     await eventually(async () => (await settledOn(limited, "ws-aged")).length === 1);
     const [charge] = await settledOn(limited, "ws-aged");
     assert.equal(charge.estimated, true, "billed on what was relayed");

@@ -162,19 +162,8 @@ export interface Handshake {
  * (and body, when it is not the upgrade).
  */
 export async function rawUpgrade(url: string, headers: Record<string, string>): Promise<Handshake> {
-  const { hostname, port, pathname } = new URL(url);
-  const conn = await Deno.connect({ hostname, port: Number(port) });
+  const conn = await upgradeOver(url, headers);
   try {
-    const lines = [
-      `GET ${pathname} HTTP/1.1`,
-      `host: ${hostname}:${port}`,
-      "upgrade: websocket",
-      "connection: Upgrade",
-      "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==",
-      "sec-websocket-version: 13",
-      ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
-    ];
-    await conn.write(new TextEncoder().encode(`${lines.join("\r\n")}\r\n\r\n`));
     let text = "";
     const decoder = new TextDecoder();
     const buffer = new Uint8Array(16384);
@@ -227,18 +216,7 @@ export class TcpSocket {
 
   /** Upgrades a TCP connection to `url` with `headers` (rejects when the answer is not 101). */
   static async open(url: string, headers: Record<string, string>): Promise<TcpSocket> {
-    const { hostname, port, pathname } = new URL(url);
-    const conn = await Deno.connect({ hostname, port: Number(port) });
-    const lines = [
-      `GET ${pathname} HTTP/1.1`,
-      `host: ${hostname}:${port}`,
-      "upgrade: websocket",
-      "connection: Upgrade",
-      "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==",
-      "sec-websocket-version: 13",
-      ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
-    ];
-    await writeAll(conn, new TextEncoder().encode(`${lines.join("\r\n")}\r\n\r\n`));
+    const conn = await upgradeOver(url, headers);
     let head: Uint8Array = new Uint8Array(0);
     for (;;) {
       const end = indexOfHeadEnd(head);
@@ -344,6 +322,23 @@ async function readSome(conn: Deno.TcpConn): Promise<Uint8Array | null> {
   const buffer = new Uint8Array(65536);
   const n = await conn.read(buffer);
   return n === null ? null : buffer.subarray(0, n);
+}
+
+/** A TCP connection to `url` on which a WebSocket upgrade request with `headers` was sent. */
+async function upgradeOver(url: string, headers: Record<string, string>): Promise<Deno.TcpConn> {
+  const { hostname, port, pathname } = new URL(url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  const lines = [
+    `GET ${pathname} HTTP/1.1`,
+    `host: ${hostname}:${port}`,
+    "upgrade: websocket",
+    "connection: Upgrade",
+    "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==",
+    "sec-websocket-version: 13",
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ];
+  await writeAll(conn, new TextEncoder().encode(`${lines.join("\r\n")}\r\n\r\n`));
+  return conn;
 }
 
 async function writeAll(conn: Deno.TcpConn, bytes: Uint8Array): Promise<void> {
