@@ -24,8 +24,6 @@ import { reloadConfig, requestReload, watchReloads } from "./src/serve/reload.ts
 import { startDemo } from "./src/serve/demo.ts";
 import { boardOf, type Services } from "./src/context.ts";
 import { observeCommit, shareMetricBounds } from "./src/metrics/gateway.ts";
-import { startEmulator } from "./src/emulator/server.ts";
-import { parseKeySpec } from "./src/emulator/keys.ts";
 import { restoreKeys } from "./src/routing/keys.ts";
 import { clearSpool } from "./src/http/multipart.ts";
 import { jsonText } from "./src/http/json.ts";
@@ -160,6 +158,11 @@ async function main(argv: string[]): Promise<number> {
     throw new OperatorError("--port must be an integer between 0 and 65535");
   }
   if (command === "emulate") {
+    // Loaded only here and in demo mode: a serving gateway does not carry the emulator.
+    const [{ startEmulator }, { parseKeySpec }] = await Promise.all([
+      import("./src/emulator/server.ts"),
+      import("./src/emulator/keys.ts"),
+    ]);
     let keys;
     try {
       keys = values.key?.map(parseKeySpec);
@@ -183,7 +186,7 @@ async function main(argv: string[]): Promise<number> {
     throw new OperatorError(`--workers must be an integer from 1 to ${MAX_WORKERS}`);
   }
   // Demo mode: the emulator in this process stands in for every built-in provider.
-  const demo = command === "serve" && values.emulate ? startDemo() : null;
+  const demo = command === "serve" && values.emulate ? await startDemo() : null;
   const overrides = { host: values.host, port, workers, providers: demo?.providers };
   if (demo) {
     log(

@@ -3,7 +3,6 @@
  * built-in provider is pointed at it, so that every endpoint can be tried with no upstream key and
  * nothing real is called.
  */
-import { PROVIDER_PREFIXES, startEmulator } from "../emulator/server.ts";
 import type { Overrides } from "../config/load.ts";
 
 /** The upstream key the emulator takes in demo mode (not a secret: nothing real is behind it). */
@@ -15,8 +14,9 @@ export interface Demo {
   providers: NonNullable<Overrides["providers"]>;
 }
 
-/** Starts the emulator on a free loopback port. */
-export function startDemo(): Demo {
+/** Starts the emulator on a free loopback port (its modules are loaded only then). */
+export async function startDemo(): Promise<Demo> {
+  const { PROVIDER_PREFIXES, startEmulator } = await import("../emulator/server.ts");
   const server = startEmulator({ hostname: "127.0.0.1", port: 0, requiredKey: DEMO_KEY });
   const url = `http://127.0.0.1:${server.addr.port}`;
   const providers: Demo["providers"] = {};
