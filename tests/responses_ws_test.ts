@@ -4,8 +4,9 @@
  * own WebSocket, translated to Anthropic and Gemini, the connection-local `previous_response_id`
  * chain, every turn authenticated, counted, held and settled as one call (one ledger entry each),
  * a socket closed mid-turn billed for what was relayed, a client that stops reading holding its
- * turn's upstream back (and closed when it does not read again), errors as the protocol's `error`
- * event, and the 426 a gateway that does not serve it answers.
+ * turn's upstream back (and closed when it does not read again), the clients that stop reading
+ * held to the thread's budget together, errors as the protocol's `error` event, and the 426 a
+ * gateway that does not serve it answers.
  */
 import assert from "node:assert/strict";
 import { OpenAI } from "./deps.ts";
@@ -326,6 +327,7 @@ function longAnswers(server: Record<string, unknown>): Promise<Gateway> {
   return startGateway({
     config: {
       defaultCatalog: false,
+      admin: { token: ADMIN_TOKEN },
       server: { webSockets: true, ...server },
       routing: { maxAttempts: 1 },
       providers: {
@@ -358,6 +360,18 @@ function longAnswers(server: Record<string, unknown>): Promise<Gateway> {
     },
     env: { EMULATED_UPSTREAM_KEY: UPSTREAM_KEY },
   });
+}
+
+/** The admin token of the `longAnswers` gateways (their `/metrics`). */
+const ADMIN_TOKEN = "responses-ws-admin-token-0123456789";
+
+/** What `gateway` says it holds for its WebSocket clients (`/metrics`, one thread). */
+async function queuedBytes(gateway: Gateway): Promise<number> {
+  const res = await fetch(`${gateway.url}/metrics`, { headers: bearer(ADMIN_TOKEN) });
+  const line = (await res.text()).split("\n")
+    .find((l) => l.startsWith("switchyard_websocket_queued_bytes "));
+  assert.ok(line, "the gauge is reported");
+  return Number(line.split(" ")[1]);
 }
 
 /** Sends `socket` a turn on `model` asking for an answer of `words` words. */
@@ -446,6 +460,10 @@ Deno.test("over the upstream's WebSocket, an answer its client leaves unread pas
     const read = await socket.read((text) => TERMINAL_TEXT.test(text));
     assert.equal(JSON.parse(read.last!).type, "error", read.last!.slice(0, 200));
     assert.ok(read.messages < LONG_WORDS / 4, `${read.messages} messages (${read.bytes} bytes)`);
+    const ended = logEntries(slow).filter((e) => String(e.msg).startsWith("an upstream socket's"));
+    assert.equal(ended.length, 1, JSON.stringify(ended));
+    assert.equal(ended[0].bound, "turn");
+    assert.ok((ended[0].unread_bytes as number) > 8 << 20, JSON.stringify(ended[0]));
   } finally {
     socket?.close();
     await slow.stop();
@@ -727,5 +745,76 @@ Deno.test("sockets are held to server.maxConnections: the upgrade past it gets 5
     );
   } finally {
     await capped.stop();
+  }
+});
+
+Deno.test("clients that stop reading hold about server.webSocketQueueBytes together, not 1 MiB each; a client that reads meanwhile gets its whole answer", async () => {
+  const budget = 256 << 10;
+  const slow = await longAnswers({ streamIdleTimeoutMs: 60_000, webSocketQueueBytes: budget });
+  const sockets: TcpSocket[] = [];
+  try {
+    const { key } = await slow.createKey("ws-budget", "--credit", "20");
+    for (let i = 0; i < 4; i++) {
+      const socket = await TcpSocket.open(socketUrl(slow.url), bearer(key));
+      sockets.push(socket);
+      await sendLong(socket, "claude-long", LONG_WORDS);
+    }
+    // Their queues fill (each alone may hold 1 MiB) until the thread's budget is reached; then
+    // each waits with 64 KiB queued at most: the total settles a little over the budget.
+    let last = -1;
+    await waitFor(async () => {
+      const now = await queuedBytes(slow);
+      const settled = now === last && now > budget;
+      last = now;
+      if (!settled) await sleep(300);
+      return settled;
+    }, { ms: 20_000, what: "the queues of the four clients settled over the budget" });
+    assert.ok(last <= budget + 5 * (64 << 10), `${last} bytes held for four clients`);
+
+    // A client that reads is not held back by those that do not: it gets its whole answer.
+    const reader = await TcpSocket.open(socketUrl(slow.url), bearer(key));
+    sockets.push(reader);
+    await sendLong(reader, "claude-long", LONG_WORDS / 8);
+    const whole = await reader.read((text) => TERMINAL_TEXT.test(text));
+    assert.equal(JSON.parse(whole.last!).type, "response.completed", whole.last!.slice(0, 200));
+    assert.ok(whole.messages > LONG_WORDS / 8, `${whole.messages} messages`);
+    assert.ok(await queuedBytes(slow) <= budget + 5 * (64 << 10));
+
+    // The clients that did not read leave: nothing is held for them any more, every turn is
+    // settled and nothing stays held.
+    for (const socket of sockets) socket.close();
+    await eventually(async () => await queuedBytes(slow) === 0);
+    await eventually(async () => (await settledOn(slow, "ws-budget")).length === 5);
+    assert.equal((await usageOf(slow, key)).held_nanousd, 0);
+  } finally {
+    for (const socket of sockets) socket.close();
+    await slow.stop();
+  }
+});
+
+Deno.test("over the upstream's WebSocket, past server.webSocketQueueBytes a turn ends at 1 MiB unread, not 8 MiB", async () => {
+  const budget = 256 << 10;
+  const slow = await longAnswers({ streamIdleTimeoutMs: 60_000, webSocketQueueBytes: budget });
+  let socket: TcpSocket | undefined;
+  try {
+    const { key } = await slow.createKey("ws-pressed", "--credit", "5");
+    socket = await TcpSocket.open(socketUrl(slow.url), bearer(key));
+    await sendLong(socket, "gpt-long", LONG_WORDS);
+    await eventually(async () => (await settledOn(slow, "ws-pressed")).length === 1);
+    const [charge] = await settledOn(slow, "ws-pressed");
+    assert.equal(charge.estimated, true, "billed on what was relayed");
+    const read = await socket.read((text) => TERMINAL_TEXT.test(text));
+    assert.equal(JSON.parse(read.last!).type, "error", read.last!.slice(0, 200));
+    // Ended by the thread's bound, with 1 MiB to 8 MiB unread (the turn's own bound is 8 MiB).
+    const ended = logEntries(slow).filter((e) => String(e.msg).startsWith("an upstream socket's"));
+    assert.equal(ended.length, 1, JSON.stringify(ended));
+    assert.equal(ended[0].bound, "thread");
+    const unread = ended[0].unread_bytes as number;
+    assert.ok(unread > 1 << 20 && unread <= 8 << 20, `${unread} bytes unread`);
+    assert.ok((ended[0].held_bytes as number) > budget);
+    await eventually(async () => await queuedBytes(slow) === 0);
+  } finally {
+    socket?.close();
+    await slow.stop();
   }
 });

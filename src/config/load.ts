@@ -50,10 +50,7 @@ export interface Config {
   uploadTimeoutMs: number;
   /** On shutdown, how long streams may go on before they are cut. */
   drainTimeoutMs: number;
-  /**
-   * Longest wait for a request's line and headers: on a new connection, and on a kept-alive one
-   * once no request is in flight (0: none).
-   */
+  /** Longest wait for a request's head, on a new or an idle kept-alive connection (0: none). */
   headerTimeoutMs: number;
   /** Largest total of a request's headers (431 past it). */
   maxHeaderBytes: number;
@@ -64,6 +61,8 @@ export interface Config {
    * serves with Deno's listener, without the header deadline and the connection cap.
    */
   webSockets: boolean;
+  /** What a thread holds for its slow WebSocket clients together (see `http/held_bytes.ts`). */
+  webSocketQueueBytes: number;
   /** Serving threads sharing the port (1: the process serves on its main thread alone). */
   workers: number;
   /**
@@ -384,6 +383,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
     maxHeaderBytes: file.server?.maxHeaderBytes ?? 32 * 1024,
     maxConnections: file.server?.maxConnections ?? 10_000,
     webSockets: file.server?.webSockets ?? false,
+    webSocketQueueBytes: file.server?.webSocketQueueBytes ?? 64 * 1024 * 1024,
     workers: workers ?? Math.min(MAX_WORKERS, Math.max(1, navigator.hardwareConcurrency || 1)),
     workersSet: workers !== undefined,
     accessLog: accessLogEnv !== undefined ? accessLogEnv === "1" : file.server?.accessLog ?? true,

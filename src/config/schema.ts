@@ -358,6 +358,17 @@ export const ConfigSchema = v.strictObject({
        * nor `maxConnections`; off, the upgrade is answered 426 and clients fall back to HTTP.
        */
       webSockets: v.optional(v.boolean("must be true or false")),
+      /**
+       * Bytes a serving thread holds at most, give or take, for WebSocket clients that read
+       * slower than their answers arrive, all together (each is bounded on its own as well).
+       */
+      webSocketQueueBytes: v.optional(
+        v.pipe(
+          v.number("must be an integer"),
+          v.integer("must be an integer"),
+          v.minValue(65536, "must be ≥ 65536"),
+        ),
+      ),
       /** Write one JSON access-log line per request to stdout. */
       accessLog: v.optional(v.boolean("must be true or false")),
       /** A second port, bound to 127.0.0.1 only, serving `GET /metrics` without a token. */

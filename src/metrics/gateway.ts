@@ -19,6 +19,7 @@ import type { CacheCharge } from "../store/store.ts";
 import type { Config } from "../config/load.ts";
 import { DEFAULT_METRICS_MODELS } from "../config/schema.ts";
 import { RECENT_FAMILIES, RecentCalls } from "./recent.ts";
+import { heldForSockets } from "../http/held_bytes.ts";
 
 /** Seconds: from a millisecond up to two minutes (long streams land in +Inf). */
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -103,6 +104,11 @@ export const ADAPTED_CALLS: Family = counter(
   ["kind"],
 );
 export const OPEN_STREAMS: Family = gauge("switchyard_open_streams", "Streams being relayed now.");
+export const WEBSOCKET_QUEUED: Family = gauge(
+  "switchyard_websocket_queued_bytes",
+  "Bytes held for WebSocket clients that read slower than their answers arrive (bounded by " +
+    "server.webSocketQueueBytes per serving thread; an upper estimate).",
+);
 export const OPEN_CONNECTIONS: Family = gauge(
   "switchyard_open_connections",
   "Client connections open now (capped by server.maxConnections).",
@@ -140,6 +146,7 @@ export const FAMILIES: readonly Family[] = [
   CACHE_SAVED,
   CACHE_LOST,
   OPEN_STREAMS,
+  WEBSOCKET_QUEUED,
   OPEN_CONNECTIONS,
   REFUSED_CONNECTIONS,
   HOLDS,
@@ -240,7 +247,12 @@ export function recordCharge(
 
 /** This thread's values as plain data, with its gauges as they are now. */
 export function snapshot(openStreams: number): Record<string, Samples> {
-  return { ...metrics.samples, [OPEN_STREAMS.name]: { "": openStreams } };
+  heldForSockets.refresh(); // queues its clients have read from since they were looked at
+  return {
+    ...metrics.samples,
+    [OPEN_STREAMS.name]: { "": openStreams },
+    [WEBSOCKET_QUEUED.name]: { "": heldForSockets.total },
+  };
 }
 
 /**

@@ -23,14 +23,19 @@
  * `websocket_connection_limit_reached`); a server that stops closes its sockets (a turn in flight
  * is billed for what was relayed). A client that reads slower than its turn's upstream answers
  * holds the turn back: with more than `HIGH_WATER_BYTES` queued on the socket the turn stops
- * reading its upstream until the client has caught up; one that reads nothing of it for
- * `server.streamIdleTimeoutMs`, or is still behind at `server.streamMaxMs`, is closed (1008), its
- * turn billed for what was relayed. Where the server cannot keep an upgraded connection, or
- * `server.webSockets` is off, the upgrade is answered 426, so clients fall back to HTTP.
+ * reading its upstream until the client has caught up. So does one with more than
+ * `PRESSED_HIGH_WATER_BYTES` queued while the thread holds more than `server.webSocketQueueBytes`
+ * for its slow clients together (see `http/held_bytes.ts`): a client that reads goes on, and the
+ * clients that do not hold little more than that budget together. A client that reads nothing of
+ * its queue for `server.streamIdleTimeoutMs`, or is still behind at `server.streamMaxMs`, is closed
+ * (1008), its turn billed for what was relayed. Where the server cannot keep an upgraded
+ * connection, or `server.webSockets` is off, the upgrade is answered 426, so clients fall back to
+ * HTTP.
  */
 import type { Handler, RequestContext, SocketState } from "../context.ts";
 import { GatewayError } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
+import { heldForSockets } from "../http/held_bytes.ts";
 import type { LiveStream } from "../http/relay.ts";
 import { readMessages, wantsWebSocket } from "../http/websocket.ts";
 import { log } from "../log.ts";
@@ -49,6 +54,13 @@ const MAX_OBJECTS = 1_000;
  * holds the rest back, as a slow reader holds back an SSE stream.
  */
 const HIGH_WATER_BYTES = 1 << 20;
+
+/**
+ * The mark instead of `HIGH_WATER_BYTES` while the thread holds more than its budget for slow
+ * WebSocket clients (`server.webSocketQueueBytes`): a client that reads still gets this much per
+ * look at its queue, and 10,000 that do not hold 640 MiB more than the budget at most.
+ */
+const PRESSED_HIGH_WATER_BYTES = 64 << 10;
 
 /**
  * How often a turn waiting for its client looks at the socket's queue (there is no `drain` event),
@@ -127,7 +139,9 @@ function refusal(status: number, code: string, message: string, param: string | 
 /** One client connection: its turns, one at a time, and its limits. */
 class Session {
   readonly #state: SocketState;
-  readonly #upstream = new UpstreamSockets();
+  readonly #upstream: UpstreamSockets;
+  /** The socket's queue for its client, in the thread's tally (see `look`). */
+  readonly #held = heldForSockets.entry(() => this.look());
   readonly #queue: Record<string, unknown>[] = [];
   /** The turn in flight: how to stop it (the client went away). */
   #turn: { stop(): void } | undefined;
@@ -150,6 +164,7 @@ class Session {
     /** The upgrade's headers the turns carry (its credentials first). */
     private readonly headers: Headers,
   ) {
+    this.#upstream = new UpstreamSockets(() => ctx.services.config.webSocketQueueBytes);
     this.#state = { upstream: this.#upstream, objects: new BoundedMap(MAX_OBJECTS) };
     openSockets++;
     const config = ctx.services.config;
@@ -178,6 +193,17 @@ class Session {
     this.#counted = false;
     this.#stopCounting();
     openSockets--;
+    this.#held.set(0);
+  }
+
+  /**
+   * The bytes queued for the client now, set in the thread's tally (a socket that no longer
+   * counts holds nothing: see `#uncount`).
+   */
+  look(): number {
+    const bytes = this.#counted ? this.ws.bufferedAmount : 0;
+    this.#held.set(bytes);
+    return bytes;
   }
 
   /** Restarts the idle limit (no turn and no message for `streamIdleTimeoutMs`: closed). */
@@ -190,6 +216,7 @@ class Session {
   #send(event: unknown): void {
     if (this.#closed || this.ws.readyState !== WebSocket.OPEN) return;
     this.ws.send(typeof event === "string" ? event : JSON.stringify(event));
+    this.look();
   }
 
   #message(data: unknown): void {
@@ -294,22 +321,29 @@ class Session {
   }
 
   /**
-   * Waits while the socket has more than `HIGH_WATER_BYTES` queued for the client (undefined at
-   * once when it has not). The wait ends when the client has read the queue under the mark, the
-   * connection ends or `signal` stops the turn — or when the client is given up (see `#stalled`),
-   * which closes the connection: the turn then ends as one whose client went away.
+   * Waits while the socket has more than `HIGH_WATER_BYTES` queued for the client, or more than
+   * `PRESSED_HIGH_WATER_BYTES` while the thread is over its budget for slow clients (undefined at
+   * once when neither). The
+   * wait ends when the client has read enough of the queue, the connection ends or `signal` stops
+   * the turn — or when the client is given up (see `#stalled`), which closes the connection: the
+   * turn then ends as one whose client went away.
    */
   #drained(signal: AbortSignal): Promise<void> | undefined {
-    if (this.ws.bufferedAmount <= HIGH_WATER_BYTES) return undefined;
+    const budget = this.ctx.services.config.webSocketQueueBytes;
+    const behind = (queued: number) =>
+      queued > HIGH_WATER_BYTES ||
+      (queued > PRESSED_HIGH_WATER_BYTES && heldForSockets.over(budget));
+    // The queue as `#send` just looked at it.
+    if (!behind(this.#held.bytes)) return undefined;
     return new Promise((resolve) => {
-      let queued = this.ws.bufferedAmount;
+      let queued = this.#held.bytes;
       let movedAt = Date.now();
       const poll = () => {
         if (this.#closed || signal.aborted || this.ws.readyState !== WebSocket.OPEN) {
           return resolve();
         }
-        const now = this.ws.bufferedAmount;
-        if (now <= HIGH_WATER_BYTES) return resolve();
+        const now = this.look();
+        if (!behind(now)) return resolve();
         if (now < queued) {
           queued = now;
           movedAt = Date.now();

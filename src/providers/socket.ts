@@ -13,14 +13,18 @@
  * closes the socket (nothing else stops a turn upstream). A WebSocket reads every message as it
  * comes, so a turn cannot hold its upstream back as an HTTP stream does: an answer of which more
  * than `MAX_UNREAD_BYTES` waits unread (its client reads slower than the upstream writes) ends
- * there, as a socket that closes mid-turn does, and its socket is closed. An upstream that does
+ * there, as a socket that closes mid-turn does, and its socket is closed — and so does one of which
+ * more than `PRESSED_UNREAD_BYTES` waits while the thread holds more than its budget for slow
+ * WebSocket clients (`server.webSocketQueueBytes`, see `http/held_bytes.ts`). An upstream that does
  * not take the upgrade is sent that key's turns over HTTP for the rest of the connection (a
  * refused key or a missing route is then answered as HTTP answers it). A socket the upstream aged out
  * (`websocket_connection_limit_reached` before a turn began) is opened again, once.
  */
 import { GatewayError } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
+import { type HeldEntry, heldForSockets } from "../http/held_bytes.ts";
 import { eventOfMessage, messageType } from "../http/websocket.ts";
+import { log } from "../log.ts";
 import type { Deadlines, SocketSender } from "./transport.ts";
 
 /** The events that end a turn. */
@@ -36,6 +40,12 @@ const encoder = new TextEncoder();
  * the turn is ended and its socket closed: the bound on what a slow client makes the gateway hold.
  */
 const MAX_UNREAD_BYTES = 8 << 20;
+
+/**
+ * Bytes of a turn's answer that may wait unread while the thread holds more than its budget for
+ * slow WebSocket clients: the turns furthest behind are ended first.
+ */
+const PRESSED_UNREAD_BYTES = 1 << 20;
 
 /** A turn's start: its answer, and the code of the error it began with, if it did. */
 interface Began {
@@ -121,14 +131,20 @@ class UpstreamSocket {
 
   /**
    * Sends one turn; resolves with its answer once its first event arrives (within `headersMs`),
-   * rejects when the socket fails first or `abort` fires (the client went away).
+   * rejects when the socket fails first or `abort` fires (the client went away). `budget` is the
+   * thread's for slow WebSocket clients (see the module's doc).
    */
-  turn(text: string, abort: AbortController, headersMs: number): Promise<Began> {
+  turn(text: string, abort: AbortController, headersMs: number, budget: number): Promise<Began> {
     const first = Promise.withResolvers<Began>();
     let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
     let ended = false;
+    /** What of the answer waits unread, as the thread's tally counts it. */
+    const unread: HeldEntry = heldForSockets.entry(() => {
+      if (!ended) unread.set(-(controller?.desiredSize ?? 0));
+    });
     const finish = () => {
       ended = true;
+      unread.set(0);
       this.#turn = undefined;
       stop();
       abort.signal.removeEventListener("abort", onAbort);
@@ -177,7 +193,21 @@ class UpstreamSocket {
         if (TERMINAL.has(type)) {
           finish();
           controller!.close();
-        } else if (-(controller!.desiredSize ?? 0) > MAX_UNREAD_BYTES) {
+          return;
+        }
+        const bytes = -(controller!.desiredSize ?? 0);
+        unread.set(bytes);
+        const bound = bytes > MAX_UNREAD_BYTES
+          ? "turn"
+          : bytes > PRESSED_UNREAD_BYTES && heldForSockets.over(budget)
+          ? "thread"
+          : undefined;
+        if (bound) {
+          log("warn", "an upstream socket's turn ended: its client read slower than it answered", {
+            unread_bytes: bytes,
+            bound,
+            held_bytes: heldForSockets.total,
+          });
           fail(
             new GatewayError(502, "The client read the answer slower than the upstream wrote it."),
           );
@@ -197,9 +227,15 @@ class UpstreamSocket {
 /** The upstream WebSockets of one client connection (see the module's doc). */
 export class UpstreamSockets implements SocketSender {
   readonly #sockets = new Map<string, UpstreamSocket>();
+  /** The thread's budget for slow WebSocket clients, in bytes (it may change on a reload). */
+  readonly #budget: () => number;
   /** Upstreams (URL and headers) that did not take the upgrade: sent over HTTP. */
   readonly #refused = new Set<string>();
   #closed = false;
+
+  constructor(budget: () => number) {
+    this.#budget = budget;
+  }
 
   async send(
     url: string,
@@ -214,7 +250,7 @@ export class UpstreamSockets implements SocketSender {
     for (let fresh = false;; fresh = true) {
       const socket = await this.#socketFor(id, url, headers, abort, deadlines.headersMs);
       if (!socket) return null;
-      const began = await socket.turn(text, abort, deadlines.headersMs);
+      const began = await socket.turn(text, abort, deadlines.headersMs, this.#budget());
       if (began.errorCode !== AGED_OUT || fresh) return began.answer;
       socket.close();
     }
