@@ -489,6 +489,8 @@ Deno.test("a socket closed for not reading counts against maxConnections until i
       /answered 503/,
       "a closing socket still counts",
     );
+    // Its queue is still held for it, and still counted, though Deno reports none once closed.
+    assert.ok(await queuedBytes(capped) > 0, "a closing socket's queue is counted");
     // Once the client has read its queue and gone, the place is free again.
     const queued = await stalled.read();
     assert.equal(queued.close?.code, 1008);
@@ -501,6 +503,7 @@ Deno.test("a socket closed for not reading counts against maxConnections until i
         return false;
       }
     });
+    assert.equal(await queuedBytes(capped), 0);
   } finally {
     for (const socket of sockets) socket.close();
     await capped.stop();

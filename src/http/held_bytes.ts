@@ -7,8 +7,10 @@
  * Each holder has an entry: what it held when last looked at. An entry is set when its holder adds
  * bytes (a message sent, an event queued), and a holder whose queue shrinks unseen (a socket's
  * client reads) gives a way to look again, which `refresh` does for those that held something.
- * The total is never less than what is held — a queue only shrinks between looks — and it is what
- * a thread reports (`switchyard_websocket_queued_bytes`).
+ * A queue only shrinks between looks, so the total is not less than what is held — but for what
+ * a holder still holds once it lets its entry go (a socket the gateway closed, a minute after; see
+ * `pipeline/responses_socket.ts`) — and it is what a thread reports
+ * (`switchyard_websocket_queued_bytes`).
  */
 
 /** One holder's entry in a tally. */
@@ -28,6 +30,12 @@ export class HeldBytes {
   /** The looks of the holders that held something when last looked at. */
   readonly #holding = new Set<() => void>();
   #refreshedAt = 0;
+  /**
+   * Past this many looks kept, all are looked at again (twice as many as held something at the
+   * last refresh): a holder that ended holding something unseen is let go of then, so the looks
+   * kept stay within twice those that hold something.
+   */
+  #refreshPast = 64;
 
   /** The sum of the entries. */
   get total(): number {
@@ -42,13 +50,17 @@ export class HeldBytes {
     let mine = 0;
     const add = (delta: number) => this.#total += delta;
     const holding = this.#holding;
+    const grown = () => {
+      if (holding.size > this.#refreshPast) this.refresh();
+    };
     return {
       set(bytes: number) {
         add(bytes - mine);
         mine = bytes;
         if (!look) return;
-        if (bytes > 0) holding.add(look);
-        else holding.delete(look);
+        if (bytes <= 0) return void holding.delete(look);
+        holding.add(look);
+        grown();
       },
       get bytes() {
         return mine;
@@ -59,7 +71,9 @@ export class HeldBytes {
   /** Looks again at every holder that held something (see `entry`). */
   refresh(): void {
     this.#refreshedAt = Date.now();
+    this.#refreshPast = Infinity; // no refresh within this one
     for (const look of this.#holding) look();
+    this.#refreshPast = 2 * this.#holding.size + 64;
   }
 
   /**

@@ -106,8 +106,8 @@ export const ADAPTED_CALLS: Family = counter(
 export const OPEN_STREAMS: Family = gauge("switchyard_open_streams", "Streams being relayed now.");
 export const WEBSOCKET_QUEUED: Family = gauge(
   "switchyard_websocket_queued_bytes",
-  "Bytes held for WebSocket clients that read slower than their answers arrive (bounded by " +
-    "server.webSocketQueueBytes per serving thread; an upper estimate).",
+  "Bytes held for WebSocket clients that read slower than their answers arrive, as last seen " +
+    "(server.webSocketQueueBytes bounds each serving thread's).",
 );
 export const OPEN_CONNECTIONS: Family = gauge(
   "switchyard_open_connections",

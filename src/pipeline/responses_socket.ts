@@ -197,13 +197,17 @@ class Session {
   }
 
   /**
-   * The bytes queued for the client now, set in the thread's tally (a socket that no longer
-   * counts holds nothing: see `#uncount`).
+   * The bytes queued for the client now, set in the thread's tally. A socket that is closing
+   * reports none (Deno's `bufferedAmount` is 0 once it is not open) though it still holds its
+   * queue until the client reads it or leaves: it keeps what it was last seen holding until it no
+   * longer counts (see `#uncount`), then nothing.
    */
   look(): number {
-    const bytes = this.#counted ? this.ws.bufferedAmount : 0;
-    this.#held.set(bytes);
-    return bytes;
+    if (!this.#counted) this.#held.set(0);
+    else if (!this.#closed && this.ws.readyState === WebSocket.OPEN) {
+      this.#held.set(this.ws.bufferedAmount);
+    }
+    return this.#held.bytes;
   }
 
   /** Restarts the idle limit (no turn and no message for `streamIdleTimeoutMs`: closed). */

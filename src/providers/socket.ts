@@ -138,13 +138,15 @@ class UpstreamSocket {
     const first = Promise.withResolvers<Began>();
     let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
     let ended = false;
-    /** What of the answer waits unread, as the thread's tally counts it. */
+    /**
+     * What of the answer waits unread, as the thread's tally counts it: until it has been read, a
+     * finished answer too (an errored or cancelled stream has dropped its queue, its size is 0).
+     */
     const unread: HeldEntry = heldForSockets.entry(() => {
-      if (!ended) unread.set(-(controller?.desiredSize ?? 0));
+      unread.set(-(controller?.desiredSize ?? 0));
     });
     const finish = () => {
       ended = true;
-      unread.set(0);
       this.#turn = undefined;
       stop();
       abort.signal.removeEventListener("abort", onAbort);
@@ -155,6 +157,7 @@ class UpstreamSocket {
       this.close();
       if (controller) controller.error(error);
       else first.reject(error);
+      unread.set(0);
     };
     const onAbort = () => fail(new DOMException("The call was aborted.", "AbortError"));
     const stop = headersMs > 0
@@ -180,6 +183,7 @@ class UpstreamSocket {
               controller = c;
             },
             cancel: () => {
+              unread.set(0);
               if (ended) return;
               finish();
               this.close();
@@ -193,6 +197,7 @@ class UpstreamSocket {
         if (TERMINAL.has(type)) {
           finish();
           controller!.close();
+          unread.set(-(controller!.desiredSize ?? 0));
           return;
         }
         const bytes = -(controller!.desiredSize ?? 0);

@@ -48,3 +48,21 @@ Deno.test("over a budget, holders whose queues may have shrunk are looked at aga
   tally.refresh();
   assert.equal(looks, 2, "an entry at 0 is not looked at");
 });
+
+Deno.test("holders that ended holding something unseen are let go of as more come: the looks kept stay bounded", () => {
+  const tally = new HeldBytes();
+  let looks = 0;
+  for (let i = 0; i < 100; i++) {
+    // Each holder's queue was read to the end after it was last set (nobody looked again).
+    const entry = tally.entry(() => {
+      looks++;
+      entry.set(0);
+    });
+    entry.set(10);
+  }
+  // Past 64 kept, all were looked at again (and let go of): the 35 since are still counted.
+  assert.equal(looks, 65);
+  assert.equal(tally.total, 350);
+  tally.refresh();
+  assert.equal(tally.total, 0);
+});
