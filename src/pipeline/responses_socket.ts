@@ -327,10 +327,9 @@ class Session {
   /**
    * Waits while the socket has more than `HIGH_WATER_BYTES` queued for the client, or more than
    * `PRESSED_HIGH_WATER_BYTES` while the thread is over its budget for slow clients (undefined at
-   * once when neither). The
-   * wait ends when the client has read enough of the queue, the connection ends or `signal` stops
-   * the turn — or when the client is given up (see `#stalled`), which closes the connection: the
-   * turn then ends as one whose client went away.
+   * once when neither). The wait ends when the client has read enough of the queue, the connection
+   * ends or `signal` stops the turn — or when the client is given up (see `#stalled`), which closes
+   * the connection: the turn then ends as one whose client went away.
    */
   #drained(signal: AbortSignal): Promise<void> | undefined {
     const budget = this.ctx.services.config.webSocketQueueBytes;
