@@ -757,13 +757,18 @@ Deno.test("clients that stop reading hold about server.webSocketQueueBytes toget
   const sockets: TcpSocket[] = [];
   try {
     const { key } = await slow.createKey("ws-budget", "--credit", "20");
+    const before = await stack.emulatorStats();
     for (let i = 0; i < 4; i++) {
       const socket = await TcpSocket.open(socketUrl(slow.url), bearer(key));
       sockets.push(socket);
       await sendLong(socket, "claude-long", LONG_WORDS);
     }
-    // Their queues fill (each alone may hold 1 MiB) until the thread's budget is reached; then
-    // each waits with 64 KiB queued at most: the total settles a little over the budget.
+    // All four answers have begun; their queues fill (each alone may hold 1 MiB) until the
+    // thread's budget is reached, then each waits with 64 KiB queued at most: the total settles a
+    // little over the budget, and no answer gets to its end.
+    await eventually(async () =>
+      (await stack.emulatorStats()).streamsStarted >= before.streamsStarted + 4
+    );
     let last = -1;
     await waitFor(async () => {
       const now = await queuedBytes(slow);
@@ -773,6 +778,7 @@ Deno.test("clients that stop reading hold about server.webSocketQueueBytes toget
       return settled;
     }, { ms: 20_000, what: "the queues of the four clients settled over the budget" });
     assert.ok(last <= budget + 5 * (64 << 10), `${last} bytes held for four clients`);
+    assert.equal((await stack.emulatorStats()).streamsCompleted, before.streamsCompleted);
 
     // A client that reads is not held back by those that do not: it gets its whole answer.
     const reader = await TcpSocket.open(socketUrl(slow.url), bearer(key));
