@@ -200,11 +200,10 @@ class Session {
    * The bytes queued for the client now, set in the thread's tally. A socket that is closing
    * reports none (Deno's `bufferedAmount` is 0 once it is not open) though it still holds its
    * queue until the client reads it or leaves: it keeps what it was last seen holding until it no
-   * longer counts (see `#uncount`), then nothing.
+   * longer counts (`#uncount` sets it to 0).
    */
   look(): number {
-    if (!this.#counted) this.#held.set(0);
-    else if (!this.#closed && this.ws.readyState === WebSocket.OPEN) {
+    if (!this.#closed && this.ws.readyState === WebSocket.OPEN) {
       this.#held.set(this.ws.bufferedAmount);
     }
     return this.#held.bytes;

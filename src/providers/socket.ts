@@ -142,9 +142,12 @@ class UpstreamSocket {
      * What of the answer waits unread, as the thread's tally counts it: until it has been read, a
      * finished answer too (an errored or cancelled stream has dropped its queue, its size is 0).
      */
-    const unread: HeldEntry = heldForSockets.entry(() => {
+    const unread: HeldEntry = heldForSockets.entry(() => lookUnread());
+    /** Sets `unread` to the answer's queue now (−`desiredSize`), and answers it. */
+    const lookUnread = () => {
       unread.set(-(controller?.desiredSize ?? 0));
-    });
+      return unread.bytes;
+    };
     const finish = () => {
       ended = true;
       this.#turn = undefined;
@@ -197,11 +200,10 @@ class UpstreamSocket {
         if (TERMINAL.has(type)) {
           finish();
           controller!.close();
-          unread.set(-(controller!.desiredSize ?? 0));
+          lookUnread();
           return;
         }
-        const bytes = -(controller!.desiredSize ?? 0);
-        unread.set(bytes);
+        const bytes = lookUnread();
         const bound = bytes > MAX_UNREAD_BYTES
           ? "turn"
           : bytes > PRESSED_UNREAD_BYTES && heldForSockets.over(budget)
