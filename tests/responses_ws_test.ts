@@ -441,33 +441,53 @@ Deno.test("a client that stops reading holds its turn's upstream back: reading a
   }
 });
 
-Deno.test("over the upstream's WebSocket, an answer its client leaves unread past the bound ends there, billed for what was relayed", async () => {
-  // The idle limit is far off: what ends the turn is the unread answer, not the client's silence.
-  const slow = await longAnswers({ streamIdleTimeoutMs: 60_000 });
+/**
+ * A client of a `longAnswers(server)` gateway that sends a long turn on `gpt-long` (over the
+ * emulator's own WebSocket) and reads nothing until the turn is settled: the turn's charge, what the
+ * client reads then, and the log lines of upstream-socket turns ended for a slow client. `then`
+ * runs before the gateway stops.
+ */
+async function unreadUpstreamTurn(
+  server: Record<string, unknown>,
+  account: string,
+  then?: (gateway: Gateway) => Promise<unknown>,
+) {
+  const gateway = await longAnswers(server);
   let socket: TcpSocket | undefined;
   try {
-    const { key } = await slow.createKey("ws-unread", "--credit", "5");
-    socket = await TcpSocket.open(socketUrl(slow.url), bearer(key));
+    const { key } = await gateway.createKey(account, "--credit", "5");
+    socket = await TcpSocket.open(socketUrl(gateway.url), bearer(key));
     await sendLong(socket, "gpt-long", LONG_WORDS);
-    // The upstream's socket is read as it writes: past the bound of unread answer the turn ends,
+    // The upstream's socket is read as it writes: past a bound of unread answer the turn ends,
     // before the client has read anything.
-    await eventually(async () => (await settledOn(slow, "ws-unread")).length === 1);
-    const [charge] = await settledOn(slow, "ws-unread");
-    assert.equal(charge.estimated, true, "billed on what was relayed");
-    const output = outputOf(charge);
-    assert.ok(output > 0 && output < LONG_WORDS / 4, `${output} of ${LONG_WORDS} tokens relayed`);
-    // Read now: what the client's socket had queued, then the protocol's error, not the answer.
+    await eventually(async () => (await settledOn(gateway, account)).length === 1);
+    const [charge] = await settledOn(gateway, account);
     const read = await socket.read((text) => TERMINAL_TEXT.test(text));
-    assert.equal(JSON.parse(read.last!).type, "error", read.last!.slice(0, 200));
-    assert.ok(read.messages < LONG_WORDS / 4, `${read.messages} messages (${read.bytes} bytes)`);
-    const ended = logEntries(slow).filter((e) => String(e.msg).startsWith("an upstream socket's"));
-    assert.equal(ended.length, 1, JSON.stringify(ended));
-    assert.equal(ended[0].bound, "turn");
-    assert.ok((ended[0].unread_bytes as number) > 8 << 20, JSON.stringify(ended[0]));
+    const ended = logEntries(gateway)
+      .filter((e) => String(e.msg).startsWith("an upstream socket's"));
+    await then?.(gateway);
+    return { charge, read, ended };
   } finally {
     socket?.close();
-    await slow.stop();
+    await gateway.stop();
   }
+}
+
+Deno.test("over the upstream's WebSocket, an answer its client leaves unread past the bound ends there, billed for what was relayed", async () => {
+  // The idle limit is far off: what ends the turn is the unread answer, not the client's silence.
+  const { charge, read, ended } = await unreadUpstreamTurn(
+    { streamIdleTimeoutMs: 60_000 },
+    "ws-unread",
+  );
+  assert.equal(charge.estimated, true, "billed on what was relayed");
+  const output = outputOf(charge);
+  assert.ok(output > 0 && output < LONG_WORDS / 4, `${output} of ${LONG_WORDS} tokens relayed`);
+  // Read then: what the client's socket had queued, then the protocol's error, not the answer.
+  assert.equal(JSON.parse(read.last!).type, "error", read.last!.slice(0, 200));
+  assert.ok(read.messages < LONG_WORDS / 4, `${read.messages} messages (${read.bytes} bytes)`);
+  assert.equal(ended.length, 1, JSON.stringify(ended));
+  assert.equal(ended[0].bound, "turn");
+  assert.ok((ended[0].unread_bytes as number) > 8 << 20, JSON.stringify(ended[0]));
 });
 
 Deno.test("a socket closed for not reading counts against maxConnections until it has really closed", async () => {
@@ -803,27 +823,17 @@ Deno.test("clients that stop reading hold about server.webSocketQueueBytes toget
 
 Deno.test("over the upstream's WebSocket, past server.webSocketQueueBytes a turn ends at 1 MiB unread, not 8 MiB", async () => {
   const budget = 256 << 10;
-  const slow = await longAnswers({ streamIdleTimeoutMs: 60_000, webSocketQueueBytes: budget });
-  let socket: TcpSocket | undefined;
-  try {
-    const { key } = await slow.createKey("ws-pressed", "--credit", "5");
-    socket = await TcpSocket.open(socketUrl(slow.url), bearer(key));
-    await sendLong(socket, "gpt-long", LONG_WORDS);
-    await eventually(async () => (await settledOn(slow, "ws-pressed")).length === 1);
-    const [charge] = await settledOn(slow, "ws-pressed");
-    assert.equal(charge.estimated, true, "billed on what was relayed");
-    const read = await socket.read((text) => TERMINAL_TEXT.test(text));
-    assert.equal(JSON.parse(read.last!).type, "error", read.last!.slice(0, 200));
-    // Ended by the thread's bound, with 1 MiB to 8 MiB unread (the turn's own bound is 8 MiB).
-    const ended = logEntries(slow).filter((e) => String(e.msg).startsWith("an upstream socket's"));
-    assert.equal(ended.length, 1, JSON.stringify(ended));
-    assert.equal(ended[0].bound, "thread");
-    const unread = ended[0].unread_bytes as number;
-    assert.ok(unread > 1 << 20 && unread <= 8 << 20, `${unread} bytes unread`);
-    assert.ok((ended[0].held_bytes as number) > budget);
-    await eventually(async () => await queuedBytes(slow) === 0);
-  } finally {
-    socket?.close();
-    await slow.stop();
-  }
+  const { charge, read, ended } = await unreadUpstreamTurn(
+    { streamIdleTimeoutMs: 60_000, webSocketQueueBytes: budget },
+    "ws-pressed",
+    (gateway) => eventually(async () => await queuedBytes(gateway) === 0),
+  );
+  assert.equal(charge.estimated, true, "billed on what was relayed");
+  assert.equal(JSON.parse(read.last!).type, "error", read.last!.slice(0, 200));
+  // Ended by the thread's bound, with 1 MiB to 8 MiB unread (the turn's own bound is 8 MiB).
+  assert.equal(ended.length, 1, JSON.stringify(ended));
+  assert.equal(ended[0].bound, "thread");
+  const unread = ended[0].unread_bytes as number;
+  assert.ok(unread > 1 << 20 && unread <= 8 << 20, `${unread} bytes unread`);
+  assert.ok((ended[0].held_bytes as number) > budget);
 });
