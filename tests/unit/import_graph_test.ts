@@ -190,3 +190,16 @@ Deno.test("ARCHITECTURE.md states the same levels as this test", () => {
   }
   assert.deepEqual(stated, LEVELS);
 });
+
+Deno.test("a serving gateway does not load the emulator: main.ts's static imports reach no module of src/emulator/", () => {
+  // The emulator is imported dynamically, for `emulate` and `serve --emulate` only.
+  const edges = graph();
+  const reached = new Set<string>();
+  const visit = (file: string) => {
+    if (reached.has(file)) return;
+    reached.add(file);
+    for (const next of edges.get(file) ?? []) visit(next);
+  };
+  visit("main.ts");
+  assert.deepEqual([...reached].filter((file) => file.startsWith("src/emulator/")), []);
+});
