@@ -8,18 +8,58 @@ import { connectionsTo, fdLimit, listeningPids, memoryMiB, openFds, type Server 
 import { startWrk, wrk } from "./wrk.ts";
 import type { MemoryPoint, MemoryReports } from "./memory_detail.ts";
 
-/** What the scenario needs to know. */
-export interface MemoryInput {
-  gateway: Server;
+/** The upstream and the load: what every server the slow streams are opened on shares. */
+export interface StreamLoad {
   emulator: Server;
   emulatorUrl: string;
-  key: string;
   /** Concurrent streams asked for. */
   streams: number;
   /** Connections of the warm-up. */
   concurrency: number;
+}
+
+/** What the scenario needs to know. */
+export interface MemoryInput extends StreamLoad {
+  gateway: Server;
+  key: string;
   /** The gateway's own memory reports (BENCH_MEMORY_DETAIL=1), for the breakdown. */
   reports?: MemoryReports;
+}
+
+/**
+ * A server the slow streams are opened on, and the Responses call that opens one there: the
+ * gateway's own, or the upstream's call through a proxy.
+ */
+export interface StreamTarget {
+  server: Server;
+  url: string;
+  headers: Record<string, string>;
+  /** The model id the target takes. */
+  model: string;
+}
+
+/** What a server that has only served the warm-up holds with the slow streams open (MiB of VmRSS). */
+export interface StreamCost {
+  /** After the warm-up, before the streams. */
+  idle: number;
+  /** While they were open. */
+  peakRss: number;
+  /** Streams attempted: fewer than asked when open-file limits do not allow them all. */
+  streams: number;
+  limitNote?: string;
+  /** Most streams open upstream at once (the emulator's count). */
+  peakOpen: number;
+  /** Most client connections at once. */
+  peakConnections: number;
+  /** Non-2xx responses and socket errors while the streams ran. */
+  streamErrors: number;
+  /** The emulator's open streams before them (other targets' leftovers). */
+  baseline: number;
+}
+
+/** KiB of resident memory per open stream: the peak over idle, over the streams open at once. */
+export function perOpenStream(cost: StreamCost): number {
+  return cost.peakOpen > 0 ? (cost.peakRss - cost.idle) * 1024 / cost.peakOpen : NaN;
 }
 
 /** The gateway's own figures (BENCH_MEMORY_DETAIL=1), each right after a full collection. */
@@ -40,23 +80,14 @@ export interface Settled {
   stillOpen: number;
 }
 
-/** The scenario's figures (MiB of VmRSS, summed over the gateway's processes). */
-export interface MemoryResult {
+/**
+ * The scenario's figures (MiB of VmRSS, summed over the gateway's processes); `idle`, after a
+ * short warm-up, is the starting point the bars are measured from.
+ */
+export interface MemoryResult extends StreamCost {
   /** Before any request. */
   cold: number;
-  /** After a short warm-up: the starting point the bars are measured from. */
-  idle: number;
   streamsAsked: number;
-  /** Streams attempted: fewer than asked when open-file limits do not allow them all. */
-  streams: number;
-  limitNote?: string;
-  /** Most streams open upstream at once (the emulator's count). */
-  peakOpen: number;
-  /** Most client connections to the gateway at once. */
-  peakConnections: number;
-  peakRss: number;
-  /** Non-2xx responses and socket errors while the streams ran. */
-  streamErrors: number;
   afterStreams: Settled;
   malformedRequests: number;
   /** Malformed requests that were not refused (should be 0). */
@@ -77,30 +108,25 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs the memory scenario against a gateway no other load has touched. */
 export async function memoryScenario(input: MemoryInput): Promise<MemoryResult> {
-  const { gateway } = input;
   await sleep(1000);
-  const cold = memoryMiB(gateway.pid, "VmRSS");
-  await warmUp(input);
-  await sleep(3000);
-  const idle = memoryMiB(gateway.pid, "VmRSS");
-  progress(`idle RSS ${idle.toFixed(1)} MiB`);
+  const cold = memoryMiB(input.gateway.pid, "VmRSS");
   const detail: MemoryDetail | undefined = input.reports ? {} : undefined;
-  if (detail) detail.idle = await input.reports!.fresh();
-  const { streams, note } = await streamCapacity(input);
-  if (note) progress(note);
-  const baseline = await openUpstream(input.emulatorUrl);
-  const phase = await openStreams(input, streams, baseline, detail);
-  const afterStreams = await settle(input, idle, baseline);
+  const cost = await streamCost(
+    gatewayTarget(input),
+    input,
+    detail && {
+      idle: async () => void (detail.idle = await input.reports!.fresh()),
+      open: async () => void (detail.open = await input.reports!.fresh()),
+    },
+  );
+  const afterStreams = await settle(input, cost.idle, cost.baseline);
   if (detail) detail.afterStreams = await input.reports!.fresh();
   const malformed = await malformedBurst(input);
-  const afterMalformed = await settle(input, idle, baseline);
+  const afterMalformed = await settle(input, cost.idle, cost.baseline);
   return {
+    ...cost,
     cold,
-    idle,
     streamsAsked: input.streams,
-    streams,
-    limitNote: note,
-    ...phase,
     afterStreams,
     malformedRequests: malformed.requests,
     malformedAccepted: malformed.requests - malformed.non2xx,
@@ -109,35 +135,60 @@ export async function memoryScenario(input: MemoryInput): Promise<MemoryResult> 
   };
 }
 
+/**
+ * Warms `target` up, then opens the slow streams on it (see `openStreams`) and tells its RSS
+ * before and while they were open; `at` is called at idle and with the streams open.
+ */
+export async function streamCost(
+  target: StreamTarget,
+  load: StreamLoad,
+  at?: { idle(): Promise<void>; open(): Promise<void> },
+): Promise<StreamCost> {
+  await warmUp(target, load.concurrency);
+  await sleep(3000);
+  const idle = memoryMiB(target.server.pid, "VmRSS");
+  progress(`idle RSS ${idle.toFixed(1)} MiB`);
+  await at?.idle();
+  const { streams, note } = await streamCapacity(target.server, load);
+  if (note) progress(note);
+  const baseline = await openUpstream(load.emulatorUrl);
+  const phase = await openStreams(target, load, streams, baseline, at?.open);
+  return { idle, streams, limitNote: note, baseline, ...phase };
+}
+
 function progress(text: string): void {
   console.error(`  memory: ${text}`);
 }
 
-function gatewayUrl(input: MemoryInput): string {
-  return `http://127.0.0.1:${input.gateway.port}/v1/responses`;
+function gatewayTarget(input: MemoryInput): StreamTarget {
+  return {
+    server: input.gateway,
+    url: `http://127.0.0.1:${input.gateway.port}/v1/responses`,
+    headers: { "content-type": "application/json", authorization: `Bearer ${input.key}` },
+    model: "gpt-bench",
+  };
 }
 
-function headers(input: MemoryInput): Record<string, string> {
-  return { "content-type": "application/json", authorization: `Bearer ${input.key}` };
-}
-
-/** A short run of ordinary streams, so that "idle" is a gateway that has served. */
-async function warmUp(input: MemoryInput): Promise<void> {
-  const body = JSON.stringify({ model: "gpt-bench", input: "Warm up.", stream: true });
+/** A short run of ordinary streams, so that "idle" is a server that has served. */
+async function warmUp(target: StreamTarget, concurrency: number): Promise<void> {
+  const body = JSON.stringify({ model: target.model, input: "Warm up.", stream: true });
   await wrk(
-    { url: gatewayUrl(input), headers: headers(input), body },
-    { threads: 2, connections: input.concurrency, seconds: 2 },
+    { url: target.url, headers: target.headers, body },
+    { threads: 2, connections: concurrency, seconds: 2 },
   );
 }
 
 /**
- * How many streams the open-file limits allow: each takes two descriptors in the gateway (client
+ * How many streams the open-file limits allow: each takes two descriptors in the server (client
  * and upstream sockets), one in the emulator and one in wrk.
  */
-async function streamCapacity(input: MemoryInput): Promise<{ streams: number; note?: string }> {
+async function streamCapacity(
+  server: Server,
+  input: StreamLoad,
+): Promise<{ streams: number; note?: string }> {
   const spare = (pid: number) => fdLimit(pid) - openFds(pid) - 64;
-  const serving = await listeningPids(input.gateway.port);
-  const pids = serving.length ? serving : [input.gateway.pid];
+  const serving = await listeningPids(server.port);
+  const pids = serving.length ? serving : [server.pid];
   // Connections spread over several processes sharing the port unevenly: keep 10% in reserve.
   const share = pids.length > 1 ? 0.9 : 1;
   const gateway = Math.floor(share * pids.reduce((n, pid) => n + spare(pid) / 2, 0));
@@ -148,7 +199,7 @@ async function streamCapacity(input: MemoryInput): Promise<{ streams: number; no
   return {
     streams,
     note: `open-file limits allow ${streams} streams, not ${input.streams} ` +
-      `(gateway ${pids.length} process(es), ${fdLimit(pids[0])} files each, 2 per stream; ` +
+      `(server ${pids.length} process(es), ${fdLimit(pids[0])} files each, 2 per stream; ` +
       `emulator ${fdLimit(input.emulator.pid)}; wrk ${fdLimit("self", "hard")})`,
   };
 }
@@ -180,15 +231,16 @@ function sampleRss(pid: number): { stop: () => number } {
  * drops them all at once.
  */
 async function openStreams(
-  input: MemoryInput,
+  target: StreamTarget,
+  input: StreamLoad,
   streams: number,
   baseline: number,
-  detail?: MemoryDetail,
+  atOpen?: () => Promise<void>,
 ) {
-  const body = JSON.stringify({ model: "gpt-bench", input: SLOW_PROMPT, stream: true });
-  const rss = sampleRss(input.gateway.pid);
+  const body = JSON.stringify({ model: target.model, input: SLOW_PROMPT, stream: true });
+  const rss = sampleRss(target.server.pid);
   const run = startWrk(
-    { url: gatewayUrl(input), headers: headers(input), body },
+    { url: target.url, headers: target.headers, body },
     { threads: 2, connections: streams, seconds: 600, timeoutSeconds: 600 },
   );
   let peakOpen = 0, peakConnections = 0, grewAt = Date.now(), fullAt = 0;
@@ -196,13 +248,13 @@ async function openStreams(
   while (Date.now() - started < 60_000 && (!fullAt || Date.now() - fullAt < 5000)) {
     await sleep(1000);
     const open = (await openUpstream(input.emulatorUrl)) - baseline;
-    peakConnections = Math.max(peakConnections, await connectionsTo(input.gateway.port));
+    peakConnections = Math.max(peakConnections, await connectionsTo(target.server.port));
     if (open > peakOpen) [peakOpen, grewAt] = [open, Date.now()];
     const plateau = peakOpen > 0 && Date.now() - grewAt >= 5000;
     if (!fullAt && (peakOpen >= 0.99 * streams || plateau)) fullAt = Date.now();
     progress(`${open} streams open, ${peakConnections} connections at most so far`);
   }
-  if (detail) detail.open = await input.reports!.fresh();
+  await atOpen?.();
   run.interrupt();
   const result = await run.result;
   const peakRss = rss.stop();
@@ -245,8 +297,9 @@ function malformedBodies(): string[] {
 
 async function malformedBurst(input: MemoryInput) {
   progress(`${MALFORMED_REQUESTS} malformed requests`);
+  const { url, headers } = gatewayTarget(input);
   return await wrk(
-    { url: gatewayUrl(input), headers: headers(input), body: malformedBodies() },
+    { url, headers, body: malformedBodies() },
     {
       threads: 2,
       connections: input.concurrency,

@@ -7,8 +7,10 @@ import {
   type MemoryDetail,
   type MemoryResult,
   PEAK_BAR_MIB,
+  perOpenStream,
   SETTLE_BAR_MIB,
   type Settled,
+  type StreamCost,
 } from "./memory.ts";
 import { type MemoryPoint, perStream } from "./memory_detail.ts";
 
@@ -215,11 +217,30 @@ export function memoryLines(workers: number, m: MemoryResult): string[] {
     `${count(m.peakConnections)} client connections; errors ${count(m.streamErrors)}`,
     `  peak RSS with the streams open: ${mib(m.peakRss)} — under 500 MB: ` +
     (m.peakRss < PEAK_BAR_MIB ? "yes" : "NO"),
+    `  per open stream: ${perOpenStream(m).toFixed(1)} KiB (the peak over idle, per stream open)`,
     settledLine("after the streams were dropped", m.afterStreams, m.idle),
     `  malformed burst: ${count(m.malformedRequests)} requests, ` +
     `${count(m.malformedAccepted)} not refused`,
     settledLine("after the malformed burst", m.afterMalformed, m.idle),
     ...(m.detail ? detailLines(m.detail, m.peakOpen) : []),
+  ];
+}
+
+/**
+ * What each server held per open stream, the same slow streams on fresh processes (see
+ * `memoryFloors` in `run.ts`): the least Deno holds, with and without JavaScript seeing the bytes.
+ */
+export function streamCostLines(costs: { label: string; cost: StreamCost }[]): string[] {
+  const width = Math.max(...costs.map((c) => c.label.length));
+  return [
+    "memory per open stream, the same slow streams on fresh processes with the gateway's V8 flags " +
+    "(VmRSS: the peak over idle, per stream open):",
+    ...costs.map(({ label, cost }) =>
+      `  ${label.padEnd(width)}  ${perOpenStream(cost).toFixed(1).padStart(6)} KiB  ` +
+      `(${cost.peakOpen.toLocaleString("en-US")} open; idle ${mib(cost.idle)}, ` +
+      `peak ${mib(cost.peakRss)}; errors ${cost.streamErrors})` +
+      (cost.limitNote ? ` — ${cost.limitNote}` : "")
+    ),
   ];
 }
 

@@ -20,14 +20,17 @@ import {
 import {
   type Gateway,
   type GatewayOptions,
+  MODELS,
   type Setup,
+  startBareProxy,
+  startFloorProxy,
   startGateway,
   startSetup,
   workersFlagMissing,
 } from "./stack.ts";
 import { MemoryReports } from "./memory_detail.ts";
 import { measure, type Measurement, median, type Target } from "./measure.ts";
-import { memoryScenario } from "./memory.ts";
+import { memoryScenario, type StreamCost, streamCost } from "./memory.ts";
 import {
   addedLatencyLines,
   limitLines,
@@ -36,6 +39,7 @@ import {
   peerLines,
   ratioLines,
   type Row,
+  streamCostLines,
   table,
 } from "./report.ts";
 import { memoryMiB, resetPeak, stopServer } from "./procs.ts";
@@ -191,20 +195,69 @@ async function throughput(
   }
 }
 
+/**
+ * The same slow streams on fresh proxies with the gateway's V8 flags: the bare proxy (Deno moves
+ * the upstream body without JavaScript), the bare proxy with `--relay` (each chunk read and re-sent
+ * from JavaScript, nothing else) and the floor proxy (the guarantees) — the floors under the
+ * gateway's memory per open stream.
+ */
+async function memoryFloors(setup: Setup): Promise<string[]> {
+  const flags = setup.permissions.filter((flag) => flag.startsWith("--v8-flags="));
+  const { dir, emulatorUrl } = setup;
+  const floors = [
+    { label: "bare proxy", key: "", start: () => startBareProxy(dir, emulatorUrl, { flags }) },
+    {
+      label: "JS relay (bare proxy --relay)",
+      key: "",
+      start: () => startBareProxy(dir, emulatorUrl, { flags, relay: true }),
+    },
+    {
+      label: "floor proxy",
+      key: FLOOR_KEY,
+      start: () => startFloorProxy(dir, emulatorUrl, "floor-memory", { flags }),
+    },
+  ];
+  const costs: { label: string; cost: StreamCost }[] = [];
+  for (const floor of floors) {
+    progress(`memory per open stream: ${floor.label}`);
+    const server = await floor.start();
+    try {
+      const headers: Record<string, string> = { "content-type": "application/json" };
+      if (floor.key) headers.authorization = `Bearer ${floor.key}`;
+      const target = {
+        server,
+        url: `http://127.0.0.1:${server.port}/openai/v1/responses`,
+        headers,
+        model: MODELS["gpt-bench"].upstream,
+      };
+      costs.push({ label: floor.label, cost: await streamCost(target, memoryLoad(setup)) });
+    } finally {
+      await stopServer(server);
+    }
+  }
+  return ["", ...streamCostLines(costs)];
+}
+
+function memoryLoad(setup: Setup) {
+  return {
+    emulator: setup.emulator,
+    emulatorUrl: setup.emulatorUrl,
+    streams: SETTINGS.streams,
+    concurrency: SETTINGS.concurrency,
+  };
+}
+
 async function memory(setup: Setup): Promise<string[]> {
-  const lines: string[] = [];
+  const lines = await memoryFloors(setup);
   const reports = SETTINGS.memoryDetail ? new MemoryReports() : undefined;
   for await (const gateway of eachGateway(setup, { reports })) {
     progress(`memory scenario, workers=${gateway.workers}`);
     reports?.clear();
     try {
       const result = await memoryScenario({
+        ...memoryLoad(setup),
         gateway: gateway.server,
-        emulator: setup.emulator,
-        emulatorUrl: setup.emulatorUrl,
         key: setup.key,
-        streams: SETTINGS.streams,
-        concurrency: SETTINGS.concurrency,
         reports,
       });
       lines.push("", ...memoryLines(gateway.workers, result));

@@ -84,6 +84,8 @@ export const SETTINGS = {
 
 /** Seconds the memory scenario takes per gateway, roughly. */
 export const MEMORY_SECONDS = 60;
+/** Seconds it takes per proxy measured under it (bare, JS relay, floor), roughly. */
+const MEMORY_FLOOR_SECONDS = 40;
 
 /**
  * A rough total run time in seconds, for `scenarios` throughput scenarios and `peerRuns` (peer,
@@ -97,5 +99,5 @@ export function estimateSeconds(scenarios: number, peerRuns: number, memory: boo
   const perScenario = (3 + gateways) * target - s.runs * s.latencySeconds;
   const startup = 10 + 3 * gateways + 5 * s.peers.length;
   return startup + scenarios * perScenario + peerRuns * target +
-    (memory ? gateways * MEMORY_SECONDS : 0);
+    (memory ? gateways * MEMORY_SECONDS + 3 * MEMORY_FLOOR_SECONDS : 0);
 }

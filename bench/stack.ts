@@ -65,27 +65,8 @@ export async function startSetup(): Promise<Setup> {
     portOf: portField,
   });
   const emulatorUrl = `http://127.0.0.1:${emulator.port}`;
-  const proxy = await spawnServer({
-    args: ["run", "--allow-net", `${ROOT}bench/bare_proxy.ts`, emulatorUrl],
-    cwd: dir,
-    portOf: portField,
-  });
-  const floorDir = `${dir}/floor`;
-  await Deno.mkdir(floorDir);
-  const floor = await spawnServer({
-    args: [
-      "run",
-      "--allow-net",
-      // The store's checkpointer thread loads its module from src/.
-      `--allow-read=${floorDir},${ROOT}src`,
-      `--allow-write=${floorDir}`,
-      `${ROOT}bench/floor_proxy.ts`,
-      emulatorUrl,
-      floorDir,
-    ],
-    cwd: dir,
-    portOf: portField,
-  });
+  const proxy = await startBareProxy(dir, emulatorUrl);
+  const floor = await startFloorProxy(dir, emulatorUrl, "floor");
   const postgres = SETTINGS.store === "postgres" ? await startPostgres() : undefined;
   const store = postgres ? { store: { url: postgres.url } } : {};
   await Deno.writeTextFile(
@@ -105,6 +86,60 @@ export async function startSetup(): Promise<Setup> {
     "1000000000",
   ]);
   return { dir, emulator, emulatorUrl, proxy, floor, key, limitedKey, permissions, postgres };
+}
+
+/** How a bare or floor proxy is started beyond its upstream. */
+export interface ProxyOptions {
+  /** The bare proxy passes each chunk through JavaScript (`bare_proxy.ts --relay`). */
+  relay?: boolean;
+  /** Deno flags before the script (the memory scenario gives them the gateway's `--v8-flags`). */
+  flags?: string[];
+}
+
+/** Starts the bare proxy (see `bare_proxy.ts`) in `dir`, in front of the emulator. */
+export function startBareProxy(
+  dir: string,
+  emulatorUrl: string,
+  options: ProxyOptions = {},
+): Promise<Server> {
+  return spawnServer({
+    args: [
+      "run",
+      ...(options.flags ?? []),
+      "--allow-net",
+      `${ROOT}bench/bare_proxy.ts`,
+      emulatorUrl,
+      ...(options.relay ? ["--relay"] : []),
+    ],
+    cwd: dir,
+    portOf: portField,
+  });
+}
+
+/** Starts the floor proxy (see `floor_proxy.ts`) with its store in `dir/name`, a new directory. */
+export async function startFloorProxy(
+  dir: string,
+  emulatorUrl: string,
+  name: string,
+  options: ProxyOptions = {},
+): Promise<Server> {
+  const floorDir = `${dir}/${name}`;
+  await Deno.mkdir(floorDir);
+  return await spawnServer({
+    args: [
+      "run",
+      ...(options.flags ?? []),
+      "--allow-net",
+      // The store's checkpointer thread loads its module from src/.
+      `--allow-read=${floorDir},${ROOT}src`,
+      `--allow-write=${floorDir}`,
+      `${ROOT}bench/floor_proxy.ts`,
+      emulatorUrl,
+      floorDir,
+    ],
+    cwd: dir,
+    portOf: portField,
+  });
 }
 
 function config(emulatorUrl: string) {
