@@ -237,10 +237,13 @@ export function streamCostLines(costs: { label: string; cost: StreamCost }[]): s
     "(VmRSS: the peak over idle, per stream open):",
     ...costs.map(({ label, cost }) =>
       `  ${label.padEnd(width)}  ${perOpenStream(cost).toFixed(1).padStart(6)} KiB  ` +
-      `(${cost.peakOpen.toLocaleString("en-US")} open; idle ${mib(cost.idle)}, ` +
-      `peak ${mib(cost.peakRss)}; errors ${cost.streamErrors})` +
-      (cost.limitNote ? ` — ${cost.limitNote}` : "")
+      `(${cost.peakOpen.toLocaleString("en-US")} open of ${
+        cost.streams.toLocaleString("en-US")
+      }; ` +
+      `idle ${mib(cost.idle)}, peak ${mib(cost.peakRss)}; errors ${cost.streamErrors})`
     ),
+    ...[...new Set(costs.map(({ cost }) => cost.limitNote).filter(Boolean))]
+      .map((note) => `  note: ${note}`),
   ];
 }
 
