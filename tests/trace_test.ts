@@ -85,11 +85,15 @@ Deno.test("a JSON call: its GenAI span, under Deno's server span, with the upstr
   assert.equal(span.attributes["gen_ai.usage.input_tokens"], answer.usage.input_tokens);
   assert.equal(span.attributes["gen_ai.usage.output_tokens"], answer.usage.output_tokens);
   assert.deepEqual(span.attributes["gen_ai.response.finish_reasons"], ["stop"]);
-  const server = received.find((s) => s.spanId === span.parentSpanId);
-  assert.ok(server, "the parent span was exported");
+  // The spans end at different moments (the server's once the response is sent) and are exported
+  // in batches: each may come in a later batch than the call's.
+  const server = await waitFor(() => received.find((s) => s.spanId === span.parentSpanId), {
+    what: "the call span's parent span",
+  });
   assert.equal(server.kind, 2, "Deno's server span");
-  const upstream = received.find((s) => s.parentSpanId === span.spanId);
-  assert.ok(upstream, "the upstream call is a child span");
+  const upstream = await waitFor(() => received.find((s) => s.parentSpanId === span.spanId), {
+    what: "the upstream call as the call span's child",
+  });
   assert.match(String(upstream.attributes["url.full"]), /\/openai\/v1\/responses$/);
 });
 
