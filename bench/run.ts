@@ -204,33 +204,36 @@ async function throughput(
 async function memoryFloors(setup: Setup): Promise<string[]> {
   const flags = setup.permissions.filter((flag) => flag.startsWith("--v8-flags="));
   const { dir, emulatorUrl } = setup;
+  const json = { "content-type": "application/json" };
   const floors = [
-    { label: "bare proxy", key: "", start: () => startBareProxy(dir, emulatorUrl, { flags }) },
+    {
+      label: "bare proxy",
+      headers: json,
+      start: () => startBareProxy(dir, emulatorUrl, { flags }),
+    },
     {
       label: "JS relay (bare proxy --relay)",
-      key: "",
+      headers: json,
       start: () => startBareProxy(dir, emulatorUrl, { flags, relay: true }),
     },
     {
       label: "floor proxy",
-      key: FLOOR_KEY,
+      headers: { ...json, authorization: `Bearer ${FLOOR_KEY}` },
       start: () => startFloorProxy(dir, emulatorUrl, "floor-memory", { flags }),
     },
   ];
   const costs: { label: string; cost: StreamCost }[] = [];
-  for (const floor of floors) {
-    progress(`memory per open stream: ${floor.label}`);
-    const server = await floor.start();
+  for (const { label, headers, start } of floors) {
+    progress(`memory per open stream: ${label}`);
+    const server = await start();
     try {
-      const headers: Record<string, string> = { "content-type": "application/json" };
-      if (floor.key) headers.authorization = `Bearer ${floor.key}`;
       const target = {
         server,
         url: `http://127.0.0.1:${server.port}/openai/v1/responses`,
         headers,
         model: MODELS["gpt-bench"].upstream,
       };
-      costs.push({ label: floor.label, cost: await streamCost(target, memoryLoad(setup)) });
+      costs.push({ label, cost: await streamCost(target, memoryLoad(setup)) });
     } finally {
       await stopServer(server);
     }
