@@ -58,8 +58,8 @@ export async function readBytes(req: Request, limits: BodyLimits): Promise<Uint8
   const limit = limits.maxBodyBytes;
   const declared = Number(req.headers.get("content-length") ?? NaN);
   if (declared > limit) throw tooLarge(limit);
-  if (!req.body) return new Uint8Array(0);
   const ms = limits.uploadTimeoutMs;
+  // `req.body` is not touched on this path: it would make a stream of the body for nothing.
   if (declared >= 0) {
     // HTTP framing stops the body at its declared length: read it natively in one go.
     const late = Promise.withResolvers<never>();
@@ -75,6 +75,7 @@ export async function readBytes(req: Request, limits: BodyLimits): Promise<Uint8
       stop();
     }
   }
+  if (!req.body) return new Uint8Array(0);
   const reader = req.body.getReader();
   let timedOut = false;
   const stop = deadline(ms, () => {
