@@ -58,17 +58,16 @@ export function attempts(
   const socket = surface.protocol === "responses" && typeof call.body === "string"
     ? call.socket
     : undefined;
-  return async (key, deadlines) => {
+  return (key, deadlines) => {
     const auth: Record<string, string> = surface.auth && key
       ? { [surface.auth.header]: `${surface.auth.prefix ?? ""}${key.secret}` }
       : {};
     const headers = { ...auth, ...surface.headers, ...own };
     const attempt = attemptAbort(abort);
-    if (socket) {
-      const answer = await socket.send(url, headers, call.body as string, attempt, deadlines);
-      if (answer) return answer;
-    }
-    return await sendRequest(url, call, headers, attempt, deadlines);
+    if (!socket) return sendRequest(url, call, headers, attempt, deadlines);
+    return socket.send(url, headers, call.body as string, attempt, deadlines).then((answer) =>
+      answer ?? sendRequest(url, call, headers, attempt, deadlines)
+    );
   };
 }
 
