@@ -33,7 +33,7 @@ import { AFFINITY_MOVES, metrics } from "../metrics/gateway.ts";
 import { hashesOf } from "../name_hash.ts";
 import { prefixHash } from "../protocols/conversation.ts";
 import { protocolsOf } from "../providers/index.ts";
-import type { CallInput, WireProtocol } from "../protocols/wire.ts";
+import type { CallInput, ConversationId, WireProtocol } from "../protocols/wire.ts";
 import type { Bill } from "../billing/ledger.ts";
 import type { Usage } from "../billing/price.ts";
 import type { Placement } from "../routing/affinity.ts";
@@ -121,19 +121,29 @@ function translatedToCache(client: WireProtocol, model: ResolvedModel): boolean 
  * Looks up where a text call's conversation has its cache and makes it the call's preference
  * (see the module's doc); the placement is recorded once the call is answered (`affinityStep`).
  */
-export async function keepConversation(
+export function keepConversation(
   ctx: RequestContext,
   client: WireProtocol,
   input: CallInput,
   body: JsonBody,
   model: ResolvedModel,
-): Promise<void> {
+): Promise<void> | undefined {
+  // Nothing to look up (affinity off, or no conversation to keep): no promise.
   if (!ctx.services.config.routing.cacheAffinity || !ctx.principal || !client.conversation) return;
   if (!choosable(model) && !translatedToCache(client, model)) return;
   const named = client.conversation(input, body);
   if (!named) return;
+  return placeConversation(ctx, named, model);
+}
+
+/** `keepConversation`'s look-up of where the conversation `named` was placed last. */
+async function placeConversation(
+  ctx: RequestContext,
+  named: ConversationId,
+  model: ResolvedModel,
+): Promise<void> {
   const conversation = conversationOf(
-    ctx.principal.accountId,
+    ctx.principal!.accountId,
     model,
     named.id,
     named.extended,

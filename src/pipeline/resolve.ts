@@ -192,12 +192,14 @@ async function referredSteps(
   return steps;
 }
 
-/** Reads the stored state `names` names into `ctx.named` (see the module's doc). */
-export async function loadNamedState(
+/**
+ * Reads the stored state `names` names into `ctx.named` (see the module's doc): at once when the
+ * request names none (the common case: no promise), else once the store has answered.
+ */
+export function loadNamedState(
   ctx: RequestContext,
   names: BodyNames | undefined,
-): Promise<void> {
-  const { store, config } = ctx.services;
+): Promise<void> | undefined {
   const ids = new Set<string>();
   const previous = typeof names?.previous === "string" ? idOf(names.previous) : undefined;
   for (const value of names?.objects ?? []) {
@@ -212,8 +214,20 @@ export async function loadNamedState(
   }
   if (!ids.size && !answers.length && !items.size) {
     ctx.named = NOTHING; // the common case: no query, nothing allocated
-    return;
+    return undefined;
   }
+  return readNamedState(ctx, ids, previous, answers, items);
+}
+
+/** `loadNamedState`'s reads, for a request that names stored state. */
+async function readNamedState(
+  ctx: RequestContext,
+  ids: Set<string>,
+  previous: string | undefined,
+  answers: string[],
+  items: Set<string>,
+): Promise<void> {
+  const { store, config } = ctx.services;
   const named: NamedState = { objects: new Map(), steps: new Map() };
   const bytes = config.conversationMaxBytes * 4;
   // A client WebSocket's own state first (see `SocketState`): the store may not hold it.

@@ -212,13 +212,8 @@ export async function routeCall(
       if (rounds.tried.has(candidate.target.name)) await route.backoff(abort.signal);
       // Waits for limits, too, end with the budget.
       const queueMs = Math.max(0, Math.min(settings.queueMs, route.remainingMs()));
-      const place = await acquire(
-        candidate.slot,
-        candidate.target,
-        queueMs,
-        abort.signal,
-        watchClient,
-      );
+      let place = acquire(candidate.slot, candidate.target, queueMs, abort.signal, watchClient);
+      if (place instanceof Promise) place = await place; // only under the deployment's limits
       if ("lease" in place) {
         passOver(candidate);
         if (abort.signal.aborted) throw GONE;

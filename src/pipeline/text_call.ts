@@ -71,9 +71,13 @@ export function textCall(client: WireProtocol): Handler {
     const input = callInput(ctx);
     const accepted = client.accept(input, body);
     const names = client.names?.of(body.value);
-    await loadNamedState(ctx, names);
+    // Each of these answers at once in the common case (no stored state named, no thread, no
+    // conversation to place): awaited only when it did not.
+    const loading = loadNamedState(ctx, names);
+    if (loading) await loading;
     const model = resolveModel(ctx, accepted.model, "text");
-    const thread = await openThread(ctx, names);
+    let thread = openThread(ctx, names);
+    if (thread instanceof Promise) thread = await thread;
     const held = continuesKept(ctx, names) || body.text.includes(TOKEN_PREFIX) || !!thread?.held;
     const strict = strictMode(ctx);
     const request: TextRequest = {
@@ -90,7 +94,8 @@ export function textCall(client: WireProtocol): Handler {
     // A body continuing upstream state (a stored response) goes to the provider holding it.
     const pin = continuedProvider(ctx, names);
     // The deployment and key holding the conversation's prompt cache, first.
-    await keepConversation(ctx, client, input, body, model);
+    const placing = keepConversation(ctx, client, input, body, model);
+    if (placing) await placing;
     return await routeCall(ctx, model, (target) => callFor(request, target), true, pin);
   };
 }

@@ -63,14 +63,19 @@ interface KeptTurn {
 }
 
 /** The thread the request names, opened: read from the store when it continues one. */
-export async function openThread(
+export function openThread(
   ctx: RequestContext,
   names: BodyNames | undefined,
-): Promise<ThreadCall | undefined> {
+): ThreadCall | undefined | Promise<ThreadCall> {
   const thread = names?.thread;
+  // No thread (the common case): no promise either.
   if (!thread) return undefined;
   if (thread.type === "create") return creating(ctx);
-  const id = thread.previous;
+  return continued(ctx, thread.previous);
+}
+
+/** The thread whose last turn is `id`, read from the store. */
+async function continued(ctx: RequestContext, id: string): Promise<ThreadCall> {
   const maxBytes = ctx.services.config.conversationMaxBytes;
   const chain = await ctx.services.store.threadChain(id, {
     steps: MAX_STEPS + 1,

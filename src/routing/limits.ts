@@ -62,7 +62,28 @@ function takePlace(slot: Slot, max: number): boolean {
  * came in time (or too many calls of this thread already wait), or `signal` aborted. `onWait`
  * runs once, when the call starts to wait.
  */
-export async function acquire(
+export function acquire(
+  slot: Slot,
+  limits: TargetLimits,
+  queueMs: number,
+  signal?: AbortSignal,
+  onWait?: () => void,
+): Lease | Refusal | Promise<Lease | Refusal> {
+  if (signal?.aborted) return refused();
+  // Without limits a call only counts itself in flight (for `/readyz`), at once (no promise).
+  if (!limits.maxConcurrent && !limits.rpm) {
+    slot.add(IN_FLIGHT, 1);
+    return lease(slot);
+  }
+  return underLimits(slot, limits, queueMs, signal, onWait);
+}
+
+function refused(retryMs = 1000): Refusal {
+  return { lease: null, retryMs };
+}
+
+/** `acquire` for a deployment with limits: a place now, or once one frees (or a refusal). */
+async function underLimits(
   slot: Slot,
   limits: TargetLimits,
   queueMs: number,
@@ -70,13 +91,6 @@ export async function acquire(
   onWait?: () => void,
 ): Promise<Lease | Refusal> {
   const { maxConcurrent, rpm } = limits;
-  const refused = (retryMs = 1000): Refusal => ({ lease: null, retryMs });
-  if (signal?.aborted) return refused();
-  // Without limits a call only counts itself in flight (for `/readyz`).
-  if (!maxConcurrent && !rpm) {
-    slot.add(IN_FLIGHT, 1);
-    return lease(slot);
-  }
   const deadline = Date.now() + queueMs;
   let queued = false;
   try {
