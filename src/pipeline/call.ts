@@ -169,7 +169,9 @@ export class CallSteps {
     let failure: { error: unknown } | undefined;
     for (let i = this.#steps.length - 1; i >= 0; i--) {
       try {
-        await this.#steps[i].after?.(end);
+        // Most steps end at once: only a promise is waited for (no turn per step).
+        const ending = this.#steps[i].after?.(end);
+        if (ending) await ending;
       } catch (error) {
         failure ??= { error };
       }
