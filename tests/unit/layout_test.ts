@@ -20,6 +20,7 @@ const TOP = new Set([
   "money_path_test.ts", // the money path across billing, pipeline and store
   "router_test.ts", // src/router.ts and src/routes.ts
   "server_errors_test.ts", // src/server.ts
+  "v8_flags_test.ts", // the V8 flags of the start and compile tasks and the operations guide
 ]);
 
 function testsUnder(dir: URL, at = ""): string[] {
