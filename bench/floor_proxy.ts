@@ -37,7 +37,7 @@ const [target, dir] = Deno.args;
 if (!target || !dir) throw new Error("usage: floor_proxy.ts UPSTREAM_URL DIR");
 
 const store = openSqliteStore(`${dir}/floor.db`, { owner: true });
-store.prepareForServing();
+store.prepareForServing({ shared: false });
 const account = await store.ensureAccount("floor");
 await store.credit(account.id, 1e15, "bench");
 const keyHash = hashKey(FLOOR_KEY);

@@ -93,7 +93,7 @@ Deno.test("bench floor proxy: holds, relays, records and settles every call once
       assert.equal(object?.kind, "response", `the stored response ${id}`);
     }
     child.kill("SIGKILL");
-    // Nothing went wrong on the side: the store's checkpointer thread started, for one.
+    // Nothing went wrong on the side: the store's checkpoints ran, for one.
     assert.equal((await stderr).trim(), "");
   } finally {
     try {

@@ -86,13 +86,15 @@ export function startBackground(services: Services): Background {
 }
 
 /**
- * Readies the store for serving, once per process (see `Store.prepareForServing`); returns what
- * serving threads need to share it.
+ * Readies the store for serving, once per process (see `Store.prepareForServing`), by `shared`
+ * serving threads or by this one; returns what serving threads need to share it.
  */
-export function prepareStore(services: Services): SharedArrayBuffer | undefined {
-  return services.store.prepareForServing?.((error) =>
-    log("warn", "the store's helper thread failed: commits checkpoint the log themselves", {
-      error,
-    })
-  );
+export function prepareStore(services: Services, shared: boolean): SharedArrayBuffer | undefined {
+  return services.store.prepareForServing?.({
+    shared,
+    onError: (error) =>
+      log("warn", "the store's helper thread failed: commits checkpoint the log themselves", {
+        error,
+      }),
+  });
 }

@@ -5,7 +5,7 @@ import { type RunningServer, startHttp } from "./http.ts";
 
 /** The HTTP server and the background work in this one thread (`--workers 1`). */
 export function startServer(services: Services): RunningServer {
-  prepareStore(services);
+  prepareStore(services, false);
   const http = startHttp(services);
   const background = startBackground(services);
   return {

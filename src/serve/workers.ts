@@ -100,7 +100,7 @@ export async function startWorkers(
   if (missing) throw new ThreadsUnavailable(missing);
   if (config.port !== 0) ensurePortFree(config.host, config.port);
   const limiter = new RateLimiter();
-  const shared = prepareStore(services);
+  const shared = prepareStore(services, true);
   if (!services.metricBounds) shareMetricBounds(services);
   // One count of open connections for the process, whichever thread accepted them.
   const connections = connectionCounts();

@@ -13,10 +13,10 @@ import { WriteLock } from "./write_lock.ts";
 export interface CheckpointerStart {
   path: string;
   writeLock: SharedArrayBuffer;
+  /** How often the log is checkpointed. */
+  everyMs: number;
 }
 
-/** How often the log is checkpointed. */
-const CHECKPOINT_MS = 100;
 /** Log pages (4 KiB) from which the log is restarted under the write lock: about 64 MiB. */
 const RESTART_PAGES = 16_384;
 
@@ -39,5 +39,5 @@ scope.onmessage = ({ data }) => {
     } finally {
       lock.release();
     }
-  }, CHECKPOINT_MS);
+  }, data.everyMs);
 };

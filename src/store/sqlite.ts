@@ -11,7 +11,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { OwnerLock } from "./owners.ts";
 import { WriteLock } from "./write_lock.ts";
-import type { KeyRecord, Store } from "./store.ts";
+import type { KeyRecord, Serving, Store } from "./store.ts";
 import { migrate } from "./sqlite_schema.ts";
 import { FALLBACK_CHECKPOINT_PAGES, SqliteConnection } from "./sqlite_connection.ts";
 import { sqliteAccounts } from "./sqlite_accounts.ts";
@@ -39,11 +39,11 @@ export interface SqliteOptions {
 
 /**
  * The SQLite implementation of `Store`: keys are found at once (from memory, or a read of the
- * file), closing is synchronous, and preparing for serving always gives the write lock.
+ * file), preparing for serving is always possible, and closing is synchronous.
  */
 export type SqliteStore = Omit<Store, "findKey" | "prepareForServing" | "close"> & {
   findKey(id: string): KeyRecord | undefined;
-  prepareForServing(onError?: (message: string) => void): SharedArrayBuffer;
+  prepareForServing(serving: Serving): SharedArrayBuffer | undefined;
   close(): void;
 };
 
@@ -76,7 +76,7 @@ export function openSqliteStore(path: string, options: SqliteOptions = {}): Sqli
     ...sqliteObjects(c),
     ...sqliteThreads(c),
     ...sqliteAlerts(c),
-    prepareForServing: (onError) => c.prepareForServing(onError),
+    prepareForServing: (serving) => c.prepareForServing(serving),
     close: () => c.close(),
   };
 }

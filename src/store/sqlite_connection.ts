@@ -2,12 +2,14 @@
  * The SQLite file as the store's parts share it: one connection, its writes — group-committed
  * (queued during an event-loop turn and written at its end in one short transaction) or in a
  * transaction of their own — under the process's write lock when several threads share the file,
- * the checkpointer thread of a serving process, and the owner lock its held calls are marked with.
+ * the checkpoints of a serving process (its checkpointer thread, or a timer of its one thread), and
+ * the owner lock its held calls are marked with.
  */
 import { setImmediate } from "node:timers";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { Row } from "./rows.ts";
 import type { OwnerLock } from "./owners.ts";
+import type { Serving } from "./store.ts";
 import { WriteLock } from "./write_lock.ts";
 import type { CheckpointerStart } from "./checkpointer.ts";
 
@@ -16,6 +18,9 @@ import type { CheckpointerStart } from "./checkpointer.ts";
  * the checkpoints (a safety net should that thread stop): about 400 MB.
  */
 export const FALLBACK_CHECKPOINT_PAGES = 100_000;
+
+/** How often a serving process checkpoints the log (its checkpointer thread or its one thread). */
+const CHECKPOINT_MS = 100;
 
 /**
  * The checkpointer thread's module. `deno compile` embeds a Web Worker's module only when it is
@@ -43,6 +48,8 @@ export class SqliteConnection {
   #writeLock: WriteLock | null;
   /** The checkpointer thread this store started (see `prepareForServing`). */
   #checkpointer: Worker | null = null;
+  /** The timer of the checkpoints this thread runs itself, when it serves alone. */
+  #checkpoints: ReturnType<typeof setInterval> | null = null;
   #checkpointerFailed?: (message: string) => void;
   readonly #onCommit: ((seconds: number) => void) | undefined;
   /** Prepared once: the group commit runs these on every write of the hot path. */
@@ -89,15 +96,26 @@ export class SqliteConnection {
   }
 
   /**
-   * Prepares the file for serving (see `Store.prepareForServing`): the write lock is created and
-   * this store takes it from then on, and a checkpointer thread starts (see `checkpointer.ts`;
-   * stopped by `close`), so that no commit on the request path copies the log back.
+   * Prepares the file for serving (see `Store.prepareForServing`), so that no commit on the request
+   * path copies the log back into the file: commits do that only past `FALLBACK_CHECKPOINT_PAGES`.
+   * - Shared by serving threads: the write lock is created and this store takes it from then on,
+   *   and a checkpointer thread starts (see `checkpointer.ts`; stopped by `close`). Returns the
+   *   lock for the threads' stores.
+   * - Served by this one thread: this thread checkpoints the log itself, between event-loop turns,
+   *   every `CHECKPOINT_MS` (passive: a reader from another process is never waited for). A
+   *   thread of its own would hold a whole JavaScript runtime (about 12 MiB of RSS) for this.
+   *   With no other connection reading, each checkpoint copies the whole log and the next commit
+   *   starts it over.
    */
-  prepareForServing(onCheckpointerError?: (message: string) => void): SharedArrayBuffer {
-    this.#checkpointerFailed = onCheckpointerError;
+  prepareForServing(serving: Serving): SharedArrayBuffer | undefined {
+    this.#checkpointerFailed = serving.onError;
+    this.db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES};`);
+    if (!serving.shared) {
+      if (this.#checkpoints === null) this.#checkpoints = this.#checkpointHere();
+      return this.#writeLock?.buffer;
+    }
     if (this.#writeLock && this.#checkpointer) return this.#writeLock.buffer;
     this.#writeLock ??= new WriteLock();
-    this.db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES};`);
     const checkpointer = new Worker(CHECKPOINTER.href, { type: "module" });
     checkpointer.onerror = (event) => {
       // The connections' own checkpoints (past FALLBACK_CHECKPOINT_PAGES) take over.
@@ -105,10 +123,27 @@ export class SqliteConnection {
       this.#checkpointerFailed?.(event.message);
     };
     checkpointer.postMessage(
-      { path: this.path, writeLock: this.#writeLock.buffer } satisfies CheckpointerStart,
+      {
+        path: this.path,
+        writeLock: this.#writeLock.buffer,
+        everyMs: CHECKPOINT_MS,
+      } satisfies CheckpointerStart,
     );
     this.#checkpointer = checkpointer;
     return this.#writeLock.buffer;
+  }
+
+  #checkpointHere(): ReturnType<typeof setInterval> {
+    const passive = this.db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
+    const timer = setInterval(() => {
+      try {
+        passive.get();
+      } catch {
+        // Busy (another process's connection is checkpointing): the next tick tries again.
+      }
+    }, CHECKPOINT_MS);
+    Deno.unrefTimer(timer);
+    return timer;
   }
 
   /** Runs `work` in a transaction of its own, now (after the turn's queued writes). */
@@ -203,6 +238,7 @@ export class SqliteConnection {
   close(): void {
     this.flush();
     this.#checkpointer?.terminate();
+    if (this.#checkpoints !== null) clearInterval(this.#checkpoints);
     this.db.close();
     this.locks?.release();
   }

@@ -41,6 +41,14 @@ import type {
   VideoOutcome,
 } from "./records.ts";
 
+/** How a process serves from its store (see `Store.prepareForServing`). */
+export interface Serving {
+  /** Several serving threads share the store (`serve --workers N`, N > 1). */
+  shared: boolean;
+  /** Hears of a failure of the store's helper thread. */
+  onError?: (message: string) => void;
+}
+
 /**
  * The storage interface, implemented by the embedded SQLite store (`sqlite.ts`) and the
  * PostgreSQL store (`postgres.ts`). Reads and writes resolve asynchronously (a server database
@@ -229,10 +237,11 @@ export interface Store {
   unreachable?(): string | null;
   /**
    * Called once by a serving process, before its serving threads open their own connections:
-   * starts the store's own helper thread, if it has one (SQLite: the checkpointer), and returns
-   * what the threads need to share the store (SQLite: the process's write lock). `onError` hears
-   * of a failure of the helper thread.
+   * starts the store's own upkeep while it serves (SQLite: the log's checkpoints, on a thread of
+   * their own when `serving.shared`, else on this one), and returns what the threads need to
+   * share the store (SQLite: the process's write lock, when shared). `serving.onError` hears of a
+   * failure of a helper thread.
    */
-  prepareForServing?(onError?: (message: string) => void): SharedArrayBuffer | undefined;
+  prepareForServing?(serving: Serving): SharedArrayBuffer | undefined;
   close(): Promise<void> | void;
 }

@@ -79,15 +79,19 @@ Deno.test("a hold taken before the funds moved with the ledger row settles exact
   });
 });
 
-Deno.test("shared with threads, the store's log is checkpointed by its own thread, not in commits", async () => {
+/**
+ * Writes about 600 pages of ledger rows (far below the commits' own checkpoint threshold) to a
+ * store prepared for serving by `shared` threads or one, and waits until the database file has
+ * them (what only a checkpoint writes there).
+ */
+async function checkpointedWhileServing(shared: boolean): Promise<void> {
   await withDir(async (dir) => {
     const path = `${dir}/s.db`;
     const store = openSqliteStore(path);
     const account = await store.ensureAccount("a");
     const size = () => Deno.statSync(path).size;
-    store.prepareForServing();
+    assert.equal(store.prepareForServing({ shared }) instanceof SharedArrayBuffer, shared);
     const before = size();
-    // About 600 pages of ledger rows: far below the commits' own checkpoint threshold.
     for (let i = 0; i < 2_000; i++) await store.credit(account.id, 1, "x".repeat(1_000));
     const deadline = Date.now() + 5_000;
     while (size() < before + 2_000_000 && Date.now() < deadline) {
@@ -97,4 +101,12 @@ Deno.test("shared with threads, the store's log is checkpointed by its own threa
     assert.equal((await store.account("a"))!.balance, 2_000);
     store.close();
   });
+}
+
+Deno.test("shared with threads, the store's log is checkpointed by its own thread, not in commits", async () => {
+  await checkpointedWhileServing(true);
+});
+
+Deno.test("served by one thread, the store's log is checkpointed between its turns, not in commits", async () => {
+  await checkpointedWhileServing(false);
 });
