@@ -93,7 +93,7 @@ export function prepareStore(services: Services, shared: boolean): SharedArrayBu
   return services.store.prepareForServing?.({
     shared,
     onError: (error) =>
-      log("warn", "the store's helper thread failed: commits checkpoint the log themselves", {
+      log("warn", "the store's checkpoints failed: commits checkpoint the log themselves", {
         error,
       }),
   });

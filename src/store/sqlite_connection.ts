@@ -50,7 +50,7 @@ export class SqliteConnection {
   #checkpointer: Worker | null = null;
   /** The timer of the checkpoints this thread runs itself, when it serves alone. */
   #checkpoints: ReturnType<typeof setInterval> | null = null;
-  #checkpointerFailed?: (message: string) => void;
+  #checkpointsFailed?: (message: string) => void;
   readonly #onCommit: ((seconds: number) => void) | undefined;
   /** Prepared once: the group commit runs these on every write of the hot path. */
   readonly #begin: StatementSync;
@@ -108,7 +108,7 @@ export class SqliteConnection {
    *   starts it over.
    */
   prepareForServing(serving: Serving): SharedArrayBuffer | undefined {
-    this.#checkpointerFailed = serving.onError;
+    this.#checkpointsFailed = serving.onError;
     this.db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES};`);
     if (!serving.shared) {
       if (this.#checkpoints === null) this.#checkpoints = this.#checkpointHere();
@@ -120,7 +120,7 @@ export class SqliteConnection {
     checkpointer.onerror = (event) => {
       // The connections' own checkpoints (past FALLBACK_CHECKPOINT_PAGES) take over.
       event.preventDefault();
-      this.#checkpointerFailed?.(event.message);
+      this.#checkpointsFailed?.(event.message);
     };
     checkpointer.postMessage(
       {
@@ -133,13 +133,21 @@ export class SqliteConnection {
     return this.#writeLock.buffer;
   }
 
+  /**
+   * This thread's checkpoints. A checkpoint that another connection keeps from finishing says so
+   * in its row (`busy`), not by throwing: one that throws failed (I/O, a transaction left open),
+   * and is reported once until a checkpoint succeeds again. Each tick tries again meanwhile.
+   */
   #checkpointHere(): ReturnType<typeof setInterval> {
     const passive = this.db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
+    let failing = false;
     const timer = setInterval(() => {
       try {
         passive.get();
-      } catch {
-        // Busy (another process's connection is checkpointing): the next tick tries again.
+        failing = false;
+      } catch (error) {
+        if (!failing) this.#checkpointsFailed?.(String(error));
+        failing = true;
       }
     }, CHECKPOINT_MS);
     Deno.unrefTimer(timer);

@@ -45,7 +45,7 @@ import type {
 export interface Serving {
   /** Several serving threads share the store (`serve --workers N`, N > 1). */
   shared: boolean;
-  /** Hears of a failure of the store's helper thread. */
+  /** Hears of a failure of the store's checkpoints (SQLite), on whichever thread they run. */
   onError?: (message: string) => void;
 }
 
@@ -240,7 +240,7 @@ export interface Store {
    * starts the store's own upkeep while it serves (SQLite: the log's checkpoints, on a thread of
    * their own when `serving.shared`, else on this one), and returns what the threads need to
    * share the store (SQLite: the process's write lock, when shared). `serving.onError` hears of a
-   * failure of a helper thread.
+   * failure of that upkeep.
    */
   prepareForServing?(serving: Serving): SharedArrayBuffer | undefined;
   close(): Promise<void> | void;

@@ -1,11 +1,13 @@
 /**
  * What only the SQLite store has: owner locks (crash recovery on a file several processes share),
- * upgrades of old files, and the checkpointer thread. What both stores do is in
+ * upgrades of old files, and the checkpoints of a serving process. What both stores do is in
  * `store_contract_test.ts`.
  */
 import assert from "node:assert/strict";
 import { openSqliteStore } from "../../../src/store/sqlite.ts";
 import { OwnerLock } from "../../../src/store/owners.ts";
+import { SqliteConnection } from "../../../src/store/sqlite_connection.ts";
+import { DatabaseSync } from "node:sqlite";
 
 async function withDir(work: (dir: string) => Promise<void>) {
   const dir = await Deno.makeTempDir({ prefix: "switchyard-store-" });
@@ -109,4 +111,42 @@ Deno.test("shared with threads, the store's log is checkpointed by its own threa
 
 Deno.test("served by one thread, the store's log is checkpointed between its turns, not in commits", async () => {
   await checkpointedWhileServing(false);
+});
+
+/** Waits until `done` holds (checked every 20 ms), for at most 5 s. */
+async function until(done: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`waited 5 s for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+Deno.test("served by one thread, a checkpoint that fails is reported once, until one succeeds again", async () => {
+  await withDir(async (dir) => {
+    const path = `${dir}/c.db`;
+    const db = new DatabaseSync(path);
+    db.exec("PRAGMA journal_mode = WAL; CREATE TABLE t (x TEXT);");
+    const connection = new SqliteConnection(db, path, null, null, null);
+    const failures: string[] = [];
+    connection.prepareForServing({ shared: false, onError: (message) => failures.push(message) });
+    // A transaction left open on the connection makes each of its checkpoints throw.
+    db.exec("BEGIN; INSERT INTO t VALUES ('a');");
+    await until(() => failures.length > 0, "the first failure");
+    await new Promise((r) => setTimeout(r, 350)); // three more ticks, all failing
+    assert.equal(failures.length, 1, failures.join("; "));
+    assert.match(failures[0], /locked/);
+    db.exec("COMMIT");
+    // A checkpoint succeeds again: the rows reach the database file.
+    const before = Deno.statSync(path).size;
+    db.exec(`INSERT INTO t VALUES ('${"y".repeat(100_000)}');`);
+    await until(
+      () => Deno.statSync(path).size > before + 90_000,
+      "a checkpoint after the failures",
+    );
+    db.exec("BEGIN; INSERT INTO t VALUES ('b');");
+    await until(() => failures.length > 1, "the next failure, reported anew");
+    db.exec("COMMIT");
+    connection.close();
+  });
 });
