@@ -3,6 +3,7 @@ import type { Principal } from "./auth/authenticate.ts";
 import type { Config } from "./config/load.ts";
 import type { Store } from "./store/store.ts";
 import type { LiveStream } from "./http/relay.ts";
+import type { LiveList } from "./http/live_list.ts";
 import type { Samples } from "./metrics/registry.ts";
 import type { CallSpan } from "./metrics/trace.ts";
 import { Board } from "./routing/board.ts";
@@ -24,7 +25,7 @@ export interface Services {
   config: Config;
   store: Store;
   /** Streams in flight, which a draining server cuts once its drain time is over. */
-  live?: Set<LiveStream>;
+  live?: LiveList<LiveStream>;
   /** This serving thread's number when there are several (named in the access log). */
   worker?: number;
   /** Every thread's metrics (see `metrics/gateway.ts`); absent: this thread's alone. */

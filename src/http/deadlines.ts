@@ -1,19 +1,20 @@
 /**
  * Deadlines on the request path (request bodies, upstream headers, JSON answers, stream idle and
- * duration limits): one shared timer, checking every 100 ms, instead of a timer per request.
+ * duration limits): one shared timer, checking every 100 ms, instead of a timer per request. The
+ * deadlines in force are a `LiveList`, not a `Set`: one that churns with every request would keep
+ * requests' objects alive past their end (see `live_list.ts`).
  */
+import { LiveList } from "./live_list.ts";
 
 /** Deadlines in force: one timer checks them all, not one per read. */
-const reads = new Set<{ until: number; expire: () => void }>();
+const reads = new LiveList<{ until: number; expire: () => void }>();
 let sweeper: ReturnType<typeof setInterval> | undefined;
 
 function sweep(): void {
   const now = Date.now();
-  for (const read of reads) {
-    if (now < read.until) continue;
-    reads.delete(read);
-    read.expire();
-  }
+  const due = reads.entries().filter(([, read]) => now >= read.until);
+  // An expiry may end another deadline that is due too: that one is not expired.
+  for (const [entry, read] of due) if (entry.remove()) read.expire();
   if (!reads.size) {
     clearInterval(sweeper);
     sweeper = undefined;
@@ -22,8 +23,7 @@ function sweep(): void {
 
 /** Calls `expire` once `ms` have passed (within 100 ms), unless the returned function is called. */
 export function deadline(ms: number, expire: () => void): () => void {
-  const read = { until: Date.now() + ms, expire };
-  reads.add(read);
+  const entry = reads.add({ until: Date.now() + ms, expire });
   sweeper ??= setInterval(sweep, 100);
-  return () => reads.delete(read);
+  return () => void entry.remove();
 }

@@ -33,6 +33,7 @@
  */
 import { chunkReader } from "./bytes.ts";
 import { deadline } from "./deadlines.ts";
+import type { LiveList } from "./live_list.ts";
 import { JsonArrayScanner } from "./json_array.ts";
 import { type Framer, type SseEvent, SseScanner } from "./sse.ts";
 import { log } from "../log.ts";
@@ -404,7 +405,7 @@ export interface RelayOptions {
   /** Longest a stream may run, ms (0: none). */
   maxMs: number;
   /** Live streams, so a draining server can cut them; the relay adds and removes itself. */
-  live?: Set<LiveStream>;
+  live?: LiveList<LiveStream>;
   /**
    * A body that ends in the protocol's error (cut, or `UnitOutput.failed`) is aborted after it,
    * with `BodyAborted`, instead of closed: for clients that take an error element followed by a
@@ -456,7 +457,7 @@ export function relayStream(
     ended = true;
     stopIdle();
     stopMax();
-    live?.delete(handle);
+    entry?.remove();
     try {
       await options.onEnd(how, why);
     } catch (error) {
@@ -491,8 +492,7 @@ export function relayStream(
     reader.cancel().catch(() => {});
     return finishCut(cutReason);
   };
-  const handle: LiveStream = { cut };
-  live?.add(handle);
+  const entry = live?.add({ cut });
   // An upstream that fails while no read is pending (its client is slow to read) is cut then, so
   // the call is settled at once, not when the client reads again: an errored stream has dropped
   // what it had queued, so a later read would only have failed. (While the client reads, the read

@@ -36,7 +36,7 @@ import type { Handler, RequestContext, SocketState } from "../context.ts";
 import { GatewayError } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
 import { heldForSockets } from "../http/held_bytes.ts";
-import type { LiveStream } from "../http/relay.ts";
+import type { LiveEntry } from "../http/live_list.ts";
 import { readMessages, wantsWebSocket } from "../http/websocket.ts";
 import { log } from "../log.ts";
 import { UpstreamSockets } from "../providers/socket.ts";
@@ -156,7 +156,7 @@ class Session {
   #aged = false;
   #stopIdle = () => {};
   readonly #stopMax: () => void;
-  readonly #live: LiveStream;
+  readonly #live: LiveEntry | undefined;
 
   constructor(
     private readonly ctx: RequestContext,
@@ -177,8 +177,7 @@ class Session {
     this.#idle();
     // A stopping server: Deno's listener closes upgraded sockets as it stops; should a Deno not,
     // they are closed once the drain time is over, with the streams.
-    this.#live = { cut: () => this.#close(1001, "server shutting down") };
-    ctx.services.live?.add(this.#live);
+    this.#live = ctx.services.live?.add({ cut: () => this.#close(1001, "server shutting down") });
     ws.onmessage = (event) => this.#message(event.data);
     ws.onerror = () => {};
     ws.onclose = () => {
@@ -411,7 +410,7 @@ class Session {
     this.#queue.length = 0;
     this.#stopIdle();
     this.#stopMax();
-    this.ctx.services.live?.delete(this.#live);
+    this.#live?.remove();
     this.#turn?.stop();
     this.#upstream.close();
   }

@@ -5,6 +5,7 @@
 import type { Services } from "../context.ts";
 import { errorResponse, GatewayError } from "../http/errors.ts";
 import { BodyAborted } from "../http/relay.ts";
+import { LiveList } from "../http/live_list.ts";
 import { log } from "../log.ts";
 import { createHandler, type Limiter } from "../server.ts";
 import { routes as defaultRoutes } from "../routes.ts";
@@ -37,7 +38,7 @@ export interface HttpOptions {
  * protocol's error event, billed for what was relayed).
  */
 export function startHttp(services: Services, options: HttpOptions = {}): RunningServer {
-  services.live ??= new Set();
+  services.live ??= new LiveList();
   const live = services.live;
   const handler = createHandler(services, defaultRoutes, options.limiter);
   const server = serveConnections({
@@ -63,7 +64,7 @@ export function startHttp(services: Services, options: HttpOptions = {}): Runnin
       stopReport();
       const drained = server.shutdown();
       const timer = setTimeout(() => {
-        for (const stream of live) stream.cut("drain");
+        for (const stream of live.values()) stream.cut("drain");
       }, services.config.drainTimeoutMs);
       try {
         await drained;

@@ -12,6 +12,7 @@ import { openStore } from "../store/open.ts";
 import { drainServer } from "./drain.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
 import type { LiveStream } from "../http/relay.ts";
+import { LiveList } from "../http/live_list.ts";
 import { observeCommit, shareMetricBounds, snapshot } from "../metrics/gateway.ts";
 import type { Services } from "../context.ts";
 import { Board } from "../routing/board.ts";
@@ -27,7 +28,7 @@ const scope = self as unknown as {
 };
 
 /** This thread's streams in flight. */
-const live = new Set<LiveStream>();
+const live = new LiveList<LiveStream>();
 const decisions = new Map<number, (decision: RateDecision) => void>();
 let asked = 0;
 
