@@ -39,6 +39,17 @@ Deno.test("a key at --rpm 10 gets exactly 10 answers of 30 concurrent requests a
   assert.ok(refused.every((r) => r.remaining === "0" && Number(r.retryAfter) >= 1));
 });
 
+Deno.test("waves of concurrent limited calls each get their own decision, once (the threads reuse their question slots)", async () => {
+  const { key } = await gateway.createKey("workers-waves", "--credit", "5", "--rpm", "1000");
+  const results = [];
+  for (let wave = 0; wave < 3; wave++) {
+    results.push(...await Promise.all(Array.from({ length: 20 }, () => call(gateway, key))));
+  }
+  assert.ok(results.every((r) => r.status === 200), results.map((r) => r.status).join());
+  const remaining = results.map((r) => Number(r.remaining)).sort((a, b) => a - b);
+  assert.deepEqual(remaining, Array.from({ length: 60 }, (_, i) => 940 + i));
+});
+
 Deno.test("both threads serve: the access log names each", async () => {
   const { key } = await gateway.createKey("workers-spread", "--credit", "5", "--rpm", "0");
   const seen = new Set<number>();

@@ -29,16 +29,21 @@ const scope = self as unknown as {
 
 /** This thread's streams in flight. */
 const live = new LiveList<LiveStream>();
-const decisions = new Map<number, (decision: RateDecision) => void>();
-let asked = 0;
+/**
+ * The rate decisions awaited from the main thread, by slot (the message's id): an array and its
+ * free slots, not a `Map` — one that gains and loses an entry with every request keeps requests'
+ * objects alive past their end (see `http/live_list.ts`).
+ */
+const decisions: (((decision: RateDecision) => void) | undefined)[] = [];
+const freeSlots: number[] = [];
 
 /** Asks the main thread; an unlimited key needs no question. */
 const limiter: Limiter = {
   check(key, limit) {
     if (limit <= 0) return UNLIMITED;
     return new Promise((resolve) => {
-      const id = ++asked;
-      decisions.set(id, resolve);
+      const id = freeSlots.pop() ?? decisions.length;
+      decisions[id] = resolve;
       scope.postMessage({ type: "rpm", id, key, limit });
     });
   },
@@ -62,8 +67,11 @@ let source: ConfigSource | undefined;
 
 scope.onmessage = async ({ data }) => {
   if (data.type === "rpm") {
-    decisions.get(data.id)?.(data.decision);
-    decisions.delete(data.id);
+    const resolve = decisions[data.id];
+    if (!resolve) return;
+    decisions[data.id] = undefined;
+    freeSlots.push(data.id);
+    resolve(data.decision);
   } else if (data.type === "reload") {
     if (!source || !services) return;
     const next = await reloadConfig(services.config, source, data.read);
