@@ -525,6 +525,9 @@ export function relayStream(
         waitingSince = null;
       }
       if (cutReason) return await finishCut(cutReason);
+      // The client went away while the read was pending: its call has ended (settled for what was
+      // sent), and what came meanwhile goes no further — not read, not sent.
+      if (closed) return;
       if (result.done) {
         try {
           units.flush();

@@ -241,6 +241,38 @@ Deno.test("an upstream that fails while its client is not reading is settled the
   assert.deepEqual(ends, ["cut"]);
 });
 
+Deno.test("a chunk that arrives as the client hangs up goes no further: not read, not sent, no error", async () => {
+  let upstreamController!: ReadableStreamDefaultController<Uint8Array>;
+  const upstream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      upstreamController = controller;
+    },
+  });
+  const read: string[] = [];
+  const ends: string[] = [];
+  const body = relayStream(
+    upstream,
+    [
+      new UnitFramer("sse"),
+      new ReadUnits((event) => void read.push(event.data()), () => false),
+      new PassUnits({ tail: () => new TextEncoder().encode(TAIL) }),
+    ],
+    { onEnd: (how) => void ends.push(how), abort: () => {}, idleMs: 0, maxMs: 0 },
+  );
+  const encode = (text: string) => new TextEncoder().encode(text);
+  const reader = body.getReader();
+  upstreamController.enqueue(encode("data: 1\n\n"));
+  assert.equal(new TextDecoder().decode((await reader.read()).value), "data: 1\n\n");
+  // The relay is reading ahead; the next chunk comes in the very turn the client goes away.
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  upstreamController.enqueue(encode("data: 2\n\n"));
+  const cancelled = reader.cancel("gone");
+  await cancelled;
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(read, ["1"], "the chunk after the hang-up is not read (nor metered)");
+  assert.deepEqual(ends, ["cancel"]);
+});
+
 Deno.test("a stream whose last unit is the upstream's own error ends with it: no second error", async () => {
   const content = 'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\n';
   for (
