@@ -3,8 +3,9 @@
  * an encoder. The one SSE implementation of the project; the emulator uses the encoder too.
  *
  * The scanner works on the bytes as they arrive: it finds line ends with native `indexOf`,
- * decodes only `event:` names, and decodes an event's data only when asked (`data()`), so a relay
- * pays for the few events that carry usage, not for every token. Lines end with LF or CRLF. A line
+ * decodes only `event:` names (each once while it is among the few dozen kept: a stream repeats a
+ * handful), and decodes an event's data only when asked (`data()`), so a relay pays for the few
+ * events that carry usage, not for every token. Lines end with LF or CRLF. A line
  * split over chunks is kept as the chunks it arrived in and joined once, when its end arrives, so
  * the work is linear in the bytes whatever their shape (one 8 MB `data:` line included).
  */
@@ -49,28 +50,44 @@ const decoder = new TextDecoder();
 
 type Range = [Uint8Array, number, number];
 
-function decodeRanges(ranges: Range[]): string {
-  if (ranges.length === 1) {
-    const [bytes, start, end] = ranges[0];
-    return decoder.decode(bytes.subarray(start, end));
-  }
-  return ranges.map(([bytes, start, end]) => decoder.decode(bytes.subarray(start, end))).join("\n");
+/** An event's data: its first line (`bytes[start, end)`), and the lines after it, if any. */
+function decodeData(bytes: Uint8Array, start: number, end: number, more: Range[] | null): string {
+  const first = decoder.decode(bytes.subarray(start, end));
+  if (!more) return first;
+  return [first, ...more.map(([b, s, e]) => decoder.decode(b.subarray(s, e)))].join("\n");
 }
 
-function rawRanges(ranges: Range[]): Uint8Array {
-  if (ranges.length === 1) {
-    const [bytes, start, end] = ranges[0];
-    return bytes.subarray(start, end);
-  }
-  const parts: Uint8Array[] = [];
-  ranges.forEach(([bytes, start, end], i) => {
-    if (i) parts.push(NEWLINE);
-    parts.push(bytes.subarray(start, end));
-  });
+function rawData(bytes: Uint8Array, start: number, end: number, more: Range[] | null): Uint8Array {
+  if (!more) return bytes.subarray(start, end);
+  const parts: Uint8Array[] = [bytes.subarray(start, end)];
+  for (const [b, s, e] of more) parts.push(NEWLINE, b.subarray(s, e));
   return concatBytes(parts);
 }
 
 const NEWLINE = new Uint8Array([LF]);
+
+/** Event names decoded lately, most recent first: a stream names a handful, again and again. */
+const names: { bytes: Uint8Array; name: string }[] = [];
+/** How many names are kept, and the longest kept (a longer one is decoded each time). */
+const NAMES_KEPT = 32;
+const NAME_MAX_BYTES = 64;
+
+/** The event name in bytes[start, end): decoded once while it is among the names kept. */
+function eventName(bytes: Uint8Array, start: number, end: number): string {
+  const length = end - start;
+  seek: for (let k = 0; k < names.length; k++) {
+    const known = names[k].bytes;
+    if (known.length !== length) continue;
+    for (let i = 0; i < length; i++) if (known[i] !== bytes[start + i]) continue seek;
+    return names[k].name;
+  }
+  const name = decoder.decode(bytes.subarray(start, end));
+  if (length <= NAME_MAX_BYTES) {
+    if (names.length >= NAMES_KEPT) names.pop();
+    names.unshift({ bytes: bytes.slice(start, end), name });
+  }
+  return name;
+}
 
 /** `line` (bytes[start, end)) starts with `field:`? Returns where the value starts, or -1. */
 function fieldValue(bytes: Uint8Array, start: number, end: number, field: string): number {
@@ -87,7 +104,11 @@ export class SseScanner implements Framer {
   #pending: Uint8Array[] = [];
   #pendingLength = 0;
   #event = "";
-  #data: Range[] = [];
+  /** The event's first data line (`#first[#firstStart, #firstEnd)`), and any after it. */
+  #first: Uint8Array | null = null;
+  #firstStart = 0;
+  #firstEnd = 0;
+  #more: Range[] | null = null;
   #boundary = -1;
   #unitEnd = -1;
 
@@ -147,17 +168,27 @@ export class SseScanner implements Framer {
     if (bytes[start] === 58) return; // ":" comment
     let value = fieldValue(bytes, start, end, "data");
     if (value >= 0) {
-      this.#data.push([bytes, value, end]);
+      if (!this.#first) {
+        this.#first = bytes;
+        this.#firstStart = value;
+        this.#firstEnd = end;
+      } else (this.#more ??= []).push([bytes, value, end]);
       return;
     }
     value = fieldValue(bytes, start, end, "event");
-    if (value >= 0) this.#event = decoder.decode(bytes.subarray(value, end));
+    if (value >= 0) this.#event = eventName(bytes, value, end);
   }
 
   #dispatch(): void {
-    if (this.#data.length) this.onEvent(new ScannedEvent(this.#event, this.#data));
+    const first = this.#first;
+    if (first) {
+      this.onEvent(
+        new ScannedEvent(this.#event, first, this.#firstStart, this.#firstEnd, this.#more),
+      );
+    }
     this.#event = "";
-    this.#data = [];
+    this.#first = null;
+    this.#more = null;
   }
 }
 
@@ -172,14 +203,20 @@ class ScannedEvent implements SseEvent {
   #parsed = 0;
   #value: unknown;
 
-  constructor(readonly event: string, private readonly ranges: Range[]) {}
+  constructor(
+    readonly event: string,
+    private readonly bytes: Uint8Array,
+    private readonly start: number,
+    private readonly end: number,
+    private readonly more: Range[] | null,
+  ) {}
 
   data(): string {
-    return this.#text ??= decodeRanges(this.ranges);
+    return this.#text ??= decodeData(this.bytes, this.start, this.end, this.more);
   }
 
   raw(): Uint8Array {
-    return this.#raw ??= rawRanges(this.ranges);
+    return this.#raw ??= rawData(this.bytes, this.start, this.end, this.more);
   }
 
   json(): unknown {

@@ -37,6 +37,32 @@ Deno.test("SseScanner reads named and data-only events, comments, CRLF and multi
   assert.deepEqual(scan(Array.from(bytes, (b) => new Uint8Array([b]))), expected, "byte by byte");
 });
 
+Deno.test("event names are read right however many there are, however long, whatever their bytes", () => {
+  // The scanner keeps the names it decoded lately: more than it keeps, one too long to keep, one
+  // in UTF-8, and names that differ in their last byte only, each met twice.
+  const named = [
+    ...Array.from({ length: 40 }, (_, i) => `kind.${i}`),
+    "x".repeat(100),
+    "é.ü",
+    "delta_a",
+    "delta_b",
+  ];
+  const text = [...named, ...named.toReversed()].map((name, i) => `event: ${name}\ndata: ${i}\n\n`)
+    .join("");
+  const events = scan([new TextEncoder().encode(text)]);
+  assert.deepEqual(events.map((e) => e.event), [...named, ...named.toReversed()]);
+  assert.deepEqual(events.map((e) => e.data), events.map((_, i) => String(i)));
+  // A multi-line event's raw bytes join its lines with LF, as its data does.
+  const [multi] = (() => {
+    const out: SseEvent[] = [];
+    const scanner = new SseScanner((e) => out.push(e));
+    scanner.push(new TextEncoder().encode("data: a\r\ndata: b\ndata: c\n\n"));
+    return out;
+  })();
+  assert.equal(multi.data(), "a\nb\nc");
+  assert.equal(new TextDecoder().decode(multi.raw()), "a\nb\nc");
+});
+
 Deno.test("the scanner reads the recorded upstream streams event by event", async () => {
   const transcripts = new URL("../../fixtures/transcripts/", import.meta.url);
   const names = async (file: string) => {
