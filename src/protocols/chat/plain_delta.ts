@@ -73,6 +73,23 @@ export function plainDelta(text: string): string | undefined {
 }
 
 /**
+ * The last text matched, and its match: a relayed chunk is read twice, by the stream's meter and
+ * by its decoder when it is translated, with the same string (the event's data, decoded once).
+ */
+let lastText: string | undefined;
+let lastMatch: RegExpExecArray | null = null;
+
+/** `PLAIN_CHUNK` on `text`, once for a text asked twice in a row (a pure function of it). */
+function matchPlain(text: string): RegExpExecArray | null {
+  if (text.length > MAX_LENGTH) return null;
+  if (text !== lastText) {
+    lastText = text;
+    lastMatch = PLAIN_CHUNK.exec(text);
+  }
+  return lastMatch;
+}
+
+/**
  * `plainDelta` for one stream's chunks: it keeps the identity members last found to name no
  * member twice, the same text on every chunk of a stream, so that check runs once a stream. (Kept
  * per stream, not per process: under load the chunks of many streams arrive interleaved.)
@@ -80,7 +97,7 @@ export function plainDelta(text: string): string | undefined {
 export function plainDeltaReader(): (text: string) => string | undefined {
   let known = "";
   return (text) => {
-    const match = text.length > MAX_LENGTH ? null : PLAIN_CHUNK.exec(text);
+    const match = matchPlain(text);
     if (!match) return undefined;
     const [, identity, quoted] = match;
     if (identity !== known) {

@@ -479,3 +479,26 @@ Deno.test("the recorded chat stream and an emulator's stream read the same with 
   );
   assert.equal(bytes, new TextEncoder().encode('You "said" é😀\n').length);
 });
+
+Deno.test("a chunk read by two readers in turn (a meter, then a decoder) reads the same for both", () => {
+  const meter = plainDeltaReader();
+  const decoder = plainDeltaReader();
+  const chunk = (content: string, extra = "") =>
+    `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m"${extra},"choices":[{"index":0,"delta":{"content":${
+      JSON.stringify(content)
+    }},"finish_reason":null}]}`;
+  const cases: [string, string | undefined][] = [
+    [chunk("Hello"), "Hello"],
+    [chunk('say "hi"\n'), 'say "hi"\n'],
+    [chunk("Hello"), "Hello"],
+    [chunk("twice", ',"id":"c2"'), undefined], // a member named twice: for the full parse
+    [chunk("x".repeat(9000)), undefined], // longer than the expression reads
+    [chunk("again"), "again"],
+  ];
+  for (const [text, expected] of cases) {
+    assert.equal(meter(text), expected, text.slice(0, 80));
+    assert.equal(decoder(text), expected, text.slice(0, 80));
+    assert.equal(decoder(text), expected, "asked again");
+    assert.equal(plainDelta(text), expected);
+  }
+});
