@@ -16,6 +16,7 @@ import type { StreamMeter } from "../src/billing/usage.ts";
 import type { Codec } from "../src/translate/codec.ts";
 import { Transcoder } from "../src/translate/transcode.ts";
 import { toToken } from "../src/translate/opaque.ts";
+import { perEvent } from "./sse_chunks.ts";
 
 const WORDS = [
   "You",
@@ -76,19 +77,6 @@ function chatStream(pieces: string[], openai: boolean): Uint8Array {
     pieces.map((piece) => chunk([choice({ content: piece })])).join("") +
     chunk([choice({}, "stop")]) + chunk([], usage) + "data: [DONE]\n\n";
   return new TextEncoder().encode(text);
-}
-
-/** A stream's bytes split at its events, as the emulator writes them. */
-function perEvent(bytes: Uint8Array): Uint8Array[] {
-  const chunks: Uint8Array[] = [];
-  let start = 0;
-  for (let i = 1; i < bytes.length; i++) {
-    if (bytes[i] === 10 && bytes[i - 1] === 10) {
-      chunks.push(bytes.subarray(start, i + 1));
-      start = i + 1;
-    }
-  }
-  return chunks;
 }
 
 const info = { id: "msg_bench", model: "chat-bench", created: 1795648326, token: toToken };

@@ -5,23 +5,14 @@
  * (what a meter looks at first) and its data left undecoded (a relay decodes only what it reads).
  */
 import { SseScanner } from "../src/http/sse.ts";
+import { perEvent } from "./sse_chunks.ts";
 
 const transcripts = new URL("../tests/fixtures/transcripts/", import.meta.url);
 
-/** A recorded stream's body, cut after each blank line (an event a chunk). */
+/** A recorded stream's body, an event a chunk. */
 function chunks(file: string): Uint8Array[] {
   const recorded = JSON.parse(Deno.readTextFileSync(new URL(file, transcripts)));
-  const body = new TextEncoder().encode(recorded.response.body_text);
-  const out: Uint8Array[] = [];
-  let start = 0;
-  for (let i = 1; i < body.length; i++) {
-    if (body[i] === 10 && body[i - 1] === 10) {
-      out.push(body.slice(start, i + 1));
-      start = i + 1;
-    }
-  }
-  if (start < body.length) out.push(body.slice(start));
-  return out;
+  return perEvent(new TextEncoder().encode(recorded.response.body_text));
 }
 
 let names = 0;
