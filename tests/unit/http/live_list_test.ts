@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { LiveList } from "../../../src/http/live_list.ts";
 import { deadline } from "../../../src/http/deadlines.ts";
+import { sleep } from "../../helpers/poll.ts";
 
 Deno.test("a live list keeps its values oldest first, whichever of them leave", () => {
   const list = new LiveList<string>();
@@ -68,7 +69,7 @@ Deno.test("deadlines expire once due, not when ended first, and not when a due o
   ended();
   const third = deadline(0, () => expired.push("third"));
   const kept = deadline(60_000, () => expired.push("kept"));
-  await new Promise((resolve) => setTimeout(resolve, 250));
+  await sleep(250);
   assert.deepEqual(expired, ["first", "third"]);
   third();
   kept();

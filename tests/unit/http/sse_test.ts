@@ -10,7 +10,7 @@ import {
   type UnitOutput,
 } from "../../../src/http/relay.ts";
 import { readBody } from "../../helpers/http.ts";
-import { waitFor } from "../../helpers/poll.ts";
+import { sleep, waitFor } from "../../helpers/poll.ts";
 
 function scan(chunks: Uint8Array[]): { event: string; data: string }[] {
   const events: SseEvent[] = [];
@@ -191,8 +191,23 @@ const TAIL = "event: error\ndata: {}\n\n";
 function stages(
   finished: () => boolean,
   out: UnitOutput = new PassUnits({ tail: () => new TextEncoder().encode(TAIL) }),
+  read: (event: SseEvent) => void = () => {},
 ): [UnitFramer, ReadUnits, UnitOutput] {
-  return [new UnitFramer("sse"), new ReadUnits(() => {}, finished), out];
+  return [new UnitFramer("sse"), new ReadUnits(read, finished), out];
+}
+
+/** An upstream body the test writes into (`send`). */
+function writableUpstream(): {
+  upstream: ReadableStream<Uint8Array>;
+  send: ReadableStreamDefaultController<Uint8Array>;
+} {
+  let send!: ReadableStreamDefaultController<Uint8Array>;
+  const upstream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      send = controller;
+    },
+  });
+  return { upstream, send };
 }
 
 /**
@@ -239,12 +254,7 @@ Deno.test("the relay passes whole events only, and a cut stream ends in the erro
 });
 
 Deno.test("an upstream that fails while its client is not reading is settled then, not at the next read", async () => {
-  let upstreamController!: ReadableStreamDefaultController<Uint8Array>;
-  const upstream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      upstreamController = controller;
-    },
-  });
+  const { upstream, send: upstreamController } = writableUpstream();
   const ends: string[] = [];
   const body = relayStream(upstream, stages(() => false), {
     onEnd: (how) => void ends.push(how),
@@ -267,34 +277,25 @@ Deno.test("an upstream that fails while its client is not reading is settled the
   assert.deepEqual(ends, ["cut"]);
 });
 
-Deno.test("a chunk that arrives as the client hangs up goes no further: not read, not sent, no error", async () => {
-  let upstreamController!: ReadableStreamDefaultController<Uint8Array>;
-  const upstream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      upstreamController = controller;
-    },
-  });
+Deno.test("a chunk that arrives as the client hangs up goes no further down the stages: not metered, not sent", async () => {
+  const { upstream, send } = writableUpstream();
   const read: string[] = [];
   const ends: string[] = [];
-  const body = relayStream(
-    upstream,
-    [
-      new UnitFramer("sse"),
-      new ReadUnits((event) => void read.push(event.data()), () => false),
-      new PassUnits({ tail: () => new TextEncoder().encode(TAIL) }),
-    ],
-    { onEnd: (how) => void ends.push(how), abort: () => {}, idleMs: 0, maxMs: 0 },
-  );
+  const body = relayStream(upstream, stages(() => false, undefined, (e) => read.push(e.data())), {
+    onEnd: (how) => void ends.push(how),
+    abort: () => {},
+    idleMs: 0,
+    maxMs: 0,
+  });
   const encode = (text: string) => new TextEncoder().encode(text);
   const reader = body.getReader();
-  upstreamController.enqueue(encode("data: 1\n\n"));
+  send.enqueue(encode("data: 1\n\n"));
   assert.equal(new TextDecoder().decode((await reader.read()).value), "data: 1\n\n");
   // The relay is reading ahead; the next chunk comes in the very turn the client goes away.
-  await new Promise((resolve) => setTimeout(resolve, 10));
-  upstreamController.enqueue(encode("data: 2\n\n"));
-  const cancelled = reader.cancel("gone");
-  await cancelled;
-  await new Promise((resolve) => setTimeout(resolve, 10));
+  await sleep(10);
+  send.enqueue(encode("data: 2\n\n"));
+  await reader.cancel("gone");
+  await sleep(10);
   assert.deepEqual(read, ["1"], "the chunk after the hang-up is not read (nor metered)");
   assert.deepEqual(ends, ["cancel"]);
 });

@@ -8,6 +8,7 @@ import { openSqliteStore } from "../../../src/store/sqlite.ts";
 import { OwnerLock } from "../../../src/store/owners.ts";
 import { SqliteConnection } from "../../../src/store/sqlite_connection.ts";
 import { DatabaseSync } from "node:sqlite";
+import { eventually, sleep } from "../../helpers/poll.ts";
 
 async function withDir(work: (dir: string) => Promise<void>) {
   const dir = await Deno.makeTempDir({ prefix: "switchyard-store-" });
@@ -113,15 +114,6 @@ Deno.test("served by one thread, the store's log is checkpointed between its tur
   await checkpointedWhileServing(false);
 });
 
-/** Waits until `done` holds (checked every 20 ms), for at most 5 s. */
-async function until(done: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`waited 5 s for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 Deno.test("served by one thread, a checkpoint that fails is reported once, until one succeeds again", async () => {
   await withDir(async (dir) => {
     const path = `${dir}/c.db`;
@@ -132,20 +124,19 @@ Deno.test("served by one thread, a checkpoint that fails is reported once, until
     connection.prepareForServing({ shared: false, onError: (message) => failures.push(message) });
     // A transaction left open on the connection makes each of its checkpoints throw.
     db.exec("BEGIN; INSERT INTO t VALUES ('a');");
-    await until(() => failures.length > 0, "the first failure");
-    await new Promise((r) => setTimeout(r, 350)); // three more ticks, all failing
+    await eventually(() => failures.length > 0, { what: "the first failure" });
+    await sleep(350); // three more ticks, all failing
     assert.equal(failures.length, 1, failures.join("; "));
     assert.match(failures[0], /locked/);
     db.exec("COMMIT");
     // A checkpoint succeeds again: the rows reach the database file.
     const before = Deno.statSync(path).size;
     db.exec(`INSERT INTO t VALUES ('${"y".repeat(100_000)}');`);
-    await until(
-      () => Deno.statSync(path).size > before + 90_000,
-      "a checkpoint after the failures",
-    );
+    await eventually(() => Deno.statSync(path).size > before + 90_000, {
+      what: "a checkpoint after the failures",
+    });
     db.exec("BEGIN; INSERT INTO t VALUES ('b');");
-    await until(() => failures.length > 1, "the next failure, reported anew");
+    await eventually(() => failures.length > 1, { what: "the next failure, reported anew" });
     db.exec("COMMIT");
     connection.close();
   });
