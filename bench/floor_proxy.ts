@@ -134,7 +134,7 @@ const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }
   const meter = family.meter();
   const stages: RelayStages = [
     new UnitFramer("sse"),
-    new ReadUnits(meter.onEvent, meter.finished),
+    new ReadUnits(meter),
     new PassUnits(),
   ];
   const relayed = relayStream(upstream.body, stages, {

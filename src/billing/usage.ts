@@ -136,16 +136,38 @@ export class Meter {
     }
   }
 
+  /** This state as a `StreamMeter` whose units are read by `onEvent`. */
   view(onEvent: (e: SseEvent) => void): StreamMeter {
-    return {
-      onEvent,
-      usage: () => this.reported,
-      complete: () => this.done,
-      finished: () => this.ended,
-      outputBytes: () => this.bytes,
-      objects: () => this.created,
-      running: () => this.running,
-    };
+    return new MeterView(this, onEvent);
+  }
+}
+
+/** A `Meter` read through `StreamMeter`: one object a stream, its methods on the prototype. */
+class MeterView implements StreamMeter {
+  constructor(private readonly meter: Meter, readonly onEvent: (e: SseEvent) => void) {}
+
+  usage(): Usage | null {
+    return this.meter.reported;
+  }
+
+  complete(): boolean {
+    return this.meter.done;
+  }
+
+  finished(): boolean {
+    return this.meter.ended;
+  }
+
+  outputBytes(): number {
+    return this.meter.bytes;
+  }
+
+  objects(): CreatedObject[] {
+    return this.meter.created;
+  }
+
+  running(): boolean {
+    return this.meter.running;
   }
 }
 

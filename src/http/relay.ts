@@ -111,20 +111,25 @@ export class UnitFramer implements Transformer<Uint8Array, UnitPart> {
   }
 }
 
+/** What reads the units of a stream as they pass (a meter, a trace). */
+export interface UnitReader {
+  /** One unit. */
+  onEvent(event: SseEvent): void;
+  /** The stream's end-of-stream marker has passed. */
+  finished(): boolean;
+}
+
 /** Reads every unit as it passes; a stream whose reader did not see it finish is unfinished. */
 export class ReadUnits implements Transformer<UnitPart, UnitPart> {
-  constructor(
-    private readonly read: (event: SseEvent) => void,
-    private readonly finished: () => boolean,
-  ) {}
+  constructor(private readonly reader: UnitReader) {}
 
   transform(part: UnitPart, controller: TransformStreamDefaultController<UnitPart>): void {
-    if (part.kind === "unit") this.read(part.event);
+    if (part.kind === "unit") this.reader.onEvent(part.event);
     controller.enqueue(part);
   }
 
   flush(controller: TransformStreamDefaultController<UnitPart>): void {
-    if (!this.finished()) controller.error(new Unfinished());
+    if (!this.reader.finished()) controller.error(new Unfinished());
   }
 }
 
@@ -345,25 +350,47 @@ function isErrorUnit(event: SseEvent): boolean {
   return true;
 }
 
+/**
+ * A stage's controller in `InStep`: its `enqueue` is the next stage's `transform`, or the sink's
+ * call after the last stage. One object a stage, no closures: it lives as long as its stream.
+ */
+class StepController implements TransformStreamDefaultController<unknown> {
+  readonly desiredSize = 1;
+
+  constructor(
+    private readonly next: Transformer<unknown, unknown> | null,
+    private readonly nextController: StepController | null,
+    private readonly sink: (bytes: Uint8Array) => void,
+  ) {}
+
+  enqueue(chunk: unknown): void {
+    if (this.next) this.next.transform!(chunk, this.nextController!);
+    else this.sink(chunk as Uint8Array);
+  }
+
+  error(reason: unknown): never {
+    throw reason;
+  }
+
+  terminate(): never {
+    throw new Error("a relay stage cannot terminate its stream");
+  }
+}
+
 /** Synchronous stages, each `enqueue` the next one's `transform` (see the module's doc). */
 class InStep {
   readonly #stages: Transformer<unknown, unknown>[];
-  readonly #controllers: TransformStreamDefaultController<unknown>[];
+  readonly #controllers: StepController[];
 
   constructor(stages: Transformer<unknown, unknown>[], sink: (bytes: Uint8Array) => void) {
     this.#stages = stages;
-    this.#controllers = stages.map((_, i) => ({
-      desiredSize: 1,
-      enqueue: i + 1 < stages.length
-        ? (chunk: unknown) => void stages[i + 1].transform!(chunk, this.#controllers[i + 1])
-        : (chunk: unknown) => sink(chunk as Uint8Array),
-      error(reason: unknown) {
-        throw reason;
-      },
-      terminate() {
-        throw new Error("a relay stage cannot terminate its stream");
-      },
-    }));
+    this.#controllers = new Array(stages.length);
+    for (let i = stages.length - 1; i >= 0; i--) {
+      const last = i + 1 === stages.length;
+      this.#controllers[i] = last
+        ? new StepController(null, null, sink)
+        : new StepController(stages[i + 1], this.#controllers[i + 1], sink);
+    }
   }
 
   /** One upstream chunk through every stage. Throws what a stage could not take. */

@@ -183,12 +183,14 @@ function relayAnswerStream(
   const tap = steps.unit;
   const read = new ReadUnits(
     tap
-      ? (event) => {
-        meter.onEvent(event);
-        tap(event);
+      ? {
+        onEvent(event) {
+          meter.onEvent(event);
+          tap(event);
+        },
+        finished: () => meter.finished(),
       }
-      : meter.onEvent,
-    meter.finished,
+      : meter,
   );
   const redacted = (text: string) => redact(text, model);
   const tail = p.errorTail ?? (() => undefined);

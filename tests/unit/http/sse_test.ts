@@ -193,7 +193,7 @@ function stages(
   out: UnitOutput = new PassUnits({ tail: () => new TextEncoder().encode(TAIL) }),
   read: (event: SseEvent) => void = () => {},
 ): [UnitFramer, ReadUnits, UnitOutput] {
-  return [new UnitFramer("sse"), new ReadUnits(read, finished), out];
+  return [new UnitFramer("sse"), new ReadUnits({ onEvent: read, finished }), out];
 }
 
 /** An upstream body the test writes into (`send`). */
@@ -411,7 +411,14 @@ Deno.test("the relay's stages are Transformers: piped as TransformStreams, whole
   const seen: string[] = [];
   const body = ReadableStream.from(parts.map((part) => new TextEncoder().encode(part)))
     .pipeThrough(new TransformStream(new UnitFramer("sse")))
-    .pipeThrough(new TransformStream(new ReadUnits((event) => seen.push(event.event), () => true)))
+    .pipeThrough(
+      new TransformStream(
+        new ReadUnits({
+          onEvent: (event) => seen.push(event.event),
+          finished: () => true,
+        }),
+      ),
+    )
     .pipeThrough(new TransformStream(new PassUnits()));
   assert.equal(await new Response(body).text(), parts.join(""));
   assert.deepEqual(seen, ["a", "b", "c"]);
