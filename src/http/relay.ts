@@ -384,13 +384,11 @@ class InStep {
 
   constructor(stages: Transformer<unknown, unknown>[], sink: (bytes: Uint8Array) => void) {
     this.#stages = stages;
-    this.#controllers = new Array(stages.length);
+    const controllers: StepController[] = [];
     for (let i = stages.length - 1; i >= 0; i--) {
-      const last = i + 1 === stages.length;
-      this.#controllers[i] = last
-        ? new StepController(null, null, sink)
-        : new StepController(stages[i + 1], this.#controllers[i + 1], sink);
+      controllers.unshift(new StepController(stages[i + 1] ?? null, controllers[0] ?? null, sink));
     }
+    this.#controllers = controllers;
   }
 
   /** One upstream chunk through every stage. Throws what a stage could not take. */
