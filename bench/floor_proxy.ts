@@ -13,13 +13,8 @@
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { hashKey, timingSafeEqual } from "../src/auth/keys.ts";
 import { presentedKey } from "../src/auth/authenticate.ts";
-import {
-  PassUnits,
-  ReadUnits,
-  type RelayStages,
-  relayStream,
-  UnitFramer,
-} from "../src/http/relay.ts";
+import { PassUnits, ReadUnits, type RelayStages, UnitFramer } from "../src/http/relay.ts";
+import { relayStream } from "../src/http/relay_stream.ts";
 import { log } from "../src/log.ts";
 import type { CreatedObject, StreamMeter } from "../src/billing/usage.ts";
 import type { Usage } from "../src/billing/price.ts";

@@ -2,7 +2,7 @@
 import type { Principal } from "./auth/authenticate.ts";
 import type { Config } from "./config/load.ts";
 import type { Store } from "./store/store.ts";
-import type { LiveStream } from "./http/relay.ts";
+import type { LiveStream } from "./http/relay_stream.ts";
 import type { LiveList } from "./http/live_list.ts";
 import type { Samples } from "./metrics/registry.ts";
 import type { CallSpan } from "./metrics/trace.ts";

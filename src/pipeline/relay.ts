@@ -15,14 +15,8 @@ import { tokenUsageOf } from "../billing/usage.ts";
 import { utf8Length } from "../billing/estimate.ts";
 import { GatewayError } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
-import {
-  PassUnits,
-  ReadUnits,
-  relayStream,
-  RewriteUnits,
-  UnitFramer,
-  type UnitOutput,
-} from "../http/relay.ts";
+import { PassUnits, ReadUnits, RewriteUnits, UnitFramer, type UnitOutput } from "../http/relay.ts";
+import { relayStream } from "../http/relay_stream.ts";
 import { log } from "../log.ts";
 import type { Lease } from "../routing/limits.ts";
 import { faultPoint } from "../test_hooks.ts";

@@ -4,7 +4,7 @@
  */
 import type { Services } from "../context.ts";
 import { errorResponse, GatewayError } from "../http/errors.ts";
-import { BodyAborted } from "../http/relay.ts";
+import { BodyAborted } from "../http/relay_stream.ts";
 import { LiveList } from "../http/live_list.ts";
 import { log } from "../log.ts";
 import { createHandler, type Limiter } from "../server.ts";

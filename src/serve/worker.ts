@@ -11,7 +11,7 @@ import { type RunningServer, startHttp } from "./http.ts";
 import { openStore } from "../store/open.ts";
 import { drainServer } from "./drain.ts";
 import type { ToMain, ToWorker } from "./messages.ts";
-import type { LiveStream } from "../http/relay.ts";
+import type { LiveStream } from "../http/relay_stream.ts";
 import { LiveList } from "../http/live_list.ts";
 import { observeCommit, shareMetricBounds, snapshot } from "../metrics/gateway.ts";
 import type { Services } from "../context.ts";

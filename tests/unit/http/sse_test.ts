@@ -4,11 +4,11 @@ import { JsonArrayScanner } from "../../../src/http/json_array.ts";
 import {
   PassUnits,
   ReadUnits,
-  relayStream,
   RewriteUnits,
   UnitFramer,
   type UnitOutput,
 } from "../../../src/http/relay.ts";
+import { relayStream } from "../../../src/http/relay_stream.ts";
 import { readBody } from "../../helpers/http.ts";
 import { sleep, waitFor } from "../../helpers/poll.ts";
 
