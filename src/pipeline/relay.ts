@@ -97,18 +97,29 @@ function unreadable(what: string): GatewayError {
   });
 }
 
+/** The request of a call whose answer is being relayed: it was sent, and is not built again. */
+const SENT = (): never => {
+  throw new Error("the call was sent: its answer is being relayed");
+};
+
 /**
  * Relays an attempt's answer: the client's response, settled when it ends. Should anything fail
  * before the relay owns the answer, the call's place, hold and upstream body are given back (a
  * settled hold stays settled: releasing it is a no-op); the request's scope does the same for
  * whatever fails after (see `hold.ts`).
+ *
+ * What relays the answer and settles it keeps the call without the function that builds its
+ * upstream request: that function holds the client's body (its text and what it parsed to), which
+ * a stream would otherwise keep until it ends — an agent's request of a few hundred kilobytes for
+ * a minute of streaming.
  */
 export async function relay(
-  p: Call,
+  sent: Call,
   answer: Answered,
   abort: AbortController,
   lease: Lease,
 ): Promise<Response> {
+  const p: Call = { ...sent, call: SENT };
   let steps: CallSteps | undefined;
   try {
     faultPoint(p.ctx.req, "answered");

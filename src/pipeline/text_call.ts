@@ -9,6 +9,7 @@
  * upstream's side.
  */
 import type { Handler, RequestContext } from "../context.ts";
+import type { SocketSender } from "../providers/transport.ts";
 import { type JsonBody, readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { PROTOCOLS } from "../protocols/index.ts";
@@ -127,8 +128,8 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
     const overSocket = socket && client.id === "responses" && SOCKET_TYPES.has(model.provider.type);
     return {
       ...callOf(request, model, prepared),
-      ...(overSocket ? { call: (cap) => ({ ...prepared.call(cap), socket }) } : {}),
-      errorTail: (started) => client.answers.errorTail(started, accepted.jsonArray),
+      ...(overSocket ? { call: overTheSocket(prepared, socket) } : {}),
+      errorTail: errorTailOf(client, accepted.jsonArray),
       strip: prepared.strip,
       objectsFromJson: prepared.objectsFromJson,
       keepResponses: prepared.keepResponses,
@@ -139,6 +140,19 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
   }
   const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
   return translated(request, upstream, model);
+}
+
+// The functions a call keeps are built apart from `callFor`'s scope, which holds `prepared` — the
+// client's body, which a stream would otherwise keep to its end (see `relay.ts`).
+
+/** A WebSocket turn's upstream request: the prepared one, over the upstream's socket. */
+function overTheSocket(prepared: PreparedCall, socket: SocketSender): Call["call"] {
+  return (cap) => ({ ...prepared.call(cap), socket });
+}
+
+/** The end of a stream the upstream cut, in the client's protocol. */
+function errorTailOf(client: WireProtocol, jsonArray: boolean | undefined): Call["errorTail"] {
+  return (started) => client.answers.errorTail(started, jsonArray);
 }
 
 /** What every text call is: the call as its upstream's protocol prepared it. */

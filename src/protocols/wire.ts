@@ -186,7 +186,12 @@ export interface PrepareOptions {
 /** A call planned in its upstream's protocol: how it is held, sent and read. */
 export interface PreparedCall {
   tokens: TokenRequest;
-  /** The upstream request; `cap` is the output cap to send when the gateway imposes one. */
+  /**
+   * The upstream request; `cap` is the output cap to send when the gateway imposes one. The only
+   * function here that may hold the client's body: it is dropped once the call is sent, while the
+   * others are kept as long as the answer streams (build it apart from them, or a closure sharing
+   * its scope keeps the body too).
+   */
   call(cap: number | undefined): UpstreamCall;
   framing: "sse" | "json-array";
   /**

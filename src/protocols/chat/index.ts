@@ -10,6 +10,10 @@ import { estimateInput } from "../../billing/estimate.ts";
 import { withUpstreamModel } from "../../http/forwarded_body.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
+import type { JsonBody } from "../../http/body.ts";
+import type { ResolvedModel } from "../../catalog/catalog.ts";
+import type { UpstreamCall } from "../../providers/index.ts";
+import type { ToolUse } from "../../billing/reserve.ts";
 import { decodeRequest } from "./decode_request.ts";
 import { encodeRequest } from "./encode_request.ts";
 import { decodeResponse } from "./decode_response.ts";
@@ -24,6 +28,37 @@ import { chatConversation } from "./conversation.ts";
 type Json = Record<string, unknown>;
 
 /** Chat completions as a wire protocol (see the module's doc). */
+/**
+ * The upstream request of a chat call, for the output cap the hold decides (`sent`), in `field`.
+ * Built apart from `prepare`'s other functions, which a stream keeps to its end: only this one
+ * holds the client's body, and it is dropped once the call is sent (see `PreparedCall.call`).
+ */
+function chatCall(
+  body: JsonBody,
+  model: ResolvedModel,
+  field: string,
+  tools: ToolUse[],
+): (sent: number | undefined) => UpstreamCall {
+  return (sent) => {
+    const value = body.value;
+    const options = value.stream_options as Json | null | undefined;
+    const patch: Json = {};
+    if (sent !== undefined) patch[field] = sent;
+    if (value.stream === true && options?.include_usage !== true) {
+      patch.stream_options = { ...options, include_usage: true };
+    }
+    const live = value.search_parameters as Json | undefined;
+    if (tools.some((use) => use.field === "search_parameters") && !live?.max_search_results) {
+      patch.search_parameters = { ...live, max_search_results: DEFAULT_SEARCH_RESULTS };
+    }
+    return {
+      protocol: "chat",
+      path: "/chat/completions",
+      body: withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
+    };
+  };
+}
+
 export const chat: WireProtocol = {
   id: "chat",
   errors: "openai",
@@ -56,8 +91,6 @@ export const chat: WireProtocol = {
     const tools = chatToolUses(value);
     const webSearch = tools.some((use) => use.tools.includes("web_search"));
     const field = capField(value, model.provider.type === "openai");
-    const options_ = value.stream_options as Json | null | undefined;
-    const upstreamUsage = options_?.include_usage === true;
     const cap = value.max_completion_tokens ?? value.max_tokens;
     return {
       tokens: {
@@ -71,20 +104,7 @@ export const chat: WireProtocol = {
         tools,
       },
       framing: "sse",
-      call(sent) {
-        const patch: Json = {};
-        if (sent !== undefined) patch[field] = sent;
-        if (stream && !upstreamUsage) patch.stream_options = { ...options_, include_usage: true };
-        const live = value.search_parameters as Json | undefined;
-        if (tools.some((use) => use.field === "search_parameters") && !live?.max_search_results) {
-          patch.search_parameters = { ...live, max_search_results: DEFAULT_SEARCH_RESULTS };
-        }
-        return {
-          protocol: "chat",
-          path: "/chat/completions",
-          body: withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
-        };
-      },
+      call: chatCall(body, model, field, tools),
       usageFromJson: (json) => chatUsage(json, webSearch),
       meter: () => chatMeter(webSearch),
       // A pass-through client that did not ask for usage does not get what asking for it caused.

@@ -11,6 +11,9 @@ import { withUpstreamModel } from "../../http/forwarded_body.ts";
 import { messagesNames, messagesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
+import type { JsonBody } from "../../http/body.ts";
+import type { ResolvedModel } from "../../catalog/catalog.ts";
+import type { UpstreamCall } from "../../providers/index.ts";
 import { messagesCountClient, messagesCountUpstream } from "./count.ts";
 import { messagesConversation } from "./conversation.ts";
 import { decodeRequest } from "./decode_request.ts";
@@ -32,6 +35,31 @@ function forwardedHeaders(from: Headers): Record<string, string> {
     if (value) headers[name] = value;
   }
   return headers;
+}
+
+/**
+ * The upstream request of a Messages call, for the output cap the hold decides (`sent`). Built
+ * apart from `prepare`'s other functions, which a stream keeps to its end: only this one holds
+ * the client's body, and it is dropped once the call is sent (see `PreparedCall.call`).
+ */
+function messagesCall(
+  body: JsonBody,
+  model: ResolvedModel,
+  headers: Record<string, string>,
+): (sent: number | undefined) => UpstreamCall {
+  return (sent) => {
+    const limits = withToolLimits(body.value);
+    const patch = {
+      ...(sent === undefined ? {} : { max_tokens: sent }),
+      ...(limits ? { tools: limits } : {}),
+    };
+    return {
+      protocol: "messages",
+      path: "/v1/messages",
+      body: withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
+      headers,
+    };
+  };
 }
 
 /** Messages as a wire protocol (see the module's doc). */
@@ -88,19 +116,7 @@ export const messages: WireProtocol = {
         tools: messagesToolUses(value),
       },
       framing: "sse",
-      call(sent) {
-        const limits = withToolLimits(value);
-        const patch = {
-          ...(sent === undefined ? {} : { max_tokens: sent }),
-          ...(limits ? { tools: limits } : {}),
-        };
-        return {
-          protocol: "messages",
-          path: "/v1/messages",
-          body: withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
-          headers,
-        };
-      },
+      call: messagesCall(body, model, headers),
       usageFromJson: messagesUsage,
       meter: () => messagesMeter(threaded),
       objectsFromJson: (answer) => messagesObjects(answer, threaded),

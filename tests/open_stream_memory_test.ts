@@ -1,0 +1,127 @@
+/**
+ * An open stream does not keep its request's body. Agents send a conversation of hundreds of
+ * kilobytes with every call and stream the answer for a minute: a stream that held its body (the
+ * text and what it parsed to) would hold it twice over until it ended. The gateway reports its
+ * live JavaScript heap (`SWITCHYARD_MEMORY_REPORT_MS`, collected first with `--expose-gc`); with
+ * slow streams of large bodies open, the heap has not grown by anything like their bodies.
+ */
+import assert from "node:assert/strict";
+import { startStack } from "./helpers/setup.ts";
+import { logEntries } from "./helpers/gateway.ts";
+import { waitFor } from "./helpers/poll.ts";
+
+const REPORT_MS = 200;
+/** Each request's body, about. */
+const BODY_BYTES = 2 * 1024 * 1024;
+
+const stack = await startStack({
+  server: { maxBodyBytes: 4 * BODY_BYTES },
+  env: { SWITCHYARD_MEMORY_REPORT_MS: String(REPORT_MS), DENO_V8_FLAGS: "--expose-gc" },
+});
+const { gateway } = stack;
+Deno.test.afterAll(() => stack.stop());
+
+/** The live heap of the first `memory` report logged after `since` (ms since the epoch). */
+async function heapAfter(since: number): Promise<number> {
+  const entry = await waitFor(
+    () =>
+      logEntries(gateway).find((e) => e.msg === "memory" && Date.parse(e.time) > since) ?? false,
+    { what: "a memory report" },
+  );
+  return entry.heap_used as number;
+}
+
+/** A slow answer's prompt (an event a second) padded to `BODY_BYTES` with words unique to `tag`. */
+function prompt(tag: string): string {
+  const word = `${tag}-${crypto.randomUUID()} `;
+  return "[[emulate delay=1000 words=120]] " + word.repeat(Math.ceil(BODY_BYTES / word.length));
+}
+
+interface Case {
+  name: string;
+  path: string;
+  headers: Record<string, string>;
+  body: (text: string) => unknown;
+}
+
+const cases = (key: string): Case[] => [
+  {
+    name: "Messages, passed through",
+    path: "/v1/messages",
+    headers: { "x-api-key": key, "anthropic-version": "2023-06-01" },
+    body: (text) => ({
+      model: "claude-test",
+      max_tokens: 1024,
+      stream: true,
+      messages: [{ role: "user", content: text }],
+    }),
+  },
+  {
+    name: "Responses, passed through",
+    path: "/v1/responses",
+    headers: { authorization: `Bearer ${key}` },
+    body: (text) => ({ model: "gpt-test", input: text, stream: true }),
+  },
+  {
+    name: "Messages on a chat completions upstream, translated",
+    path: "/v1/messages",
+    headers: { "x-api-key": key, "anthropic-version": "2023-06-01" },
+    body: (text) => ({
+      model: "local-test",
+      max_tokens: 1024,
+      stream: true,
+      messages: [{ role: "user", content: text }],
+    }),
+  },
+];
+
+Deno.test({
+  name:
+    "slow streams of 2 MB requests (Messages and Responses passed through, Messages translated) do not keep their bodies while they stream",
+  async fn() {
+    const { key } = await gateway.createKey("open-streams", "--credit", "100", "--rpm", "0");
+    // Once warmed up (one short stream of each kind), the heap to compare with.
+    for (const c of cases(key)) {
+      const res = await fetch(`${gateway.url}${c.path}`, {
+        method: "POST",
+        headers: { ...c.headers, "content-type": "application/json" },
+        body: JSON.stringify(c.body("Hello.")),
+      });
+      assert.equal(res.status, 200, `${c.name}: ${await res.clone().text()}`);
+      await res.text();
+    }
+    const before = await heapAfter(Date.now());
+
+    const abort = new AbortController();
+    const open: ReadableStreamDefaultReader<Uint8Array>[] = [];
+    try {
+      for (const c of cases(key)) {
+        for (let i = 0; i < 2; i++) {
+          const res = await fetch(`${gateway.url}${c.path}`, {
+            method: "POST",
+            headers: { ...c.headers, "content-type": "application/json" },
+            body: JSON.stringify(c.body(prompt(`${c.name}-${i}`))),
+            signal: abort.signal,
+          });
+          assert.equal(res.status, 200, c.name);
+          const reader = res.body!.getReader();
+          // Its first event: the answer is being relayed, the request long sent.
+          const first = await reader.read();
+          assert.ok(!first.done && first.value.length > 0, c.name);
+          open.push(reader);
+        }
+      }
+      const during = await heapAfter(Date.now());
+      const bodies = open.length * BODY_BYTES;
+      // A stream that kept its body would add two of them (its text and its parsed value).
+      assert.ok(
+        during - before < bodies / 8,
+        `${open.length} open streams of ${BODY_BYTES} B requests grew the live heap by ` +
+          `${during - before} B (${bodies} B of bodies)`,
+      );
+    } finally {
+      abort.abort();
+      await Promise.all(open.map((reader) => reader.cancel().catch(() => {})));
+    }
+  },
+});
