@@ -27,7 +27,6 @@ import { chatConversation } from "./conversation.ts";
 
 type Json = Record<string, unknown>;
 
-/** Chat completions as a wire protocol (see the module's doc). */
 /**
  * The upstream request of a chat call, for the output cap the hold decides (`sent`), in `field`.
  * Built apart from `prepare`'s other functions, which a stream keeps to its end: only this one
@@ -59,6 +58,7 @@ function chatCall(
   };
 }
 
+/** Chat completions as a wire protocol (see the module's doc). */
 export const chat: WireProtocol = {
   id: "chat",
   errors: "openai",
