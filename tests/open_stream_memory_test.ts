@@ -44,17 +44,20 @@ interface Case {
   body: (text: string) => unknown;
 }
 
+/** A streamed Messages request to `model` whose one user message is the text. */
+const messagesBody = (model: string) => (text: string) => ({
+  model,
+  max_tokens: 1024,
+  stream: true,
+  messages: [{ role: "user", content: text }],
+});
+
 const cases = (key: string): Case[] => [
   {
     name: "Messages, passed through",
     path: "/v1/messages",
     headers: { "x-api-key": key, "anthropic-version": "2023-06-01" },
-    body: (text) => ({
-      model: "claude-test",
-      max_tokens: 1024,
-      stream: true,
-      messages: [{ role: "user", content: text }],
-    }),
+    body: messagesBody("claude-test"),
   },
   {
     name: "Responses, passed through",
@@ -66,12 +69,7 @@ const cases = (key: string): Case[] => [
     name: "Messages on a chat completions upstream, translated",
     path: "/v1/messages",
     headers: { "x-api-key": key, "anthropic-version": "2023-06-01" },
-    body: (text) => ({
-      model: "local-test",
-      max_tokens: 1024,
-      stream: true,
-      messages: [{ role: "user", content: text }],
-    }),
+    body: messagesBody("local-test"),
   },
 ];
 
