@@ -1,0 +1,33 @@
+import assert from "node:assert/strict";
+import { utf8Length } from "../../../src/billing/estimate.ts";
+import { int, pick, random } from "../../helpers/random.ts";
+
+const encoder = new TextEncoder();
+const encoded = (text: string) => encoder.encode(text).length;
+
+/** Pieces of text of every UTF-8 width, and the halves of a pair alone. */
+const PIECES = ["a", " ", "é", "ß", "€", "中", "😀", "𝄞", "\ud83d", "\ude00", "\u0000", "\u07ff"];
+
+Deno.test("utf8Length counts as TextEncoder writes, short text and long, lone surrogates included", () => {
+  const rand = random(32);
+  for (let n = 0; n < 300; n++) {
+    const length = pick(rand, [1, 10, 255, 256, 257, 2_000, 16_383, 16_384, 16_385, 40_000]);
+    let text = "";
+    while (text.length < length) text += pick(rand, PIECES);
+    assert.equal(utf8Length(text), encoded(text), `case ${n}, ${text.length} units`);
+  }
+});
+
+Deno.test("utf8Length keeps a surrogate pair whole where long text is measured in chunks", () => {
+  for (const at of [16_383, 16_384, 16_385, 32_767, 32_768]) {
+    const text = "a".repeat(at - 1) + "😀" + "b".repeat(int(random(at), 0, 3));
+    assert.equal(utf8Length(text), encoded(text), `a pair at ${at}`);
+  }
+  // A lone high surrogate just before a pair that straddles the chunk's end.
+  for (const at of [16_382, 16_383, 16_384]) {
+    const text = "a".repeat(at - 1) + "\ud83d😀" + "b";
+    assert.equal(utf8Length(text), encoded(text), `a lone half then a pair at ${at}`);
+  }
+  assert.equal(utf8Length("x".repeat(100_000)), 100_000);
+  assert.equal(utf8Length(""), 0);
+});
