@@ -54,6 +54,53 @@ const messages = (model: string, stream: boolean) => ({
   messages: [{ role: "user", content: PROMPT }],
 });
 const chat = (model: string) => ({ model, messages: [{ role: "user", content: PROMPT }] });
+
+const WORDS = ["the", "switchyard", "train", "signal", "track", "file", "test", "const", "build"];
+/** `n` words of filler text, the same every run (from word `at` of the list). */
+const words = (n: number, at: number) =>
+  Array.from({ length: n }, (_, i) => WORDS[(at + 7 * i) % WORDS.length]).join(" ");
+type Block = Record<string, unknown>;
+/**
+ * An agent's call as Claude Code makes it, the whole conversation each time: a system prompt, 15
+ * tools with their schemas and 60 turns of tool use — about 130 KB of JSON.
+ */
+function agentMessages(model: string) {
+  const properties = (tool: number) =>
+    Object.fromEntries(
+      Array.from(
+        { length: 8 },
+        (_, j) => [`p${j}`, { type: "string", description: words(12, tool + j) }],
+      ),
+    );
+  const tools = Array.from({ length: 15 }, (_, i) => ({
+    name: `tool_${i}`,
+    description: words(90, i),
+    input_schema: { type: "object", properties: properties(i) },
+  }));
+  const messages: { role: string; content: Block[] }[] = [
+    { role: "user", content: [{ type: "text", text: words(250, 0) }] },
+  ];
+  for (let i = 0; i < 60; i++) {
+    const id = `toolu_${String(i).padStart(4, "0")}`;
+    const input = { p0: `src/file_${i}.ts` };
+    messages.push({
+      role: "assistant",
+      content: [
+        { type: "text", text: "Reading the file." },
+        { type: "tool_use", id, name: "tool_1", input },
+      ],
+    });
+    messages.push({
+      role: "user",
+      content: [
+        { type: "tool_result", tool_use_id: id, content: words(150, i) },
+        { type: "text", text: words(80, i + 1) },
+      ],
+    });
+  }
+  messages.at(-1)!.content.push({ type: "text", text: PROMPT });
+  return { model, max_tokens: 1024, stream: true, system: words(1200, 3), tools, messages };
+}
 const contents = { contents: [{ role: "user", parts: [{ text: PROMPT }] }] };
 /** A user turn as the gateway writes it when it translates (content blocks, not a string). */
 const translated = {
@@ -90,6 +137,11 @@ function clients(key: string) {
       headers: anthropic,
       body: messages(model, stream),
     }),
+    agent: (model: string): Call => ({
+      path: "/v1/messages",
+      headers: anthropic,
+      body: agentMessages(model),
+    }),
     generate: (model: string): Call => ({
       path: `/v1beta/models/${model}:streamGenerateContent?alt=sse`,
       headers: google,
@@ -120,6 +172,15 @@ function peerCalls(emulatorUrl: string) {
         ...portkeyRoute("anthropic", emulatorUrl),
       },
       body: messages("claude-sonnet-4-5", true),
+    }),
+    portkeyAgent: (): Call => ({
+      path: "/v1/messages",
+      headers: {
+        "x-api-key": UPSTREAM_KEY,
+        ...anthropic,
+        ...portkeyRoute("anthropic", emulatorUrl),
+      },
+      body: agentMessages("claude-sonnet-4-5"),
     }),
     // Routed by its Router.default whatever the model, as Claude Code's calls are.
     ccrMessages: (): Call => ({
@@ -172,6 +233,13 @@ export function scenarios(
       gateway: client.messages("claude-keys", stream),
       upstream: upstream("/anthropic/v1/messages", messages("claude-sonnet-4-5", stream)),
     })),
+    {
+      // Claude Code's calls carry the whole conversation, tools and system prompt.
+      name: "agent messages SSE",
+      gateway: client.agent("claude-bench"),
+      upstream: upstream("/anthropic/v1/messages", agentMessages("claude-sonnet-4-5")),
+      peers: { portkey: peer.portkeyAgent() },
+    },
     {
       name: "generateContent SSE",
       gateway: client.generate("gemini-bench"),
