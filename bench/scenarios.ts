@@ -98,7 +98,9 @@ function agentMessages(model: string) {
       ],
     });
   }
-  messages.at(-1)!.content.push({ type: "text", text: PROMPT });
+  // The last turn asks what the other scenarios ask (the emulator echoes it).
+  messages.push({ role: "assistant", content: [{ type: "text", text: "Done." }] });
+  messages.push({ role: "user", content: [{ type: "text", text: PROMPT }] });
   return { model, max_tokens: 1024, stream: true, system: words(1200, 3), tools, messages };
 }
 const contents = { contents: [{ role: "user", parts: [{ text: PROMPT }] }] };
