@@ -160,30 +160,20 @@ function clients(key: string) {
 /** The peers' client calls: the gateway's, with the peer's model ids and keys. */
 function peerCalls(emulatorUrl: string) {
   const anthropic = { "anthropic-version": "2023-06-01" };
+  /** A Messages call through Portkey, routed to the emulator's Anthropic API. */
+  const portkeyMessages = (body: unknown): Call => ({
+    path: "/v1/messages",
+    headers: { "x-api-key": UPSTREAM_KEY, ...anthropic, ...portkeyRoute("anthropic", emulatorUrl) },
+    body,
+  });
   return {
     portkeyChat: (): Call => ({
       path: "/v1/chat/completions",
       headers: { authorization: `Bearer ${UPSTREAM_KEY}`, ...portkeyRoute("openai", emulatorUrl) },
       body: chat("gpt-5.4"),
     }),
-    portkeyMessages: (): Call => ({
-      path: "/v1/messages",
-      headers: {
-        "x-api-key": UPSTREAM_KEY,
-        ...anthropic,
-        ...portkeyRoute("anthropic", emulatorUrl),
-      },
-      body: messages("claude-sonnet-4-5", true),
-    }),
-    portkeyAgent: (): Call => ({
-      path: "/v1/messages",
-      headers: {
-        "x-api-key": UPSTREAM_KEY,
-        ...anthropic,
-        ...portkeyRoute("anthropic", emulatorUrl),
-      },
-      body: agentMessages("claude-sonnet-4-5"),
-    }),
+    portkeyMessages: (): Call => portkeyMessages(messages("claude-sonnet-4-5", true)),
+    portkeyAgent: (): Call => portkeyMessages(agentMessages("claude-sonnet-4-5")),
     // Routed by its Router.default whatever the model, as Claude Code's calls are.
     ccrMessages: (): Call => ({
       path: "/v1/messages",
