@@ -193,7 +193,9 @@ function relayAnswerStream(
           meter.onEvent(event);
           tap(event);
         },
-        finished: () => meter.finished(),
+        finished() {
+          return meter.finished();
+        },
       }
       : meter,
   );
