@@ -446,15 +446,23 @@ Deno.test("what the hold cannot see is held anyway: token ids, candidates, a cut
 Deno.test("a body repeating a member the bill depends on reaches the upstream as the gateway read it", async () => {
   const { key } = await gateway.createKey("duplicates", "--credit", "5");
   // Gemini bodies go upstream as the client sent them — unless a decisive member repeats.
-  const text = '{"contents":[{"parts":[{"text":"x"}]}],' +
-    '"generationConfig":{"maxOutputTokens":16,"maxOutputTokens":4000}}';
-  const res = await post("/v1beta/models/gemini-test:generateContent", goog(key), text);
-  assert.equal(res.status, 200);
-  await res.body?.cancel();
-  const seen = (await stack.upstreamRequests()).at(-1)!;
-  const canonical = JSON.stringify(JSON.parse(text));
-  assert.equal(seen.size, new TextEncoder().encode(canonical).length, "one maxOutputTokens");
-  assert.deepEqual(seen.body, JSON.parse(text));
+  const contents = '{"contents":[{"parts":[{"text":"x"}]}],';
+  // Repeated as it is, or with a name written with escapes (`JSON.parse` reads both the same).
+  for (
+    const config of [
+      '"generationConfig":{"maxOutputTokens":16,"maxOutputTokens":4000}}',
+      '"generationConfig":{"maxOutputTokens":16,"maxOutput\\u0054okens":4000}}',
+    ]
+  ) {
+    const text = contents + config;
+    const res = await post("/v1beta/models/gemini-test:generateContent", goog(key), text);
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    const seen = (await stack.upstreamRequests()).at(-1)!;
+    const canonical = JSON.stringify(JSON.parse(text));
+    assert.equal(seen.size, new TextEncoder().encode(canonical).length, `one in ${config}`);
+    assert.deepEqual(seen.body, JSON.parse(text));
+  }
 });
 
 Deno.test("after everything: every account's balance is its credits less its settled charges", async () => {

@@ -13,8 +13,18 @@ import type { JsonBody } from "./body.ts";
 const DECISIVE =
   /"(model|max_output_tokens|max_tokens|max_completion_tokens|n|service_tier|tools|max_tool_calls|max_uses|background|previous_response_id|conversation|container|stream|stream_options|generationConfig|generation_config|maxOutputTokens|candidateCount|candidate_count|cachedContent|cached_content|search_parameters|max_search_results|web_search_options|thinking|budget_tokens)"\s*:/g;
 
-/** Whether a decisive member name occurs more than once in the body's text. */
+/**
+ * An escaped ASCII letter, digit or underscore (`\u0061`): a member name written so may be a
+ * decisive one that `DECISIVE` does not see (JSON serializers write these characters as they are).
+ */
+const ESCAPED_WORD_CHAR = /\\u00(?:[3-7][0-9a-f])/i;
+
+/**
+ * Whether a decisive member name occurs more than once in the body's text, or may occur unseen
+ * (written with escapes).
+ */
 function repeatsDecisive(text: string): boolean {
+  if (ESCAPED_WORD_CHAR.test(text)) return true;
   const seen = new Set<string>();
   for (const match of text.matchAll(DECISIVE)) {
     if (seen.has(match[1])) return true;
