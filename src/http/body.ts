@@ -108,14 +108,38 @@ export async function readBytes(req: Request, limits: BodyLimits): Promise<Uint8
 
 /** A JSON request body: the text as received and its parsed value. */
 export interface JsonBody {
-  text: string;
-  value: Record<string, unknown>;
+  readonly text: string;
+  readonly value: Record<string, unknown>;
+}
+
+/**
+ * A JSON body as read from a client. Its parsed value can be let go while the text is kept (a
+ * conversation of an agent's is many thousands of small objects, which would be carried from one
+ * young-generation collection to the next while the call waits on its upstream) and is parsed
+ * again from the text if it is read after that.
+ */
+export class ClientBody implements JsonBody {
+  #value: Record<string, unknown> | undefined;
+
+  constructor(readonly text: string, value: Record<string, unknown>) {
+    this.#value = value;
+  }
+
+  /** The parsed value: the one read, or (after `release`) the text parsed again. */
+  get value(): Record<string, unknown> {
+    return this.#value ??= JSON.parse(this.text) as Record<string, unknown>;
+  }
+
+  /** Lets go of the parsed value (read again, it is parsed again). */
+  release(): void {
+    this.#value = undefined;
+  }
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
 /** Checks the media type, reads within the limits and parses a JSON object body. */
-export async function readJsonObject(req: Request, limits: BodyLimits): Promise<JsonBody> {
+export async function readJsonObject(req: Request, limits: BodyLimits): Promise<ClientBody> {
   const type = req.headers.get("content-type") ?? "";
   if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
     throw new GatewayError(
@@ -144,7 +168,7 @@ export async function readJsonObject(req: Request, limits: BodyLimits): Promise<
       { param, code: "invalid_value" },
     );
   }
-  return { text, value: value as Record<string, unknown> };
+  return new ClientBody(text, value as Record<string, unknown>);
 }
 
 function tooLarge(limit: number): GatewayError {

@@ -55,3 +55,80 @@ export function withUpstreamModel(
     ...patch,
   });
 }
+
+type Json = Record<string, unknown>;
+
+/** Where a call's output cap goes in its body (see `cappedBody`). */
+export interface CapSlot {
+  /**
+   * The member whose number is the cap, as it appears in the text: a decisive name (so, on
+   * pass-through, the only member of that name anywhere in the body), e.g. `max_tokens`.
+   */
+  name: string;
+  /**
+   * What the client's body holds there: nothing (the cap is appended as `absent(cap)`), a number
+   * (the cap replaces it in the text), or something else (the text is parsed again and `put`).
+   */
+  holds: "nothing" | "number" | "other";
+  /** The members that carry `cap` in a body that has none. */
+  absent(cap: number): Json;
+  /** The body with `cap` put in its place (the client's own, if any, replaced). */
+  put(value: Json, cap: number): Json;
+}
+
+/** A top-level member of `value` as the slot of the cap (`max_tokens`, `max_output_tokens`…). */
+export function memberSlot(value: Json, name: string): CapSlot {
+  const own = value[name];
+  return {
+    name,
+    holds: own === undefined ? "nothing" : typeof own === "number" ? "number" : "other",
+    absent: (cap) => ({ [name]: cap }),
+    put: (body, cap) => ({ ...body, [name]: cap }),
+  };
+}
+
+/**
+ * A call's body for the output cap the hold decides (undefined: none imposed), made from `text`
+ * (what goes when none is) and holding nothing but text: the client's parsed body is let go once
+ * the call is planned (see `PreparedCall.call`). The cap is appended to a body without one, or
+ * replaces the client's own number in the text where that member is the only one of its name;
+ * otherwise the text is parsed again to put it in.
+ */
+export function cappedBody(text: string, slot: CapSlot): (cap: number | undefined) => string {
+  return (cap) => {
+    if (cap === undefined) return text;
+    if (slot.holds === "nothing") return withMembers(text, slot.absent(cap));
+    if (slot.holds === "number") {
+      const spliced = withNumber(text, slot.name, cap);
+      if (spliced !== undefined) return spliced;
+    }
+    return JSON.stringify(slot.put(JSON.parse(text) as Json, cap));
+  };
+}
+
+/** A JSON object's text with `members` added at its end. */
+export function withMembers(text: string, members: Json): string {
+  const added = JSON.stringify(members).slice(1, -1);
+  const end = text.lastIndexOf("}");
+  if (!added || end < 0) return text;
+  const head = text.slice(0, end).trimEnd();
+  return `${head}${head.endsWith("{") ? "" : ","}${added}${text.slice(end)}`;
+}
+
+/** A JSON number: what `withNumber` replaces. */
+const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+
+/**
+ * `text` with the number of its member `name` replaced by `value` — when exactly one member of
+ * that name occurs in it, anywhere, and holds a number; otherwise undefined.
+ */
+export function withNumber(text: string, name: string, value: number): string | undefined {
+  const key = new RegExp(`"${name}"\\s*:\\s*`, "g");
+  const first = key.exec(text);
+  if (!first) return undefined;
+  const at = key.lastIndex;
+  if (key.exec(text)) return undefined; // another member of that name: which one is unclear
+  NUMBER.lastIndex = at;
+  if (!NUMBER.exec(text)) return undefined;
+  return text.slice(0, at) + String(value) + text.slice(NUMBER.lastIndex);
+}

@@ -10,7 +10,7 @@
  */
 import type { Handler, RequestContext } from "../context.ts";
 import type { SocketSender } from "../providers/transport.ts";
-import { type JsonBody, readJsonObject } from "../http/body.ts";
+import { type ClientBody, readJsonObject } from "../http/body.ts";
 import { GatewayError } from "../http/errors.ts";
 import { PROTOCOLS } from "../protocols/index.ts";
 import type { ResolvedModel } from "../catalog/catalog.ts";
@@ -49,7 +49,8 @@ interface TextRequest {
   client: WireProtocol;
   input: CallInput;
   accepted: Accepted;
-  body: JsonBody;
+  /** Its parsed value is let go once a call is planned (see `plannedCall`). */
+  body: ClientBody;
   names: BodyNames | undefined;
   /**
    * It must be translated whatever the upstream: it continues a conversation the gateway keeps,
@@ -97,7 +98,23 @@ export function textCall(client: WireProtocol): Handler {
     // The deployment and key holding the conversation's prompt cache, first.
     const placing = keepConversation(ctx, client, input, body, model);
     if (placing) await placing;
-    return await routeCall(ctx, model, (target) => callFor(request, target), true, pin);
+    return await routeCall(ctx, model, plannedCall(request), true, pin);
+  };
+}
+
+/**
+ * The call of `request` for each deployment tried. Once one is planned, the client's parsed body
+ * is let go: the call holds what it sends as text, and the value is parsed again only for another
+ * deployment. An agent's conversation parsed is many thousands of small objects: kept while the
+ * call waits for its hold and its upstream, young collections would copy them again and again.
+ */
+function plannedCall(request: TextRequest): (model: ResolvedModel) => Call {
+  return (model) => {
+    try {
+      return callFor(request, model);
+    } finally {
+      request.body.release();
+    }
   };
 }
 

@@ -187,10 +187,11 @@ export interface PrepareOptions {
 export interface PreparedCall {
   tokens: TokenRequest;
   /**
-   * The upstream request; `cap` is the output cap to send when the gateway imposes one. The only
-   * function here that may hold the client's body: it is dropped once the call is sent, while the
-   * others are kept as long as the answer streams (build it apart from them, or a closure sharing
-   * its scope keeps the body too).
+   * The upstream request; `cap` is the output cap to send when the gateway imposes one. It holds
+   * the text it sends, made when the call is planned (see `cappedBody`), and never the parsed
+   * body, which is let go then (see `ClientBody`). The only function here that holds any of the
+   * body: it is dropped once the call is sent, while the others are kept as long as the answer
+   * streams (build it apart from them, or a closure sharing its scope keeps the body too).
    */
   call(cap: number | undefined): UpstreamCall;
   framing: "sse" | "json-array";

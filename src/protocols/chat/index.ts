@@ -7,7 +7,7 @@
  */
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
-import { withUpstreamModel } from "../../http/forwarded_body.ts";
+import { cappedBody, memberSlot, withUpstreamModel } from "../../http/forwarded_body.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import type { JsonBody } from "../../http/body.ts";
@@ -29,8 +29,8 @@ type Json = Record<string, unknown>;
 
 /**
  * The upstream request of a chat call, for the output cap the hold decides (`sent`), in `field`.
- * Built apart from `prepare`'s other functions, which a stream keeps to its end: only this one
- * holds the client's body, and it is dropped once the call is sent (see `PreparedCall.call`).
+ * Its text is made when the call is planned, and it holds nothing else of the client's body: not
+ * the parsed value, let go then (see `PreparedCall.call`).
  */
 function chatCall(
   body: JsonBody,
@@ -38,24 +38,21 @@ function chatCall(
   field: string,
   tools: ToolUse[],
 ): (sent: number | undefined) => UpstreamCall {
-  return (sent) => {
-    const value = body.value;
-    const options = value.stream_options as Json | null | undefined;
-    const patch: Json = {};
-    if (sent !== undefined) patch[field] = sent;
-    if (value.stream === true && options?.include_usage !== true) {
-      patch.stream_options = { ...options, include_usage: true };
-    }
-    const live = value.search_parameters as Json | undefined;
-    if (tools.some((use) => use.field === "search_parameters") && !live?.max_search_results) {
-      patch.search_parameters = { ...live, max_search_results: DEFAULT_SEARCH_RESULTS };
-    }
-    return {
-      protocol: "chat",
-      path: "/chat/completions",
-      body: withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
-    };
-  };
+  const value = body.value;
+  const options = value.stream_options as Json | null | undefined;
+  const patch: Json = {};
+  if (value.stream === true && options?.include_usage !== true) {
+    patch.stream_options = { ...options, include_usage: true };
+  }
+  const live = value.search_parameters as Json | undefined;
+  if (tools.some((use) => use.field === "search_parameters") && !live?.max_search_results) {
+    patch.search_parameters = { ...live, max_search_results: DEFAULT_SEARCH_RESULTS };
+  }
+  const text = cappedBody(
+    withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
+    memberSlot(value, field),
+  );
+  return (sent) => ({ protocol: "chat", path: "/chat/completions", body: text(sent) });
 }
 
 /** Chat completions as a wire protocol (see the module's doc). */

@@ -8,9 +8,9 @@ import { GatewayError, notFound } from "../../http/errors.ts";
 import { textOf } from "../../http/json.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
-import { forwardedBody } from "../../http/forwarded_body.ts";
+import { cappedBody, forwardedBody } from "../../http/forwarded_body.ts";
 import { newId } from "../../translate/tool_ids.ts";
-import type { WireProtocol } from "../wire.ts";
+import type { PreparedCall, WireProtocol } from "../wire.ts";
 import { generateCountClient, generateCountUpstream } from "./count.ts";
 import { generateConversation } from "./conversation.ts";
 import { pathModel } from "../../http/path_model.ts";
@@ -19,11 +19,19 @@ import { encodeRequest } from "./encode_request.ts";
 import { decodeResponse } from "./decode_response.ts";
 import { encodeResponse } from "./encode_response.ts";
 import { checkImageRules } from "./image_rules.ts";
-import { generateShape, generateToolUses, withMaxOutputTokens } from "./metering.ts";
+import { capSlot, generateShape, generateToolUses } from "./metering.ts";
 import { GenerateRequest } from "./schema.ts";
 import { generateDecoder, generateEncoder } from "./stream.ts";
 import { streamErrorElement, streamErrorEvent } from "./errors.ts";
 import { geminiMeter, generateUsage, generateUsageView } from "./usage.ts";
+
+/** The upstream request of a generateContent call to `path` whose body, for the hold's cap, is `text`. */
+function generateCall(
+  path: string,
+  text: (cap: number | undefined) => string,
+): PreparedCall["call"] {
+  return (cap) => ({ protocol: "generate", path, body: text(cap) });
+}
 
 /** Content generation (Gemini) as a wire protocol (see the module's doc). */
 export const generate: WireProtocol = {
@@ -82,15 +90,10 @@ export const generate: WireProtocol = {
         tools: generateToolUses(value),
       },
       framing: sse || !options.stream ? "sse" : "json-array",
-      call: (cap) => ({
-        protocol: "generate",
-        path: `/v1beta/models/${encodeURIComponent(model.upstreamId)}:${action}${
-          sse ? "?alt=sse" : ""
-        }`,
-        body: cap === undefined
-          ? forwardedBody(body)
-          : JSON.stringify(withMaxOutputTokens(value, cap)),
-      }),
+      call: generateCall(
+        `/v1beta/models/${encodeURIComponent(model.upstreamId)}:${action}${sse ? "?alt=sse" : ""}`,
+        cappedBody(forwardedBody(body), capSlot(value)),
+      ),
       usageFromJson: generateUsage,
       meter: geminiMeter,
     };

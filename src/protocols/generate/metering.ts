@@ -5,6 +5,7 @@
 import type { HostedTool } from "../../billing/price.ts";
 import { DEFAULT_TOOL_CALLS } from "../../billing/reserve.ts";
 import type { ToolUse } from "../../billing/reserve.ts";
+import type { CapSlot } from "../../http/forwarded_body.ts";
 
 type Json = Record<string, unknown>;
 
@@ -57,4 +58,22 @@ export function withMaxOutputTokens(body: Json, cap: number): Json {
   const { max_output_tokens: _snakeCap, ...config } = generationConfig(body);
   const { generation_config: _snake, ...rest } = body;
   return { ...rest, generationConfig: { ...config, maxOutputTokens: cap } };
+}
+
+/** Where the hold's cap goes in the body (see `cappedBody`): `generationConfig.maxOutputTokens`. */
+export function capSlot(body: Json): CapSlot {
+  const camel = body.generationConfig;
+  const holds = camel === undefined && body.generation_config === undefined
+    ? "nothing"
+    : body.generation_config === undefined && typeof camel === "object" && camel !== null &&
+        typeof (camel as Json).maxOutputTokens === "number" &&
+        (camel as Json).max_output_tokens === undefined
+    ? "number"
+    : "other";
+  return {
+    name: "maxOutputTokens",
+    holds,
+    absent: (cap) => ({ generationConfig: { maxOutputTokens: cap } }),
+    put: withMaxOutputTokens,
+  };
 }

@@ -7,7 +7,7 @@
 import { GatewayError } from "../../http/errors.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
-import { withUpstreamModel } from "../../http/forwarded_body.ts";
+import { cappedBody, memberSlot, withUpstreamModel } from "../../http/forwarded_body.ts";
 import { messagesNames, messagesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
@@ -38,28 +38,21 @@ function forwardedHeaders(from: Headers): Record<string, string> {
 }
 
 /**
- * The upstream request of a Messages call, for the output cap the hold decides (`sent`). Built
- * apart from `prepare`'s other functions, which a stream keeps to its end: only this one holds
- * the client's body, and it is dropped once the call is sent (see `PreparedCall.call`).
+ * The upstream request of a Messages call, for the output cap the hold decides (`sent`). Its text
+ * is made when the call is planned, and it holds nothing else of the client's body: not the
+ * parsed value, let go then (see `PreparedCall.call`).
  */
 function messagesCall(
   body: JsonBody,
   model: ResolvedModel,
   headers: Record<string, string>,
 ): (sent: number | undefined) => UpstreamCall {
-  return (sent) => {
-    const limits = withToolLimits(body.value);
-    const patch = {
-      ...(sent === undefined ? {} : { max_tokens: sent }),
-      ...(limits ? { tools: limits } : {}),
-    };
-    return {
-      protocol: "messages",
-      path: "/v1/messages",
-      body: withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
-      headers,
-    };
-  };
+  const limits = withToolLimits(body.value);
+  const text = cappedBody(
+    withUpstreamModel(body, model, limits ? { tools: limits } : undefined),
+    memberSlot(body.value, "max_tokens"),
+  );
+  return (sent) => ({ protocol: "messages", path: "/v1/messages", body: text(sent), headers });
 }
 
 /** Messages as a wire protocol (see the module's doc). */

@@ -9,10 +9,10 @@ import { GatewayError } from "../../http/errors.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
 import { DEFAULT_TOOL_CALLS } from "../../billing/reserve.ts";
-import { withUpstreamModel } from "../../http/forwarded_body.ts";
+import { cappedBody, memberSlot, withUpstreamModel } from "../../http/forwarded_body.ts";
 import { responsesNames, responsesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
-import type { WireProtocol } from "../wire.ts";
+import type { PreparedCall, WireProtocol } from "../wire.ts";
 import { responsesCountClient, responsesCountUpstream } from "./count.ts";
 import { responsesConversation } from "./conversation.ts";
 import { decodeRequest } from "./decode_request.ts";
@@ -24,6 +24,11 @@ import { ResponsesRequest } from "./schema.ts";
 import { responsesDecoder, responsesEncoder } from "./stream.ts";
 import { streamErrorEvent } from "./errors.ts";
 import { responsesMeter, responsesObjects, responsesUsage, responsesUsageView } from "./usage.ts";
+
+/** The upstream request of a Responses call whose body, for the hold's cap, is `text`. */
+function responsesCall(text: (cap: number | undefined) => string): PreparedCall["call"] {
+  return (sent) => ({ protocol: "responses", path: "/responses", body: text(sent) });
+}
 
 /** Responses as a wire protocol (see the module's doc). */
 export const responses: WireProtocol = {
@@ -78,15 +83,12 @@ export const responses: WireProtocol = {
         tools,
       },
       framing: "sse",
-      call: (sent) => ({
-        protocol: "responses",
-        path: "/responses",
-        body: withUpstreamModel(
-          body,
-          model,
-          sent === undefined ? toolLimit : { ...toolLimit, max_output_tokens: sent },
+      call: responsesCall(
+        cappedBody(
+          withUpstreamModel(body, model, toolLimit),
+          memberSlot(value, "max_output_tokens"),
         ),
-      }),
+      ),
       usageFromJson: responsesUsage,
       meter: responsesMeter,
       objectsFromJson: responsesObjects,

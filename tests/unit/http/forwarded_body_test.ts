@@ -1,0 +1,114 @@
+/**
+ * A pass-through call's body: the client's text as it is unless a decisive member repeats (or may,
+ * written with escapes), and the hold's cap put in without the parsed body.
+ */
+import assert from "node:assert/strict";
+import {
+  cappedBody,
+  forwardedBody,
+  memberSlot,
+  withMembers,
+  withNumber,
+  withUpstreamModel,
+} from "../../../src/http/forwarded_body.ts";
+import { capSlot } from "../../../src/protocols/generate/metering.ts";
+
+const bodyOf = (text: string) => ({ text, value: JSON.parse(text) as Record<string, unknown> });
+
+/** The text for `cap` when the slot is the top-level member `name`. */
+const capped = (text: string, name: string, cap: number | undefined) =>
+  cappedBody(text, memberSlot(JSON.parse(text), name))(cap);
+
+Deno.test("a body goes as the client wrote it, unless a decisive member repeats or is escaped", () => {
+  const plain = '{ "model": "m",\n  "max_tokens": 10, "messages": [] }';
+  assert.equal(forwardedBody(bodyOf(plain)), plain);
+  const twice = '{"max_tokens": 10, "max_tokens": 20}';
+  assert.equal(forwardedBody(bodyOf(twice)), '{"max_tokens":20}');
+  // `JSON.parse` reads the name with its escapes undone: a repeat the names alone do not show.
+  const escaped = '{"max_tokens": 10, "max\\u005ftokens": 20}';
+  assert.equal(forwardedBody(bodyOf(escaped)), '{"max_tokens":20}');
+  const model = '{"mod\\u0065l": "cheap", "max_tokens": 5}';
+  assert.equal(
+    withUpstreamModel(bodyOf(model), { upstreamId: "cheap" }),
+    '{"model":"cheap","max_tokens":5}',
+  );
+  // Escaped text elsewhere is no reason: only escaped word characters are.
+  const quoted = '{"messages": [{"content": "say \\"hi\\"\\n\\u00e9"}]}';
+  assert.equal(forwardedBody(bodyOf(quoted)), quoted);
+});
+
+Deno.test("the hold's cap replaces the client's own in its text", () => {
+  const text = '{"model":"m", "max_tokens" : 32000 ,"stream":true}';
+  assert.equal(capped(text, "max_tokens", undefined), text);
+  assert.equal(capped(text, "max_tokens", 512), '{"model":"m", "max_tokens" : 512 ,"stream":true}');
+  assert.equal(capped('{"max_tokens":1.5e3}', "max_tokens", 7), '{"max_tokens":7}');
+  // A nested member of the same name (in a tool's schema, say): parsed again, the top one set.
+  const nested = '{"max_tokens":100,"tools":[{"input_schema":{"max_tokens":3}}]}';
+  assert.deepEqual(JSON.parse(capped(nested, "max_tokens", 9)), {
+    max_tokens: 9,
+    tools: [{ input_schema: { max_tokens: 3 } }],
+  });
+  // Null is not a number: parsed again.
+  assert.equal(capped('{"a":1,"max_tokens":null}', "max_tokens", 4), '{"a":1,"max_tokens":4}');
+});
+
+Deno.test("a body without a cap gets the hold's at its end", () => {
+  assert.equal(
+    capped('{"model":"m"}\n', "max_output_tokens", 64),
+    '{"model":"m","max_output_tokens":64}\n',
+  );
+  assert.equal(capped("{ }", "max_tokens", 1), '{"max_tokens":1}');
+  // A nested member of the name is not the body's own.
+  const nested = '{"tools":[{"parameters":{"max_tokens":{"type":"integer"}}}]}';
+  assert.deepEqual(JSON.parse(capped(nested, "max_tokens", 2)), {
+    ...JSON.parse(nested),
+    max_tokens: 2,
+  });
+  assert.equal(withMembers('{"a":1}', {}), '{"a":1}');
+});
+
+Deno.test("withNumber changes only the one member of its name that holds a number", () => {
+  assert.equal(withNumber('{"n":1}', "n", 2), '{"n":2}');
+  assert.equal(withNumber('{"n":1,"x":{"n":1}}', "n", 2), undefined);
+  assert.equal(withNumber('{"n":"1"}', "n", 2), undefined);
+  assert.equal(withNumber('{"m":1}', "n", 2), undefined);
+});
+
+Deno.test("Gemini's cap goes in generationConfig, whichever spelling the client used", () => {
+  const put = (text: string, cap: number) =>
+    JSON.parse(cappedBody(text, capSlot(JSON.parse(text)))(cap));
+  const contents = [{ parts: [{ text: "x" }] }];
+  assert.deepEqual(put(JSON.stringify({ contents }), 8), {
+    contents,
+    generationConfig: { maxOutputTokens: 8 },
+  });
+  const camel = JSON.stringify({ contents, generationConfig: { maxOutputTokens: 900, topK: 2 } });
+  assert.equal(cappedBody(camel, capSlot(JSON.parse(camel)))(8), camel.replace("900", "8"));
+  assert.deepEqual(
+    put(JSON.stringify({ contents, generation_config: { max_output_tokens: 900 } }), 8),
+    {
+      contents,
+      generationConfig: { maxOutputTokens: 8 },
+    },
+  );
+  assert.deepEqual(put(JSON.stringify({ contents, generationConfig: { topK: 2 } }), 8), {
+    contents,
+    generationConfig: { topK: 2, maxOutputTokens: 8 },
+  });
+});
+
+Deno.test("put in any way, the cap reads back as the body parsed with it set", () => {
+  const members = [
+    '"model":"m"',
+    '"max_tokens":4096',
+    '"stream":true',
+    '"messages":[{"a":[1,{}]}]',
+  ];
+  for (let i = 0; i < 200; i++) {
+    const order = members.filter(() => Math.random() < 0.8).sort(() => Math.random() - 0.5);
+    const text = `{${order.join(Math.random() < 0.5 ? "," : " ,\n ")}}`;
+    const cap = 1 + Math.floor(Math.random() * 5000);
+    const sent = JSON.parse(capped(text, "max_tokens", cap));
+    assert.deepEqual(sent, { ...JSON.parse(text), max_tokens: cap }, text);
+  }
+});
