@@ -1,6 +1,6 @@
 /**
  * A client's body as it goes upstream on pass-through: its own text, byte for byte, with only the
- * model id (and what the gateway must set) changed — unless a member the gateway's decisions
+ * model id (and what the gateway must set) changed in it — unless a member the gateway's decisions
  * depend on appears twice, when it is sent re-serialized from what the gateway read.
  */
 import type { JsonBody } from "./body.ts";
@@ -39,19 +39,30 @@ export function forwardedBody(body: JsonBody): string {
 }
 
 /**
- * The client's body with `model` replaced by the upstream id and `patch` applied (the same text
- * when nothing changes; see `forwardedBody`).
+ * The client's body with `model` replaced by the upstream id and `patch` applied. Changed in the
+ * client's own text where it can be: the model's string replaced, the patch's members appended
+ * when the body has none of them; otherwise (a decisive member repeats, or the patch replaces one
+ * of the body's members) re-serialized from what the gateway read.
  */
 export function withUpstreamModel(
   body: JsonBody,
   model: { upstreamId: string },
   patch?: Record<string, unknown>,
 ): string {
-  const sameModel = body.value.model === undefined || body.value.model === model.upstreamId;
+  const value = body.value;
+  const sameModel = value.model === undefined || value.model === model.upstreamId;
   if (sameModel && !patch) return forwardedBody(body);
+  if (
+    !repeatsDecisive(body.text) &&
+    (!patch || Object.keys(patch).every((k) => !Object.hasOwn(value, k)))
+  ) {
+    // The only `model` member anywhere (see `repeatsDecisive`), so the body's own.
+    const text = sameModel ? body.text : withScalar(body.text, "model", model.upstreamId);
+    if (text !== undefined) return patch ? withMembers(text, patch) : text;
+  }
   return JSON.stringify({
-    ...body.value,
-    ...(body.value.model === undefined ? {} : { model: model.upstreamId }),
+    ...value,
+    ...(value.model === undefined ? {} : { model: model.upstreamId }),
     ...patch,
   });
 }
@@ -99,7 +110,7 @@ export function cappedBody(text: string, slot: CapSlot): (cap: number | undefine
     if (cap === undefined) return text;
     if (slot.holds === "nothing") return withMembers(text, slot.absent(cap));
     if (slot.holds === "number") {
-      const spliced = withNumber(text, slot.name, cap);
+      const spliced = withScalar(text, slot.name, cap);
       if (spliced !== undefined) return spliced;
     }
     return JSON.stringify(slot.put(JSON.parse(text) as Json, cap));
@@ -115,20 +126,35 @@ export function withMembers(text: string, members: Json): string {
   return `${head}${head.endsWith("{") ? "" : ","}${added}${text.slice(end)}`;
 }
 
-/** A JSON number: what `withNumber` replaces. */
+/** A JSON number. */
 const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
+/** The index just past the end of the JSON string whose opening quote is at `start`, or -1. */
+function stringEnd(text: string, start: number): number {
+  for (let i = text.indexOf('"', start + 1); i >= 0; i = text.indexOf('"', i + 1)) {
+    let slashes = 0;
+    while (text.charCodeAt(i - 1 - slashes) === 92) slashes++; // backslashes before the quote
+    if (slashes % 2 === 0) return i + 1;
+  }
+  return -1;
+}
+
 /**
- * `text` with the number of its member `name` replaced by `value` — when exactly one member of
- * that name occurs in it, anywhere, and holds a number; otherwise undefined.
+ * `text` with the value of its member `name` — a number or a string — replaced by `value`, when
+ * exactly one member of that name occurs in it, anywhere; otherwise undefined. (`name` is a plain
+ * member name: letters and underscores.)
  */
-export function withNumber(text: string, name: string, value: number): string | undefined {
+export function withScalar(text: string, name: string, value: number | string): string | undefined {
   const key = new RegExp(`"${name}"\\s*:\\s*`, "g");
-  const first = key.exec(text);
-  if (!first) return undefined;
+  if (!key.exec(text)) return undefined;
   const at = key.lastIndex;
   if (key.exec(text)) return undefined; // another member of that name: which one is unclear
-  NUMBER.lastIndex = at;
-  if (!NUMBER.exec(text)) return undefined;
-  return text.slice(0, at) + String(value) + text.slice(NUMBER.lastIndex);
+  let end: number;
+  if (text[at] === '"') end = stringEnd(text, at);
+  else {
+    NUMBER.lastIndex = at;
+    end = NUMBER.exec(text) ? NUMBER.lastIndex : -1;
+  }
+  if (end < 0) return undefined;
+  return text.slice(0, at) + JSON.stringify(value) + text.slice(end);
 }

@@ -8,7 +8,7 @@ import {
   forwardedBody,
   memberSlot,
   withMembers,
-  withNumber,
+  withScalar,
   withUpstreamModel,
 } from "../../../src/http/forwarded_body.ts";
 import { capSlot } from "../../../src/protocols/generate/metering.ts";
@@ -67,11 +67,38 @@ Deno.test("a body without a cap gets the hold's at its end", () => {
   assert.equal(withMembers('{"a":1}', {}), '{"a":1}');
 });
 
-Deno.test("withNumber changes only the one member of its name that holds a number", () => {
-  assert.equal(withNumber('{"n":1}', "n", 2), '{"n":2}');
-  assert.equal(withNumber('{"n":1,"x":{"n":1}}', "n", 2), undefined);
-  assert.equal(withNumber('{"n":"1"}', "n", 2), undefined);
-  assert.equal(withNumber('{"m":1}', "n", 2), undefined);
+Deno.test("withScalar changes only the one member of its name that holds a number or string", () => {
+  assert.equal(withScalar('{"n":1}', "n", 2), '{"n":2}');
+  assert.equal(withScalar('{"n":1,"x":{"n":1}}', "n", 2), undefined);
+  assert.equal(withScalar('{"n" : "a\\"b\\\\", "m":1}', "n", "c"), '{"n" : "c", "m":1}');
+  assert.equal(withScalar('{"n":"1"}', "n", 2), '{"n":2}');
+  assert.equal(withScalar('{"n":[1]}', "n", 2), undefined);
+  assert.equal(withScalar('{"n":"open', "n", 2), undefined);
+  assert.equal(withScalar('{"m":1}', "n", 2), undefined);
+});
+
+Deno.test("the upstream's model id goes into the client's own text", () => {
+  const text =
+    '{\n  "model": "alias",\n  "messages": [{"role":"user","content":"the \\"model\\": x"}]\n}';
+  const swapped = withUpstreamModel(bodyOf(text), { upstreamId: "real-1" });
+  assert.equal(swapped, text.replace('"alias"', '"real-1"'));
+  // The gateway's own members are appended when the body has none of them…
+  assert.equal(
+    withUpstreamModel(bodyOf('{"model":"a","stream":true}'), { upstreamId: "b" }, {
+      stream_options: { include_usage: true },
+    }),
+    '{"model":"b","stream":true,"stream_options":{"include_usage":true}}',
+  );
+  // …and replace the client's where it has some: the body is written again.
+  assert.equal(
+    withUpstreamModel(bodyOf('{ "model":"a", "tools":[1] }'), { upstreamId: "a" }, { tools: [2] }),
+    '{"model":"a","tools":[2]}',
+  );
+  // A model named twice: the one the gateway read is the one sent.
+  assert.equal(
+    withUpstreamModel(bodyOf('{"model":"a","model":"b"}'), { upstreamId: "c" }),
+    '{"model":"c"}',
+  );
 });
 
 Deno.test("Gemini's cap goes in generationConfig, whichever spelling the client used", () => {
@@ -97,18 +124,26 @@ Deno.test("Gemini's cap goes in generationConfig, whichever spelling the client 
   });
 });
 
-Deno.test("put in any way, the cap reads back as the body parsed with it set", () => {
+Deno.test("put in any way, the model, patch and cap read back as the body parsed with them set", () => {
   const members = [
-    '"model":"m"',
+    '"model":"alias"',
     '"max_tokens":4096',
     '"stream":true',
-    '"messages":[{"a":[1,{}]}]',
+    '"messages":[{"a":[1,{}],"model":"x\\"y"}]',
   ];
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 300; i++) {
     const order = members.filter(() => Math.random() < 0.8).sort(() => Math.random() - 0.5);
     const text = `{${order.join(Math.random() < 0.5 ? "," : " ,\n ")}}`;
-    const cap = 1 + Math.floor(Math.random() * 5000);
-    const sent = JSON.parse(capped(text, "max_tokens", cap));
-    assert.deepEqual(sent, { ...JSON.parse(text), max_tokens: cap }, text);
+    const body = bodyOf(text);
+    const patch = Math.random() < 0.5 ? { stream_options: { include_usage: true } } : undefined;
+    const cap = Math.random() < 0.5 ? 1 + Math.floor(Math.random() * 5000) : undefined;
+    const upstream = withUpstreamModel(body, { upstreamId: "real" }, patch);
+    const sent = JSON.parse(cappedBody(upstream, memberSlot(body.value, "max_tokens"))(cap));
+    assert.deepEqual(sent, {
+      ...body.value,
+      ...("model" in body.value ? { model: "real" } : {}),
+      ...patch,
+      ...(cap === undefined ? {} : { max_tokens: cap }),
+    }, text);
   }
 });
