@@ -12,7 +12,7 @@
 import type { SseEvent } from "../http/sse.ts";
 import { asObject } from "../http/json.ts";
 import { memberKey, stringBytes } from "../http/json_bytes.ts";
-import { utf8Length } from "./estimate.ts";
+import { utf8Length } from "../http/utf8.ts";
 import { emptyUsage, type HostedTool, inputTotal, type Usage } from "./price.ts";
 import type { TokenUsage } from "../translate/ir.ts";
 

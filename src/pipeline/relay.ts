@@ -12,7 +12,7 @@ import type { Charged } from "../billing/ledger.ts";
 import type { Usage } from "../billing/price.ts";
 import type { StreamMeter } from "../billing/usage.ts";
 import { tokenUsageOf } from "../billing/usage.ts";
-import { utf8Length } from "../billing/estimate.ts";
+import { utf8Length } from "../http/utf8.ts";
 import { GatewayError } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
 import { PassUnits, ReadUnits, RewriteUnits, UnitFramer, type UnitOutput } from "../http/relay.ts";

@@ -2,6 +2,7 @@
  * The HTTP transport every provider module uses: one `fetch` with an abort controller and a
  * deadline for the response headers. Network failures become 502, the deadline 504.
  */
+import { utf8Bytes } from "../http/utf8.ts";
 import type { ProtocolId } from "../translate/ir.ts";
 import { GatewayError } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
@@ -156,7 +157,8 @@ export function sendRequest(
       },
       // Streamed uploads (multipart image edits) need a half-duplex request.
       ...(call.body instanceof ReadableStream ? { duplex: "half" } : {}),
-      body: call.body,
+      // Text encoded here: `fetch` encodes a long string far slower (see `utf8Bytes`).
+      body: typeof call.body === "string" ? utf8Bytes(call.body) : call.body,
     },
     abort,
     deadlines,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { memberKey, stringBytes } from "../../../src/http/json_bytes.ts";
-import { utf8Length } from "../../../src/billing/estimate.ts";
+import { utf8Length } from "../../../src/http/utf8.ts";
 
 const enc = new TextEncoder();
 

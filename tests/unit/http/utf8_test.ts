@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { utf8Length } from "../../../src/billing/estimate.ts";
+import { utf8Bytes, utf8Length } from "../../../src/http/utf8.ts";
 import { int, pick, random } from "../../helpers/random.ts";
 
 const encoder = new TextEncoder();
@@ -30,4 +30,20 @@ Deno.test("utf8Length keeps a surrogate pair whole where long text is measured i
   }
   assert.equal(utf8Length("x".repeat(100_000)), 100_000);
   assert.equal(utf8Length(""), 0);
+});
+
+Deno.test("utf8Bytes writes what TextEncoder does: ASCII, every width, lone surrogates, any length", () => {
+  const rand = random(64);
+  for (let n = 0; n < 200; n++) {
+    const length = pick(rand, [0, 5, 16_383, 16_384, 16_385, 40_000]);
+    const ascii = rand() < 0.5;
+    let text = "";
+    while (text.length < length) text += ascii ? 'ab {}"\n' : pick(rand, PIECES);
+    // Non-ASCII text first at a random place: the bytes before it are kept, the rest measured.
+    if (!ascii && rand() < 0.5) text = "x".repeat(int(rand, 0, length)) + text;
+    assert.deepEqual(utf8Bytes(text), encoder.encode(text), `case ${n}, ${text.length} units`);
+  }
+  // A pair that does not fit where the ASCII buffer ends.
+  const pair = "a".repeat(20_000) + "😀";
+  assert.deepEqual(utf8Bytes(pair), encoder.encode(pair));
 });
