@@ -136,7 +136,18 @@ export class ClientBody implements JsonBody {
   }
 }
 
-const decoder = new TextDecoder("utf-8", { fatal: true });
+const decoder = new TextDecoder("utf-8");
+const strict = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * `bytes` as UTF-8 text; throws on malformed UTF-8. Decoded leniently first — in Deno 2.9 a fatal
+ * decoder is about ten times slower — and strictly only when the text holds a replacement
+ * character, which is where a lenient decoder puts what it could not read.
+ */
+function decodeUtf8(bytes: Uint8Array): string {
+  const text = decoder.decode(bytes);
+  return text.includes("\uFFFD") ? strict.decode(bytes) : text;
+}
 
 /** Checks the media type, reads within the limits and parses a JSON object body. */
 export async function readJsonObject(req: Request, limits: BodyLimits): Promise<ClientBody> {
@@ -151,7 +162,7 @@ export async function readJsonObject(req: Request, limits: BodyLimits): Promise<
   let text: string;
   let value: unknown;
   try {
-    text = decoder.decode(bytes);
+    text = decodeUtf8(bytes);
     value = JSON.parse(text);
   } catch (error) {
     throw new GatewayError(400, `The request body is not valid JSON: ${(error as Error).message}`);
