@@ -34,6 +34,32 @@ async function heapAfter(since: number): Promise<number> {
   return entry.heap_used as number;
 }
 
+/** A POST of `body` (JSON, or its text) to the gateway's `path`. */
+function post(
+  call: { path: string; headers: Record<string, string> },
+  body: unknown,
+  signal?: AbortSignal,
+): Promise<Response> {
+  return fetch(`${gateway.url}${call.path}`, {
+    method: "POST",
+    headers: { ...call.headers, "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    signal,
+  });
+}
+
+/** One short call of each kind answered (what it runs compiled), then the heap to compare with. */
+async function warmHeap(
+  calls: { name: string; path: string; headers: Record<string, string>; body: unknown }[],
+): Promise<number> {
+  for (const call of calls) {
+    const res = await post(call, call.body);
+    const text = await res.text();
+    assert.equal(res.status, 200, `${call.name}: ${text}`);
+  }
+  return await heapAfter(Date.now());
+}
+
 /** A slow answer's prompt (an event a second) padded to `BODY_BYTES` with words unique to `tag`. */
 function prompt(tag: string): string {
   const word = `${tag}-${crypto.randomUUID()} `;
@@ -82,28 +108,14 @@ Deno.test({
   async fn() {
     const { key } = await gateway.createKey("open-streams", "--credit", "100", "--rpm", "0");
     // Once warmed up (one short stream of each kind), the heap to compare with.
-    for (const c of cases(key)) {
-      const res = await fetch(`${gateway.url}${c.path}`, {
-        method: "POST",
-        headers: { ...c.headers, "content-type": "application/json" },
-        body: JSON.stringify(c.body("Hello.")),
-      });
-      const text = await res.text();
-      assert.equal(res.status, 200, `${c.name}: ${text}`);
-    }
-    const before = await heapAfter(Date.now());
+    const before = await warmHeap(cases(key).map((c) => ({ ...c, body: c.body("Hello.") })));
 
     const abort = new AbortController();
     const open: ReadableStreamDefaultReader<Uint8Array>[] = [];
     try {
       for (const c of cases(key)) {
         for (let i = 0; i < 2; i++) {
-          const res = await fetch(`${gateway.url}${c.path}`, {
-            method: "POST",
-            headers: { ...c.headers, "content-type": "application/json" },
-            body: JSON.stringify(c.body(prompt(`${c.name}-${i}`))),
-            signal: abort.signal,
-          });
+          const res = await post(c, c.body(prompt(`${c.name}-${i}`)), abort.signal);
           assert.equal(res.status, 200, c.name);
           const reader = res.body!.getReader();
           // Its first event: the answer is being relayed, the request long sent.
@@ -136,68 +148,61 @@ function conversation(turns: number, tag: string, last: string): string[] {
 /** The role of the `i`th of `n` turns: they alternate, ending with the user's. */
 const roleOf = (i: number, n: number) => (n - 1 - i) % 2 === 0 ? "user" : "assistant";
 
-/**
- * Each text route, passed through, with a conversation as its protocol writes one; `swapped`: the
- * model's id changes on its way upstream (so the text sent is another string).
- */
-const waiting = (key: string): (Case & { swapped: boolean })[] => [
+/** Turns as OpenAI's messages (chat) and input items (Responses) write them. */
+const openaiTurns = (turns: string[]) =>
+  turns.map((t, i) => ({ role: roleOf(i, turns.length), content: t }));
+
+/** A text route's call with a conversation as its protocol writes one. */
+interface Waiting {
+  name: string;
+  path: string;
+  headers: Record<string, string>;
+  body: (turns: string[]) => unknown;
+  /** The model's id changes on its way upstream (so the text sent is another string). */
+  swapped: boolean;
+}
+
+/** Each text route, passed through. */
+const waiting = (key: string): Waiting[] => [
   {
     name: "Messages",
     swapped: true,
     path: "/v1/messages",
     headers: { "x-api-key": key, "anthropic-version": "2023-06-01" },
-    body: (text) => {
-      const turns = JSON.parse(text) as string[];
-      return {
-        model: "claude-test",
-        max_tokens: 1024,
-        messages: turns.map((t, i) => ({
-          role: roleOf(i, turns.length),
-          content: [{ type: "text", text: t }],
-        })),
-      };
-    },
+    body: (turns) => ({
+      model: "claude-test",
+      max_tokens: 1024,
+      messages: turns.map((t, i) => ({
+        role: roleOf(i, turns.length),
+        content: [{ type: "text", text: t }],
+      })),
+    }),
   },
   {
     name: "Responses",
     swapped: true,
     path: "/v1/responses",
     headers: { authorization: `Bearer ${key}` },
-    body: (text) => {
-      const turns = JSON.parse(text) as string[];
-      return {
-        model: "gpt-test",
-        input: turns.map((t, i) => ({ role: roleOf(i, turns.length), content: t })),
-      };
-    },
+    body: (turns) => ({ model: "gpt-test", input: openaiTurns(turns) }),
   },
   {
     name: "chat completions",
     swapped: true,
     path: "/v1/chat/completions",
     headers: { authorization: `Bearer ${key}` },
-    body: (text) => {
-      const turns = JSON.parse(text) as string[];
-      return {
-        model: "gpt-test",
-        messages: turns.map((t, i) => ({ role: roleOf(i, turns.length), content: t })),
-      };
-    },
+    body: (turns) => ({ model: "gpt-test", messages: openaiTurns(turns) }),
   },
   {
     name: "generateContent",
     swapped: false,
     path: "/v1beta/models/gemini-test:generateContent",
     headers: { "x-goog-api-key": key },
-    body: (text) => {
-      const turns = JSON.parse(text) as string[];
-      return {
-        contents: turns.map((t, i) => ({
-          role: roleOf(i, turns.length) === "user" ? "user" : "model",
-          parts: [{ text: t }],
-        })),
-      };
-    },
+    body: (turns) => ({
+      contents: turns.map((t, i) => ({
+        role: roleOf(i, turns.length) === "user" ? "user" : "model",
+        parts: [{ text: t }],
+      })),
+    }),
   },
 ];
 
@@ -206,16 +211,9 @@ Deno.test({
     "calls of long conversations waiting for their upstream (each text route, passed through) keep their bodies as text only",
   async fn() {
     const { key } = await gateway.createKey("waiting-calls", "--credit", "100", "--rpm", "0");
-    for (const c of waiting(key)) {
-      const res = await fetch(`${gateway.url}${c.path}`, {
-        method: "POST",
-        headers: { ...c.headers, "content-type": "application/json" },
-        body: JSON.stringify(c.body(JSON.stringify(conversation(2, "warm", "Hello.")))),
-      });
-      const text = await res.text();
-      assert.equal(res.status, 200, `${c.name}: ${text}`);
-    }
-    const before = await heapAfter(Date.now());
+    const before = await warmHeap(
+      waiting(key).map((c) => ({ ...c, body: c.body(conversation(2, "warm", "Hello.")) })),
+    );
 
     const count = await stack.upstreamCount();
     let sent = 0;
@@ -225,14 +223,10 @@ Deno.test({
     for (const c of waiting(key)) {
       for (let i = 0; i < 2; i++) {
         const turns = conversation(20_000, `${c.name}-${i}`, "[[emulate wait=6000]] Go on.");
-        const body = JSON.stringify(c.body(JSON.stringify(turns)));
+        const body = JSON.stringify(c.body(turns));
         sent += body.length;
         kept += c.swapped ? 2 * body.length : body.length;
-        answers.push(fetch(`${gateway.url}${c.path}`, {
-          method: "POST",
-          headers: { ...c.headers, "content-type": "application/json" },
-          body,
-        }));
+        answers.push(post(c, body));
       }
     }
     // Every call made (its hold taken, its request sent), none answered yet.
