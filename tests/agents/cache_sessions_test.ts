@@ -140,6 +140,24 @@ async function session(agent: Agent, model: string): Promise<void> {
  * as the call before it read at least, and the last more than the second turn's first: the
  * history is read from the cache, not only the system prompt and tools.
  */
+/**
+ * What of the upstream prompt changed from one turn's last call to the next's: a conversation's
+ * placement and cache are keyed by its prefix, so a client that rewrote it (its system prompt, its
+ * tools, its first turn) starts anew.
+ */
+function promptChange(before: string, after: string): string {
+  const parse = (text: string) => (JSON.parse(text) ?? {}) as Record<string, unknown>;
+  const [a, b] = [parse(before), parse(after)];
+  const same = (x: unknown, y: unknown) => JSON.stringify(x) === JSON.stringify(y);
+  const changed = ["system", "tools"].filter((part) => !same(a[part], b[part]));
+  const [ma, mb] = [a.messages, b.messages].map((m) => (Array.isArray(m) ? m : []) as unknown[]);
+  let kept = 0;
+  while (kept < ma.length && kept < mb.length && same(ma[kept], mb[kept])) kept++;
+  return `the upstream prompt since the turn before: ${
+    changed.length ? `${changed.join(" and ")} changed` : "system and tools the same"
+  }, the first ${kept} of its ${ma.length} messages kept (${mb.length} now)`;
+}
+
 function assertCached(turns: Turn[], nonce: string): void {
   const [first, ...later] = turns;
   assert.ok(first.calls.length > 0 && first.keys.length > 0, "the first turn reached upstream");
@@ -154,9 +172,13 @@ function assertCached(turns: Turn[], nonce: string): void {
     if (i > 0) assert.ok(turn.body.includes(nonce), `${at}: the tool round trip is in its history`);
     assert.ok(turn.keys.every((k) => k === key), `${at}: on the first turn's key`);
     assert.ok(turn.calls.every((c) => c.provider === provider), `${at}: on its deployment`);
-    assert.ok(turn.calls.every((c) => c.affinity === "kept"), `${at}: placement kept`);
+    const change = promptChange(turns[i].body, turn.body);
+    assert.ok(turn.calls.every((c) => c.affinity === "kept"), `${at}: placement kept; ${change}`);
     for (const call of turn.calls) {
-      assert.ok(call.cachedTokens > 0 && call.cachedTokens >= read, `${at}: read the cache`);
+      assert.ok(
+        call.cachedTokens > 0 && call.cachedTokens >= read,
+        `${at}: read the cache; ${change}`,
+      );
       read = call.cachedTokens;
     }
   }
