@@ -238,6 +238,14 @@ Deno.test({
       const text = await res.text();
       assert.equal(res.status, 200, text);
     }
+    // Each went upstream as its own client sent it (encoded into a buffer the calls share).
+    const tags = (await stack.upstreamSince(count)).map((r) =>
+      /"([^"]+-\d) turn 0 /.exec(JSON.stringify(r.body))?.[1]
+    );
+    assert.deepEqual(
+      tags.sort(),
+      waiting(key).flatMap((c) => [`${c.name}-0`, `${c.name}-1`]).sort(),
+    );
     // The client's text stays (another deployment may be tried with it), and so does the text
     // sent upstream where it is another; what the text parsed to — twice its size in small
     // objects here, half of that for one route — does not.

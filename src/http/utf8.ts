@@ -69,3 +69,21 @@ export function utf8Bytes(text: string): Uint8Array<ArrayBuffer> {
   encoder.encodeInto(rest, whole.subarray(first.written));
   return whole;
 }
+
+/** The most the reused buffer of `utf8View` grows to; longer text gets a buffer of its own. */
+const VIEW_MAX = 4 * 1024 * 1024;
+let view: Uint8Array<ArrayBuffer> | undefined;
+
+/**
+ * `text` in UTF-8 in a buffer this module reuses: valid only until the next call, for a consumer
+ * that copies it at once, as `fetch` does with a request body (the Fetch standard's "extract a
+ * body" copies a buffer source). A long body then reaches fresh memory once (`fetch`'s copy), not
+ * twice.
+ */
+export function utf8View(text: string): Uint8Array<ArrayBuffer> {
+  // Three bytes a UTF-16 unit at most: any text fits in one pass.
+  const room = 3 * text.length;
+  if (text.length < BYTES_FROM || room > VIEW_MAX) return utf8Bytes(text);
+  if (!view || view.length < room) view = new Uint8Array(Math.min(VIEW_MAX, 2 * room));
+  return view.subarray(0, encoder.encodeInto(text, view).written);
+}

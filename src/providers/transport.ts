@@ -2,7 +2,7 @@
  * The HTTP transport every provider module uses: one `fetch` with an abort controller and a
  * deadline for the response headers. Network failures become 502, the deadline 504.
  */
-import { utf8Bytes } from "../http/utf8.ts";
+import { utf8View } from "../http/utf8.ts";
 import type { ProtocolId } from "../translate/ir.ts";
 import { GatewayError } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
@@ -122,6 +122,9 @@ async function fetchUpstream(
     expire(`did not answer within ${deadlines.headersMs} ms`, deadlines.headersMs);
   }
   try {
+    // Text encoded here, into a buffer `fetch` copies at once (see `utf8View`): nothing may come
+    // between the two. `fetch` would encode a long string far slower itself.
+    if (typeof body === "string") body = utf8View(body);
     return await fetch(url, { ...init, body, signal: abort.signal });
   } catch (error) {
     if (expired) throw new GatewayError(504, `The upstream ${expired}.`);
@@ -157,8 +160,7 @@ export function sendRequest(
       },
       // Streamed uploads (multipart image edits) need a half-duplex request.
       ...(call.body instanceof ReadableStream ? { duplex: "half" } : {}),
-      // Text encoded here: `fetch` encodes a long string far slower (see `utf8Bytes`).
-      body: typeof call.body === "string" ? utf8Bytes(call.body) : call.body,
+      body: call.body,
     },
     abort,
     deadlines,

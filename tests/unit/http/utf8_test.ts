@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { utf8Bytes, utf8Length } from "../../../src/http/utf8.ts";
+import { utf8Bytes, utf8Length, utf8View } from "../../../src/http/utf8.ts";
 import { int, pick, random } from "../../helpers/random.ts";
 
 const encoder = new TextEncoder();
@@ -46,4 +46,26 @@ Deno.test("utf8Bytes writes what TextEncoder does: ASCII, every width, lone surr
   // A pair that does not fit where the ASCII buffer ends.
   const pair = "a".repeat(20_000) + "😀";
   assert.deepEqual(utf8Bytes(pair), encoder.encode(pair));
+});
+
+Deno.test("utf8View writes what TextEncoder does, in one reused buffer for long text", () => {
+  const rand = random(96);
+  let last: Uint8Array | undefined;
+  let longest = 0;
+  for (let n = 0; n < 60; n++) {
+    const length = pick(rand, [10, 16_384, 30_000, 200_000]);
+    let text = "";
+    while (text.length < length) text += pick(rand, PIECES);
+    const bytes = utf8View(text);
+    assert.deepEqual(bytes, encoder.encode(text), `case ${n}, ${text.length} units`);
+    if (length < 16_384) continue;
+    // Grown only for text longer than any before.
+    if (last && text.length <= longest) assert.equal(bytes.buffer, last.buffer, "the same buffer");
+    longest = Math.max(longest, text.length);
+    last = bytes;
+  }
+  // Text past the buffer's limit gets a buffer of its own.
+  const huge = "z".repeat(2_000_000);
+  assert.notEqual(utf8View(huge).buffer, last?.buffer);
+  assert.equal(utf8View(huge).length, 2_000_000);
 });
