@@ -52,9 +52,11 @@ export function withUpstreamModel(
   const value = body.value;
   const sameModel = value.model === undefined || value.model === model.upstreamId;
   if (sameModel && !patch) return forwardedBody(body);
+  // The patch's members checked first: one that replaces the body's own writes the body again
+  // anyway, and the scan of the text is not needed.
   if (
-    !repeatsDecisive(body.text) &&
-    (!patch || Object.keys(patch).every((k) => !Object.hasOwn(value, k)))
+    (!patch || Object.keys(patch).every((k) => !Object.hasOwn(value, k))) &&
+    !repeatsDecisive(body.text)
   ) {
     // The only `model` member anywhere (see `repeatsDecisive`), so the body's own.
     const text = sameModel ? body.text : withScalar(body.text, "model", model.upstreamId);
@@ -115,6 +117,20 @@ export function cappedBody(text: string, slot: CapSlot): (cap: number | undefine
     }
     return JSON.stringify(slot.put(JSON.parse(text) as Json, cap));
   };
+}
+
+/**
+ * A pass-through call's body for the hold's cap: the client's, with the model swapped and `patch`
+ * applied (`withUpstreamModel`), and the cap put in its top-level member `capMember`
+ * (`cappedBody`).
+ */
+export function cappedUpstreamBody(
+  body: JsonBody,
+  model: { upstreamId: string },
+  patch: Json | undefined,
+  capMember: string,
+): (cap: number | undefined) => string {
+  return cappedBody(withUpstreamModel(body, model, patch), memberSlot(body.value, capMember));
 }
 
 /** A JSON object's text with `members` added at its end. */

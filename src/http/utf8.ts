@@ -87,3 +87,12 @@ export function utf8View(text: string): Uint8Array<ArrayBuffer> {
   if (!view || view.length < room) view = new Uint8Array(Math.min(VIEW_MAX, 2 * room));
   return view.subarray(0, encoder.encodeInto(text, view).written);
 }
+
+/**
+ * `text` as a body for `fetch`, which copies it at once: long text encoded here into the reused
+ * buffer (see `utf8View`: nothing may come between this and the `fetch`), short text as it is —
+ * `fetch` encodes that as fast itself, in one copy.
+ */
+export function fetchBody(text: string): string | Uint8Array<ArrayBuffer> {
+  return text.length < BYTES_FROM ? text : utf8View(text);
+}

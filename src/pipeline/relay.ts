@@ -109,9 +109,8 @@ const SENT = (): never => {
  * whatever fails after (see `hold.ts`).
  *
  * What relays the answer and settles it keeps the call without the function that builds its
- * upstream request: that function holds the client's body (its text and what it parsed to), which
- * a stream would otherwise keep until it ends — an agent's request of a few hundred kilobytes for
- * a minute of streaming.
+ * upstream request: that function holds the text it sends, which a stream would otherwise keep
+ * until it ends — an agent's request of a few hundred kilobytes for a minute of streaming.
  */
 export async function relay(
   sent: Call,

@@ -159,8 +159,9 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
   return translated(request, upstream, model);
 }
 
-// The functions a call keeps are built apart from `callFor`'s scope, which holds `prepared` — the
-// client's body, which a stream would otherwise keep to its end (see `relay.ts`).
+// The functions a call keeps are built apart from `callFor`'s scope, which holds `prepared` — its
+// request builder holds the body's text, which a stream would otherwise keep to its end (see
+// `relay.ts`).
 
 /** A WebSocket turn's upstream request: the prepared one, over the upstream's socket. */
 function overTheSocket(prepared: PreparedCall, socket: SocketSender): Call["call"] {

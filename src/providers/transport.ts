@@ -2,7 +2,7 @@
  * The HTTP transport every provider module uses: one `fetch` with an abort controller and a
  * deadline for the response headers. Network failures become 502, the deadline 504.
  */
-import { utf8View } from "../http/utf8.ts";
+import { fetchBody } from "../http/utf8.ts";
 import type { ProtocolId } from "../translate/ir.ts";
 import { GatewayError } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
@@ -122,9 +122,9 @@ async function fetchUpstream(
     expire(`did not answer within ${deadlines.headersMs} ms`, deadlines.headersMs);
   }
   try {
-    // Text encoded here, into a buffer `fetch` copies at once (see `utf8View`): nothing may come
+    // Long text encoded into a buffer `fetch` copies at once (see `fetchBody`): nothing may come
     // between the two. `fetch` would encode a long string far slower itself.
-    if (typeof body === "string") body = utf8View(body);
+    if (typeof body === "string") body = fetchBody(body);
     return await fetch(url, { ...init, body, signal: abort.signal });
   } catch (error) {
     if (expired) throw new GatewayError(504, `The upstream ${expired}.`);

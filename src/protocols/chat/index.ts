@@ -7,7 +7,7 @@
  */
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
-import { cappedBody, memberSlot, withUpstreamModel } from "../../http/forwarded_body.ts";
+import { cappedUpstreamBody } from "../../http/forwarded_body.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
 import type { JsonBody } from "../../http/body.ts";
@@ -48,9 +48,11 @@ function chatCall(
   if (tools.some((use) => use.field === "search_parameters") && !live?.max_search_results) {
     patch.search_parameters = { ...live, max_search_results: DEFAULT_SEARCH_RESULTS };
   }
-  const text = cappedBody(
-    withUpstreamModel(body, model, Object.keys(patch).length ? patch : undefined),
-    memberSlot(value, field),
+  const text = cappedUpstreamBody(
+    body,
+    model,
+    Object.keys(patch).length ? patch : undefined,
+    field,
   );
   return (sent) => ({ protocol: "chat", path: "/chat/completions", body: text(sent) });
 }

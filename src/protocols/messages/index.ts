@@ -7,7 +7,7 @@
 import { GatewayError } from "../../http/errors.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
-import { cappedBody, memberSlot, withUpstreamModel } from "../../http/forwarded_body.ts";
+import { cappedUpstreamBody } from "../../http/forwarded_body.ts";
 import { messagesNames, messagesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { WireProtocol } from "../wire.ts";
@@ -48,9 +48,11 @@ function messagesCall(
   headers: Record<string, string>,
 ): (sent: number | undefined) => UpstreamCall {
   const limits = withToolLimits(body.value);
-  const text = cappedBody(
-    withUpstreamModel(body, model, limits ? { tools: limits } : undefined),
-    memberSlot(body.value, "max_tokens"),
+  const text = cappedUpstreamBody(
+    body,
+    model,
+    limits ? { tools: limits } : undefined,
+    "max_tokens",
   );
   return (sent) => ({ protocol: "messages", path: "/v1/messages", body: text(sent), headers });
 }

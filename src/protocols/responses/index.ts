@@ -9,7 +9,7 @@ import { GatewayError } from "../../http/errors.ts";
 import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
 import { DEFAULT_TOOL_CALLS } from "../../billing/reserve.ts";
-import { cappedBody, memberSlot, withUpstreamModel } from "../../http/forwarded_body.ts";
+import { cappedUpstreamBody } from "../../http/forwarded_body.ts";
 import { responsesNames, responsesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { PreparedCall, WireProtocol } from "../wire.ts";
@@ -83,12 +83,7 @@ export const responses: WireProtocol = {
         tools,
       },
       framing: "sse",
-      call: responsesCall(
-        cappedBody(
-          withUpstreamModel(body, model, toolLimit),
-          memberSlot(value, "max_output_tokens"),
-        ),
-      ),
+      call: responsesCall(cappedUpstreamBody(body, model, toolLimit, "max_output_tokens")),
       usageFromJson: responsesUsage,
       meter: responsesMeter,
       objectsFromJson: responsesObjects,

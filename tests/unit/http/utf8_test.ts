@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { utf8Bytes, utf8Length, utf8View } from "../../../src/http/utf8.ts";
+import { fetchBody, utf8Bytes, utf8Length, utf8View } from "../../../src/http/utf8.ts";
 import { int, pick, random } from "../../helpers/random.ts";
 
 const encoder = new TextEncoder();
@@ -68,4 +68,12 @@ Deno.test("utf8View writes what TextEncoder does, in one reused buffer for long 
   const huge = "z".repeat(2_000_000);
   assert.notEqual(utf8View(huge).buffer, last?.buffer);
   assert.equal(utf8View(huge).length, 2_000_000);
+});
+
+Deno.test("fetchBody leaves short text to fetch and encodes long text itself", () => {
+  assert.equal(fetchBody('{"a":"é"}'), '{"a":"é"}');
+  const long = '{"a":"' + "é中😀x".repeat(10_000) + '"}';
+  const body = fetchBody(long);
+  assert.ok(body instanceof Uint8Array);
+  assert.deepEqual(body, encoder.encode(long));
 });
