@@ -63,11 +63,54 @@ interface Call {
   affinity: string;
 }
 
-/** One turn: its upstream calls, the keys they carried, and its last call's Messages body. */
+/**
+ * One turn: its upstream calls, the keys they carried, its last call's Messages body, and (for a
+ * client whose conversation is named by its prefix) the prefix of the last request it sent.
+ */
 interface Turn {
   calls: Call[];
   keys: string[];
   body: string;
+  prefix?: string;
+}
+
+/**
+ * What a client sent: a pass-through in front of the gateway keeping the prefix of each
+ * generateContent request (system instruction, tools, first content), which names its
+ * conversation (Gemini CLI sends no session id), so that a turn on which the client itself
+ * rewrote it is known as such.
+ */
+interface PrefixRecorder {
+  url: string;
+  prefixes: string[];
+  close(): Promise<void>;
+}
+
+function prefixRecorder(target: string): PrefixRecorder {
+  const prefixes: string[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const url = new URL(req.url);
+    const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.text();
+    if (body && /:(stream)?generateContent$/i.test(url.pathname)) {
+      const value = JSON.parse(body);
+      const first = Array.isArray(value.contents) ? value.contents[0] : undefined;
+      prefixes.push(JSON.stringify([value.systemInstruction, value.tools, first]));
+    }
+    const headers = new Headers(req.headers);
+    headers.delete("host");
+    headers.delete("accept-encoding");
+    const res = await fetch(`${target}${url.pathname}${url.search}`, {
+      method: req.method,
+      headers,
+      body,
+    });
+    const back = new Headers(res.headers);
+    back.delete("content-length");
+    back.delete("content-encoding");
+    return new Response(res.body, { status: res.status, headers: back });
+  });
+  const { port } = server.addr as Deno.NetAddr;
+  return { url: `http://127.0.0.1:${port}`, prefixes, close: () => server.shutdown() };
 }
 
 /** The account's settled charges, oldest first. */
@@ -78,7 +121,7 @@ async function charges(account: string) {
 }
 
 /** Runs `agent`'s session of `TURNS` turns on `model` and checks what served each turn. */
-async function session(agent: Agent, model: string): Promise<void> {
+async function session(agent: Agent, model: string, recorder?: PrefixRecorder): Promise<void> {
   const account = `cache-${agent.name.replace(/\W/g, "")}`;
   const { key } = await gateway.createKey(account, "--credit", "50", "--rpm", "0");
   const cwd = await Deno.makeTempDir({ prefix: "switchyard-agent-" });
@@ -118,6 +161,7 @@ async function session(agent: Agent, model: string): Promise<void> {
         calls,
         keys: sent.map((r) => r.headers["x-api-key"]),
         body: JSON.stringify(sent.at(-1)?.body ?? null),
+        prefix: recorder?.prefixes.at(-1),
       };
       turns.push(turn);
     }
@@ -134,13 +178,6 @@ async function session(agent: Agent, model: string): Promise<void> {
 }
 
 /**
- * The session went on from turn to turn (each call carries the history: the first question, and
- * from the third turn on the file the second read), every turn after the first on the first
- * turn's deployment and key, its placement kept, and every call of it reading the cache — as much
- * as the call before it read at least, and the last more than the second turn's first: the
- * history is read from the cache, not only the system prompt and tools.
- */
-/**
  * What of the upstream prompt changed from one turn's last call to the next's: a conversation's
  * placement and cache are keyed by its prefix, so a client that rewrote it (its system prompt, its
  * tools, its first turn) starts anew.
@@ -155,21 +192,56 @@ function promptChange(before: string, after: string): string {
   while (kept < ma.length && kept < mb.length && same(ma[kept], mb[kept])) kept++;
   return `the upstream prompt since the turn before: ${
     changed.length ? `${changed.join(" and ")} changed` : "system and tools the same"
-  }, the first ${kept} of its ${ma.length} messages kept (${mb.length} now)`;
+  }, the first ${kept} of its ${ma.length} messages kept (${mb.length} now)${
+    changed.map((part) => `\n${part}: ${firstDifference(a[part], b[part])}`).join("")
+  }`;
 }
 
+/** Where two values' JSON texts first differ, with some text on either side of it. */
+function firstDifference(a: unknown, b: unknown): string {
+  const [x, y] = [JSON.stringify(a) ?? "", JSON.stringify(b) ?? ""];
+  let at = 0;
+  while (at < x.length && at < y.length && x[at] === y[at]) at++;
+  const around = (text: string) => JSON.stringify(text.slice(Math.max(0, at - 120), at + 240));
+  return `at ${at} of ${x.length} → ${y.length} characters:\n  before ${around(x)}\n  after  ${
+    around(y)
+  }`;
+}
+
+/**
+ * The session went on from turn to turn (each call carries the history: the first question, and
+ * from the third turn on the file the second read), every turn after the first on the first
+ * turn's deployment and key, its placement kept, and every call of it reading the cache — as much
+ * as the call before it read at least, and the last more than the second turn's first: the
+ * history is read from the cache, not only the system prompt and tools. A turn on which the client
+ * itself rewrote the prefix that names its conversation (`Turn.prefix`; at most two) is a new
+ * conversation: the gateway places it anew, and the turns after it keep that placement.
+ */
 function assertCached(turns: Turn[], nonce: string): void {
   const [first, ...later] = turns;
   assert.ok(first.calls.length > 0 && first.keys.length > 0, "the first turn reached upstream");
   assert.ok(first.calls.some((c) => c.cacheWriteTokens > 0), "the first turn wrote the cache");
-  const key = first.keys[0];
-  const provider = first.calls[0].provider;
+  let key = first.keys[0];
+  let provider = first.calls[0].provider;
   let read = 0;
+  let rewrites = 0;
   for (const [i, turn] of later.entries()) {
-    const at = `turn ${i + 2}: ${JSON.stringify({ ...turn, body: undefined })}`;
+    const at = `turn ${i + 2}: ${JSON.stringify({ ...turn, body: undefined, prefix: undefined })}`;
     assert.ok(turn.calls.length > 0 && turn.calls.length === turn.keys.length, at);
     assert.ok(turn.body.includes("Question number 1:"), `${at}: the session was resumed`);
     if (i > 0) assert.ok(turn.body.includes(nonce), `${at}: the tool round trip is in its history`);
+    const before = turns[i].prefix;
+    if (before !== undefined && turn.prefix !== undefined && turn.prefix !== before) {
+      rewrites++;
+      console.log(
+        `${at}: the client rewrote its conversation's prefix, ${
+          firstDifference(before, turn.prefix)
+        }`,
+      );
+      assert.equal(turn.calls[0].affinity, "new", `${at}: a rewritten prefix is placed anew`);
+      [key, provider, read] = [turn.keys[0], turn.calls[0].provider, 0];
+      continue;
+    }
     assert.ok(turn.keys.every((k) => k === key), `${at}: on the first turn's key`);
     assert.ok(turn.calls.every((c) => c.provider === provider), `${at}: on its deployment`);
     const change = promptChange(turns[i].body, turn.body);
@@ -182,6 +254,7 @@ function assertCached(turns: Turn[], nonce: string): void {
       read = call.cachedTokens;
     }
   }
+  assert.ok(rewrites <= 2, `the client rewrote its prefix on ${rewrites} turns`);
   assert.ok(read > later[0].calls[0].cachedTokens, "the history was read from the cache");
 }
 
@@ -197,5 +270,10 @@ test("Codex (Responses → Claude): ten turns, one key, cache reads from the sec
 });
 
 test("Gemini CLI (generateContent → Claude): ten turns, one key, cache reads from the second", async () => {
-  await session(geminiCli(gateway.url), "claude-two");
+  const recorder = prefixRecorder(gateway.url);
+  try {
+    await session(geminiCli(recorder.url), "claude-two", recorder);
+  } finally {
+    await recorder.close();
+  }
 });
