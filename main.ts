@@ -15,7 +15,6 @@ import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "./src/config/load.ts";
 import { isPostgresUrl, MAX_WORKERS } from "./src/config/schema.ts";
 import { openStore, storeName } from "./src/store/open.ts";
-import { startServer } from "./src/serve/one_thread.ts";
 import { flushLog, log } from "./src/log.ts";
 import { recoverHolds } from "./src/billing/ledger.ts";
 import { drainServer } from "./src/serve/drain.ts";
@@ -372,6 +371,11 @@ async function threads(services: Services & { config: Config }, source: ConfigSo
 }
 
 async function serve(config: Config, source: ConfigSource): Promise<number> {
+  // The server's modules, for serving on this thread: loaded only then (serving threads each load
+  // them themselves, and this thread starts them sooner without: half the modules), and started
+  // now, to load while the store opens.
+  const oneThread = config.workers > 1 ? undefined : import("./src/serve/one_thread.ts");
+  oneThread?.catch(() => {}); // awaited below
   const store = await openStore(config, { owner: true, onCommit: observeCommit });
   for (const notice of config.notices) log("warn", notice);
   // Once per process, before any thread serves.
@@ -399,6 +403,7 @@ async function serve(config: Config, source: ConfigSource): Promise<number> {
     port = pool.port;
     stop = pool.stop;
   } else {
+    const { startServer } = await (oneThread ?? import("./src/serve/one_thread.ts"));
     const server = startServer(services);
     port = server.addr.port;
     // The config of the moment (a reload may have changed the drain time).
