@@ -463,8 +463,12 @@ async function unreadUpstreamTurn(
     await eventually(async () => (await settledOn(gateway, account)).length === 1);
     const [charge] = await settledOn(gateway, account);
     const read = await socket.read((text) => TERMINAL_TEXT.test(text));
-    const ended = logEntries(gateway)
-      .filter((e) => String(e.msg).startsWith("an upstream socket's"));
+    // The line is written before the turn ends, but reaches the test's copy of the log whenever
+    // the gateway's output does: waited for, not read once.
+    const endedLines = () =>
+      logEntries(gateway).filter((e) => String(e.msg).startsWith("an upstream socket's"));
+    await eventually(() => endedLines().length > 0).catch(() => {});
+    const ended = endedLines();
     await then?.(gateway);
     return { charge, read, ended };
   } finally {
