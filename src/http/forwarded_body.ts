@@ -4,6 +4,10 @@
  * depend on appears twice, when it is sent re-serialized from what the gateway read.
  */
 import type { JsonBody } from "./body.ts";
+import { TextParts } from "./utf8.ts";
+
+/** Text at least this long is sent as the parts it is made of (see `TextParts`). */
+const PARTS_FROM = 16_384;
 
 /**
  * Member names the gateway's decisions (price, hold, ownership) depend on. When one appears twice
@@ -49,6 +53,18 @@ export function withUpstreamModel(
   model: { upstreamId: string },
   patch?: Record<string, unknown>,
 ): string {
+  return String(upstreamText(body, model, patch));
+}
+
+/**
+ * `withUpstreamModel`'s text, long text with its model id replaced left as its parts (see
+ * `TextParts`).
+ */
+function upstreamText(
+  body: JsonBody,
+  model: { upstreamId: string },
+  patch?: Record<string, unknown>,
+): string | TextParts {
   const value = body.value;
   const sameModel = value.model === undefined || value.model === model.upstreamId;
   if (sameModel && !patch) return forwardedBody(body);
@@ -59,8 +75,13 @@ export function withUpstreamModel(
     !repeatsDecisive(body.text)
   ) {
     // The only `model` member anywhere (see `repeatsDecisive`), so the body's own.
-    const text = sameModel ? body.text : withScalar(body.text, "model", model.upstreamId);
-    if (text !== undefined) return patch ? withMembers(text, patch) : text;
+    const text = sameModel ? [body.text] : scalarParts(body.text, "model", model.upstreamId);
+    if (text !== undefined) {
+      if (patch) return withMembers(text.join(""), patch);
+      return text.length > 1 && body.text.length >= PARTS_FROM
+        ? new TextParts(text)
+        : text.join("");
+    }
   }
   return JSON.stringify({
     ...value,
@@ -101,15 +122,19 @@ export function memberSlot(value: Json, name: string): CapSlot {
 }
 
 /**
- * A call's body for the output cap the hold decides (undefined: none imposed), made from `text`
+ * A call's body for the output cap the hold decides (undefined: none imposed), made from `sent`
  * (what goes when none is) and holding nothing but text: the client's parsed body is let go once
  * the call is planned (see `PreparedCall.call`). The cap is appended to a body without one, or
  * replaces the client's own number in the text where that member is the only one of its name;
  * otherwise the text is parsed again to put it in.
  */
-export function cappedBody(text: string, slot: CapSlot): (cap: number | undefined) => string {
+export function cappedBody<T extends string | TextParts>(
+  sent: T,
+  slot: CapSlot,
+): (cap: number | undefined) => T | string {
   return (cap) => {
-    if (cap === undefined) return text;
+    if (cap === undefined) return sent;
+    const text = String(sent);
     if (slot.holds === "nothing") return withMembers(text, slot.absent(cap));
     if (slot.holds === "number") {
       const spliced = withScalar(text, slot.name, cap);
@@ -129,8 +154,8 @@ export function cappedUpstreamBody(
   model: { upstreamId: string },
   patch: Json | undefined,
   capMember: string,
-): (cap: number | undefined) => string {
-  return cappedBody(withUpstreamModel(body, model, patch), memberSlot(body.value, capMember));
+): (cap: number | undefined) => string | TextParts {
+  return cappedBody(upstreamText(body, model, patch), memberSlot(body.value, capMember));
 }
 
 /** A JSON object's text with `members` added at its end. */
@@ -161,6 +186,11 @@ function stringEnd(text: string, start: number): number {
  * member name: letters and underscores.)
  */
 export function withScalar(text: string, name: string, value: number | string): string | undefined {
+  return scalarParts(text, name, value)?.join("");
+}
+
+/** `withScalar`'s text as its three parts: before the value, the value, after it. */
+function scalarParts(text: string, name: string, value: number | string): string[] | undefined {
   const key = new RegExp(`"${name}"\\s*:\\s*`, "g");
   if (!key.exec(text)) return undefined;
   const at = key.lastIndex;
@@ -172,5 +202,5 @@ export function withScalar(text: string, name: string, value: number | string): 
     end = NUMBER.exec(text) ? NUMBER.lastIndex : -1;
   }
   if (end < 0) return undefined;
-  return text.slice(0, at) + JSON.stringify(value) + text.slice(end);
+  return [text.slice(0, at), JSON.stringify(value), text.slice(end)];
 }

@@ -8,6 +8,7 @@ import type { ProviderEntry, ProviderKey, Surface } from "../catalog/catalog.ts"
 import { GatewayError, retryAfterSeconds } from "../http/errors.ts";
 import type { ProtocolId } from "../translate/ir.ts";
 import { forwardedHeaders } from "./anthropic.ts";
+import { TextParts } from "../http/utf8.ts";
 import { type Deadlines, sendRequest, type UpstreamCall } from "./transport.ts";
 
 export type { Deadlines, UpstreamCall } from "./transport.ts";
@@ -26,7 +27,7 @@ export function protocolsOf(provider: ProviderEntry): ProtocolId[] {
 /** Whether a request body can be sent again (a streamed upload cannot). */
 export function replayable(body: UpstreamCall["body"]): boolean {
   return body === undefined || body === null || typeof body === "string" ||
-    body instanceof Uint8Array;
+    body instanceof Uint8Array || body instanceof TextParts;
 }
 
 /** An attempt's own abort controller, aborted with the call's (the client went away). */
@@ -55,9 +56,8 @@ export function attempts(
     : call.headers ?? {};
   const url = `${surface.baseUrl}${call.path}`;
   // A Responses turn of a client's WebSocket goes over the upstream's, when it has one.
-  const socket = surface.protocol === "responses" && typeof call.body === "string"
-    ? call.socket
-    : undefined;
+  const text = typeof call.body === "string" || call.body instanceof TextParts;
+  const socket = surface.protocol === "responses" && text ? call.socket : undefined;
   return (key, deadlines) => {
     const auth: Record<string, string> = surface.auth && key
       ? { [surface.auth.header]: `${surface.auth.prefix ?? ""}${key.secret}` }
@@ -65,7 +65,7 @@ export function attempts(
     const headers = { ...auth, ...surface.headers, ...own };
     const attempt = attemptAbort(abort);
     if (!socket) return sendRequest(url, call, headers, attempt, deadlines);
-    return socket.send(url, headers, call.body as string, attempt, deadlines).then((answer) =>
+    return socket.send(url, headers, String(call.body), attempt, deadlines).then((answer) =>
       answer ?? sendRequest(url, call, headers, attempt, deadlines)
     );
   };

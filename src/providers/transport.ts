@@ -2,7 +2,7 @@
  * The HTTP transport every provider module uses: one `fetch` with an abort controller and a
  * deadline for the response headers. Network failures become 502, the deadline 504.
  */
-import { fetchBody } from "../http/utf8.ts";
+import { fetchBody, TextParts } from "../http/utf8.ts";
 import type { ProtocolId } from "../translate/ir.ts";
 import { GatewayError } from "../http/errors.ts";
 import { deadline } from "../http/deadlines.ts";
@@ -12,7 +12,8 @@ export interface UpstreamCall {
   method?: "GET" | "POST" | "DELETE";
   /** Path after the provider's base URL, e.g. `/responses`; may carry a query string. */
   path: string;
-  body?: BodyInit | null;
+  /** A long text body may come as its parts (see `TextParts`). */
+  body?: BodyInit | TextParts | null;
   headers?: Record<string, string>;
   /** The surface (wire protocol) of the provider it goes to; default its first. */
   protocol?: ProtocolId;
@@ -95,7 +96,7 @@ export function upstreamDeadlines(
  */
 async function fetchUpstream(
   url: string,
-  init: RequestInit,
+  init: Omit<RequestInit, "body"> & { body?: UpstreamCall["body"] },
   abort: AbortController,
   deadlines: Deadlines,
 ): Promise<Response> {
@@ -124,7 +125,7 @@ async function fetchUpstream(
   try {
     // Long text encoded into a buffer `fetch` copies at once (see `fetchBody`): nothing may come
     // between the two. `fetch` would encode a long string far slower itself.
-    if (typeof body === "string") body = fetchBody(body);
+    if (typeof body === "string" || body instanceof TextParts) body = fetchBody(body);
     return await fetch(url, { ...init, body, signal: abort.signal });
   } catch (error) {
     if (expired) throw new GatewayError(504, `The upstream ${expired}.`);

@@ -10,6 +10,7 @@ import { validate } from "../../http/validate.ts";
 import { estimateInput } from "../../billing/estimate.ts";
 import { DEFAULT_TOOL_CALLS } from "../../billing/reserve.ts";
 import { cappedUpstreamBody } from "../../http/forwarded_body.ts";
+import type { TextParts } from "../../http/utf8.ts";
 import { responsesNames, responsesState } from "./state.ts";
 import { newId } from "../../translate/tool_ids.ts";
 import type { PreparedCall, WireProtocol } from "../wire.ts";
@@ -26,7 +27,9 @@ import { streamErrorEvent } from "./errors.ts";
 import { responsesMeter, responsesObjects, responsesUsage, responsesUsageView } from "./usage.ts";
 
 /** The upstream request of a Responses call whose body, for the hold's cap, is `text`. */
-function responsesCall(text: (cap: number | undefined) => string): PreparedCall["call"] {
+function responsesCall(
+  text: (cap: number | undefined) => string | TextParts,
+): PreparedCall["call"] {
   return (sent) => ({ protocol: "responses", path: "/responses", body: text(sent) });
 }
 

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import {
   cappedBody,
+  cappedUpstreamBody,
   forwardedBody,
   memberSlot,
   withMembers,
@@ -12,6 +13,7 @@ import {
   withUpstreamModel,
 } from "../../../src/http/forwarded_body.ts";
 import { capSlot } from "../../../src/protocols/generate/metering.ts";
+import { TextParts } from "../../../src/http/utf8.ts";
 
 const bodyOf = (text: string) => ({ text, value: JSON.parse(text) as Record<string, unknown> });
 
@@ -146,4 +148,48 @@ Deno.test("put in any way, the model, patch and cap read back as the body parsed
       ...(cap === undefined ? {} : { max_tokens: cap }),
     }, text);
   }
+});
+
+Deno.test("a long body with its model id replaced goes as its parts, the client's text around the new id", () => {
+  const turns = Array.from(
+    { length: 400 },
+    (_, i) => ({ role: "user", content: `turn ${i} ${"x".repeat(40)}` }),
+  );
+  const text = JSON.stringify({ model: "alias", max_tokens: 4096, messages: turns });
+  const body = bodyOf(text);
+  const sent = cappedUpstreamBody(body, { upstreamId: "real-1" }, undefined, "max_tokens");
+  const whole = sent(undefined);
+  assert.ok(whole instanceof TextParts, "long text is kept as parts");
+  assert.equal(String(whole), text.replace('"alias"', '"real-1"'));
+  assert.equal(String(whole), withUpstreamModel(body, { upstreamId: "real-1" }));
+  // A cap put in, the body is one text again, the cap in the client's place.
+  const capped = sent(100);
+  assert.equal(typeof capped, "string");
+  assert.deepEqual(JSON.parse(String(capped)), {
+    ...JSON.parse(text),
+    model: "real-1",
+    max_tokens: 100,
+  });
+  // Short bodies, the same model, and patches stay one text.
+  assert.equal(
+    typeof cappedUpstreamBody(bodyOf('{"model":"a"}'), { upstreamId: "b" }, undefined, "n")(
+      undefined,
+    ),
+    "string",
+  );
+  assert.equal(
+    typeof cappedUpstreamBody(
+      bodyOf(text.replace('"alias"', '"real-1"')),
+      { upstreamId: "real-1" },
+      undefined,
+      "max_tokens",
+    )(undefined),
+    "string",
+  );
+  assert.equal(
+    typeof cappedUpstreamBody(body, { upstreamId: "real-1" }, { extra: 1 }, "max_tokens")(
+      undefined,
+    ),
+    "string",
+  );
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fetchBody, utf8Bytes, utf8Length, utf8View } from "../../../src/http/utf8.ts";
+import { fetchBody, TextParts, utf8Bytes, utf8Length, utf8View } from "../../../src/http/utf8.ts";
 import { int, pick, random } from "../../helpers/random.ts";
 
 const encoder = new TextEncoder();
@@ -76,4 +76,23 @@ Deno.test("fetchBody leaves short text to fetch and encodes long text itself", (
   const body = fetchBody(long);
   assert.ok(body instanceof Uint8Array);
   assert.deepEqual(body, encoder.encode(long));
+});
+
+Deno.test("fetchBody encodes text in parts as its parts joined, each part of any width", () => {
+  const rand = random(50);
+  for (let i = 0; i < 50; i++) {
+    const parts = Array.from(
+      { length: int(rand, 1, 4) },
+      () =>
+        Array.from(
+          { length: int(rand, 0, 12_000) },
+          () => pick(rand, ["a", "é", "中", "😀", "\ud800", '"']),
+        )
+          .join(""),
+    );
+    const text = new TextParts(parts);
+    assert.equal(text.length, parts.join("").length);
+    assert.equal(String(text), parts.join(""));
+    assert.deepEqual(fetchBody(text), encoder.encode(parts.join("")), `parts ${parts.length}`);
+  }
 });
