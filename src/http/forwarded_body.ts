@@ -4,10 +4,7 @@
  * depend on appears twice, when it is sent re-serialized from what the gateway read.
  */
 import type { JsonBody } from "./body.ts";
-import { TextParts } from "./utf8.ts";
-
-/** Text at least this long is sent as the parts it is made of (see `TextParts`). */
-const PARTS_FROM = 16_384;
+import { BYTES_FROM, TextParts } from "./utf8.ts";
 
 /**
  * Member names the gateway's decisions (price, hold, ownership) depend on. When one appears twice
@@ -74,13 +71,13 @@ function upstreamText(
     (!patch || Object.keys(patch).every((k) => !Object.hasOwn(value, k))) &&
     !repeatsDecisive(body.text)
   ) {
+    // Here `patch` is set when the model is the same (the body went as it is above).
+    if (sameModel) return withMembers(body.text, patch!);
     // The only `model` member anywhere (see `repeatsDecisive`), so the body's own.
-    const text = sameModel ? [body.text] : scalarParts(body.text, "model", model.upstreamId);
-    if (text !== undefined) {
-      if (patch) return withMembers(text.join(""), patch);
-      return text.length > 1 && body.text.length >= PARTS_FROM
-        ? new TextParts(text)
-        : text.join("");
+    const parts = scalarParts(body.text, "model", model.upstreamId);
+    if (parts) {
+      if (patch) return withMembers(parts.join(""), patch);
+      return body.text.length >= BYTES_FROM ? new TextParts(parts) : parts.join("");
     }
   }
   return JSON.stringify({

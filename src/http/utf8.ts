@@ -53,8 +53,11 @@ function shortUtf8Length(text: string): number {
   return bytes;
 }
 
-/** Text at least this long is encoded with `encodeInto` (see the module's doc). */
-const BYTES_FROM = 16_384;
+/**
+ * Text at least this long is long: encoded with `encodeInto` (see the module's doc), and sent as
+ * its parts where it is made of some (`TextParts`).
+ */
+export const BYTES_FROM = 16_384;
 
 /** `text` in UTF-8, as `TextEncoder.encode` writes it. */
 export function utf8Bytes(text: string): Uint8Array<ArrayBuffer> {
@@ -75,25 +78,12 @@ const VIEW_MAX = 4 * 1024 * 1024;
 let view: Uint8Array<ArrayBuffer> | undefined;
 
 /**
- * `text` in UTF-8 in a buffer this module reuses: valid only until the next call, for a consumer
- * that copies it at once, as `fetch` does with a request body (the Fetch standard's "extract a
- * body" copies a buffer source). A long body then reaches fresh memory once (`fetch`'s copy), not
- * twice.
- */
-export function utf8View(text: string): Uint8Array<ArrayBuffer> {
-  // Three bytes a UTF-16 unit at most: any text fits in one pass.
-  const room = 3 * text.length;
-  if (text.length < BYTES_FROM || room > VIEW_MAX) return utf8Bytes(text);
-  if (!view || view.length < room) view = new Uint8Array(Math.min(VIEW_MAX, 2 * room));
-  return view.subarray(0, encoder.encodeInto(text, view).written);
-}
-
-/**
  * Long text kept as the parts it was made of — a client's body with its model id replaced is its
  * text before the id, the new id and its text after — so that nothing copies it whole into fresh
  * memory to join them: V8 would, to encode a string made by `+` (135 KB for an agent's call, most
  * of that call's encoding time on a busy server). `fetchBody` encodes the parts one after another
- * into the reused buffer; `String()` joins them.
+ * into the reused buffer; `String()` joins them. No part may end inside a surrogate pair (encoded
+ * alone, each half would be a replacement character).
  */
 export class TextParts {
   constructor(readonly parts: readonly string[]) {}
@@ -110,18 +100,29 @@ export class TextParts {
 }
 
 /**
- * `text` as a body for `fetch`, which copies it at once: long text encoded here into the reused
- * buffer (see `utf8View`: nothing may come between this and the `fetch`), short text as it is —
- * `fetch` encodes that as fast itself, in one copy.
+ * `text` in UTF-8 in a buffer this module reuses: valid only until the next call, for a consumer
+ * that copies it at once, as `fetch` does with a request body (the Fetch standard's "extract a
+ * body" copies a buffer source). A long body then reaches fresh memory once (`fetch`'s copy), not
+ * twice. Text in parts is encoded part after part, never joined.
  */
-export function fetchBody(text: string | TextParts): string | Uint8Array<ArrayBuffer> {
-  if (typeof text === "string") return text.length < BYTES_FROM ? text : utf8View(text);
+export function utf8View(text: string | TextParts): Uint8Array<ArrayBuffer> {
+  // Three bytes a UTF-16 unit at most: any text fits in one pass.
   const room = 3 * text.length;
-  if (room > VIEW_MAX) return utf8Bytes(String(text));
+  if (text.length < BYTES_FROM || room > VIEW_MAX) return utf8Bytes(String(text));
   if (!view || view.length < room) view = new Uint8Array(Math.min(VIEW_MAX, 2 * room));
+  if (typeof text === "string") return view.subarray(0, encoder.encodeInto(text, view).written);
   let written = 0;
   for (const part of text.parts) {
     written += encoder.encodeInto(part, view.subarray(written)).written;
   }
   return view.subarray(0, written);
+}
+
+/**
+ * `text` as a body for `fetch`, which copies it at once: long text encoded here into the reused
+ * buffer (see `utf8View`: nothing may come between this and the `fetch`), short text as it is —
+ * `fetch` encodes that as fast itself, in one copy.
+ */
+export function fetchBody(text: string | TextParts): string | Uint8Array<ArrayBuffer> {
+  return typeof text === "string" && text.length < BYTES_FROM ? text : utf8View(text);
 }
