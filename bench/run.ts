@@ -3,10 +3,10 @@
  * Deno.serve + fetch proxy, the floor proxy (the least a gateway with our guarantees does: see
  * `floor_proxy.ts`) and the full gateway (auth, RPM, validation, reservation, ledger, access
  * log), one gateway process per `serve --workers N` setting, in every scenario, and the peer
- * gateways (`peers.ts`) in the scenarios whose job they do; then the memory scenario. Prints
- * requests/s, p50/p99 latency, errors, CPU time per request and peak RSS, the shares of the bare
- * proxy's requests/s, the gateway against the best peer, the latency added at one connection and
- * the memory figures. Settings (environment): see `settings.ts` and docs/benchmark.md.
+ * gateways (`peers.ts`) in the scenarios whose job they do; then the start scenario
+ * (`cold_start.ts`) and the memory scenario. Prints requests/s, p50/p99 latency, errors, CPU time
+ * per request and peak RSS, the shares of the bare proxy's requests/s, the gateway against the
+ * best peer, the latency added at one connection, the cold starts and the memory figures. Settings (environment): see `settings.ts` and docs/benchmark.md.
  */
 import { estimateSeconds, SETTINGS } from "./settings.ts";
 import {
@@ -31,6 +31,7 @@ import {
 import { MemoryReports } from "./memory_detail.ts";
 import { measure, type Measurement, median, type Target } from "./measure.ts";
 import { memoryScenario, type StreamCost, streamCost } from "./memory.ts";
+import { startLines, type StartSubject, type StartTimes, timeStarts } from "./cold_start.ts";
 import {
   addedLatencyLines,
   limitLines,
@@ -271,15 +272,56 @@ async function memory(setup: Setup): Promise<string[]> {
   return lines;
 }
 
-function header(selected: Scenario[], peers: RunningPeer[], withMemory: boolean): string {
+/**
+ * The start scenario (`cold_start.ts`): the bare proxy, the floor proxy and each gateway started
+ * afresh, each timed to its first answered chat JSON call.
+ */
+async function starts(setup: Setup, chatJson: Scenario): Promise<string[]> {
+  const { dir, emulatorUrl } = setup;
+  const upstreamCall = (extra: Record<string, string>) => targetOf("", chatJson.upstream, extra);
+  let floors = 0;
+  const subjects: StartSubject[] = [
+    {
+      label: "bare proxy",
+      start: () => startBareProxy(dir, emulatorUrl),
+      call: upstreamCall({}),
+    },
+    {
+      label: "floor proxy",
+      start: () => startFloorProxy(dir, emulatorUrl, `floor-start-${++floors}`),
+      call: upstreamCall({ authorization: `Bearer ${FLOOR_KEY}` }),
+    },
+    ...SETTINGS.workers.map((workers): StartSubject => ({
+      label: `gateway workers=${workers}`,
+      start: async () => (await startGateway(setup, workers)).server,
+      call: targetOf("", chatJson.gateway, {}),
+    })),
+  ];
+  const results: StartTimes[] = [];
+  for (const subject of subjects) {
+    progress(`cold start: ${subject.label}, ${SETTINGS.starts} times`);
+    results.push(await timeStarts(subject, SETTINGS.starts));
+  }
+  return ["", ...startLines(results)];
+}
+
+function header(
+  selected: Scenario[],
+  peers: RunningPeer[],
+  withMemory: boolean,
+  withStarts: boolean,
+): string {
   const s = SETTINGS;
   const peerRuns = selected.reduce((n, sc) => n + peers.filter((p) => sc.peers?.[p.id]).length, 0);
-  const minutes = Math.ceil(estimateSeconds(selected.length, peerRuns, withMemory) / 60);
+  const minutes = Math.ceil(
+    estimateSeconds(selected.length, peerRuns, withMemory, withStarts) / 60,
+  );
   return `${s.seconds} s per run, median of ${s.runs}, ${s.concurrency} connections (wrk -t2), ` +
     `${s.warmupSeconds} s warm-up per target, ${s.latencySeconds} s at one connection; ` +
     `gateway workers ${s.workers.join(",")}; store ${s.store}; key rpm ${s.rpm || "unlimited"}; ` +
     `peers ${peers.map((p) => p.label).join(", ") || "none"}; ${selected.length} scenarios` +
-    (withMemory ? ` + memory (${s.streams} streams)` : "") + `; about ${minutes} min`;
+    (withMemory ? ` + memory (${s.streams} streams)` : "") +
+    (withStarts ? ` + cold start (${s.starts} starts each)` : "") + `; about ${minutes} min`;
 }
 
 async function main(): Promise<void> {
@@ -287,9 +329,8 @@ async function main(): Promise<void> {
   const setup = await startSetup();
   let peers: RunningPeer[] = [];
   try {
-    const selected = scenarios(setup.key, setup.limitedKey, setup.emulatorUrl).filter((s) =>
-      s.name.includes(SETTINGS.only)
-    );
+    const all = scenarios(setup.key, setup.limitedKey, setup.emulatorUrl);
+    const selected = all.filter((s) => s.name.includes(SETTINGS.only));
     const wanted = SETTINGS.peers.filter((id) => selected.some((s) => s.peers?.[id]));
     if (wanted.length) progress(`installing (first time only) and starting ${wanted.join(", ")}`);
     const started = await startPeers(
@@ -300,8 +341,10 @@ async function main(): Promise<void> {
     peers = started.peers;
     for (const note of started.notes) console.log(`note: ${note}`);
     const withMemory = "memory".includes(SETTINGS.only);
-    console.log(header(selected, peers, withMemory) + "\n");
+    const withStarts = "start".includes(SETTINGS.only);
+    console.log(header(selected, peers, withMemory, withStarts) + "\n");
     const lines = selected.length ? await throughput(setup, peers, selected) : [];
+    if (withStarts) lines.push(...await starts(setup, all.find((s) => s.name === "chat JSON")!));
     if (withMemory) lines.push(...await memory(setup));
     console.log(lines.join("\n"));
   } finally {

@@ -74,6 +74,8 @@ export const SETTINGS = {
    * buffers, the rest (see `memory_detail.ts`).
    */
   memoryDetail: Deno.env.get("BENCH_MEMORY_DETAIL") === "1",
+  /** Starts of each server in the start scenario (BENCH_STARTS). */
+  starts: positiveInt("BENCH_STARTS", 7),
   /** Concurrent streams of the memory scenario (BENCH_STREAMS). */
   streams: positiveInt("BENCH_STREAMS", 10_000),
   /** The warm-up before each target's measurements. */
@@ -87,11 +89,19 @@ export const MEMORY_SECONDS = 60;
 /** Seconds it takes per proxy measured under it (bare, JS relay, floor), roughly. */
 const MEMORY_FLOOR_SECONDS = 40;
 
+/** Seconds one start of the start scenario takes, roughly (spawn, first call, stop). */
+const START_SECONDS = 0.6;
+
 /**
  * A rough total run time in seconds, for `scenarios` throughput scenarios and `peerRuns` (peer,
- * scenario) pairs among them.
+ * scenario) pairs among them, with or without the memory and start scenarios.
  */
-export function estimateSeconds(scenarios: number, peerRuns: number, memory: boolean): number {
+export function estimateSeconds(
+  scenarios: number,
+  peerRuns: number,
+  memory: boolean,
+  starts = false,
+): number {
   const s = SETTINGS;
   const gateways = s.workers.length;
   const target = s.warmupSeconds + s.runs * (s.seconds + s.latencySeconds);
@@ -99,5 +109,6 @@ export function estimateSeconds(scenarios: number, peerRuns: number, memory: boo
   const perScenario = (3 + gateways) * target - s.runs * s.latencySeconds;
   const startup = 10 + 3 * gateways + 5 * s.peers.length;
   return startup + scenarios * perScenario + peerRuns * target +
-    (memory ? gateways * MEMORY_SECONDS + 3 * MEMORY_FLOOR_SECONDS : 0);
+    (memory ? gateways * MEMORY_SECONDS + 3 * MEMORY_FLOOR_SECONDS : 0) +
+    (starts ? (2 + gateways) * s.starts * START_SECONDS : 0);
 }
