@@ -12,19 +12,20 @@
  * up in a URL even without the script), and `frame-ancestors 'none'` (with `x-frame-options: DENY`)
  * forbids framing.
  */
-import { createHash } from "node:crypto";
+import { sha256, toBase64 } from "../sha256.ts";
 import { DASHBOARD_SCRIPT } from "./script.ts";
 import { DASHBOARD_STYLE } from "./style.ts";
 
-function sha256(text: string): string {
-  return `'sha256-${createHash("sha256").update(text, "utf8").digest("base64")}'`;
+/** A CSP source for an inline text: its SHA-256 in base64. */
+function hashSource(text: string): string {
+  return `'sha256-${toBase64(sha256(text))}'`;
 }
 
 /** The `content-security-policy` the page is served with. */
 const DASHBOARD_CSP = [
   "default-src 'none'",
-  `script-src ${sha256(DASHBOARD_SCRIPT)}`,
-  `style-src ${sha256(DASHBOARD_STYLE)}`,
+  `script-src ${hashSource(DASHBOARD_SCRIPT)}`,
+  `style-src ${hashSource(DASHBOARD_STYLE)}`,
   "connect-src 'self'",
   "base-uri 'none'",
   "form-action 'none'",

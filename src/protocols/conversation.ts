@@ -2,7 +2,7 @@
  * What the four protocols' conversation extractors share (see `ConversationId`): a name a client
  * sent, bounded, and the hash of a request's cacheable prefix when it sent none.
  */
-import { createHash } from "node:crypto";
+import { NATIVE_FROM, sha256, toHex } from "../sha256.ts";
 import { hashesOf } from "../name_hash.ts";
 import type { ConversationId } from "./wire.ts";
 
@@ -68,9 +68,6 @@ export function prefixHash(parts: readonly unknown[]): number {
   return hashOf(prefixText(parts)).short;
 }
 
-/** Past this many characters, a native hash is the faster. */
-const NATIVE_FROM = 4096;
-
 /**
  * A 64-bit hash of `text` as 16 hex digits, and a nonzero 32-bit one: two 32-bit FNV-1a hashes in
  * JavaScript for a short text (calling a native hash costs more), SHA-256's first 8 bytes for a
@@ -78,8 +75,9 @@ const NATIVE_FROM = 4096;
  */
 function hashOf(text: string): { hex: string; short: number } {
   if (text.length > NATIVE_FROM) {
-    const digest = createHash("sha256").update(text).digest();
-    return { hex: digest.toString("hex", 0, 8), short: digest.readInt32LE(0) || 1 };
+    const digest = sha256(text);
+    const short = digest[0] | (digest[1] << 8) | (digest[2] << 16) | (digest[3] << 24);
+    return { hex: toHex(digest.subarray(0, 8)), short: short || 1 };
   }
   const [a, b] = hashesOf(text);
   return { hex: hex(a) + hex(b), short: a };

@@ -140,6 +140,7 @@ const LEVELS: Record<string, number> = {
   "src/field_path.ts": 7,
   "src/money.ts": 7,
   "src/name_hash.ts": 7,
+  "src/sha256.ts": 7,
   "src/test_hooks.ts": 7,
 };
 
@@ -183,7 +184,8 @@ Deno.test("ARCHITECTURE.md states the same levels as this test", () => {
   const text = Deno.readTextFileSync(new URL("ARCHITECTURE.md", ROOT));
   const rule = text.slice(text.indexOf("## The one-way import rule"));
   const stated: Record<string, number> = {};
-  for (const [, level, parts] of rule.matchAll(/^(\d)\. (.+)$/gm)) {
+  // A level's line, and the lines that continue it (indented under it).
+  for (const [, level, parts] of rule.matchAll(/^(\d)\. (.+(?:\n {3}.+)*)$/gm)) {
     for (const [, part] of parts.matchAll(/`([^`]+)`/g)) {
       stated[part === "main.ts" ? part : `src/${part}`] = Number(level);
     }
