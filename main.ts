@@ -11,7 +11,6 @@
 // First: it loads what it needs from libc and gives up the permission to load native code before
 // any other module runs.
 import "./src/serve/memory_trim.ts";
-import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "./src/config/load.ts";
 import { isPostgresUrl, MAX_WORKERS } from "./src/config/schema.ts";
 import { openStore, storeName } from "./src/store/open.ts";
@@ -45,6 +44,7 @@ import {
 } from "./src/billing/key_settings.ts";
 import { keyRow, table } from "./src/cli/table.ts";
 import { firstKeyCommand } from "./src/cli/first_key.ts";
+import { type OptionSpec, parseCommandLine, UsageError } from "./src/cli/args.ts";
 
 const USAGE = `usage: switchyard <command> [options]
 
@@ -114,10 +114,10 @@ const OPTIONS = {
   from: { type: "string" },
   to: { type: "string" },
   help: { type: "boolean", short: "h" },
-} as const;
+} as const satisfies Record<string, OptionSpec>;
 
 /**
- * Negative amounts (`accounts credit NAME -5`) as the positionals they are: parseArgs takes an
+ * Negative amounts (`accounts credit NAME -5`) as the positionals they are: the parser takes an
  * argument starting with `-` for an option, so each one not an option's value moves after a `--`
  * at the end (positionals keep their order: such an amount is always the last of them).
  */
@@ -141,12 +141,7 @@ async function main(argv: string[]): Promise<number> {
   // `deno task start -- --emulate` passes the `--` on: options after it are still options.
   if (argv[1] === "--") argv = [argv[0], ...argv.slice(2)];
   argv = negativesLast(argv);
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: OPTIONS,
-    allowPositionals: true,
-    strict: true,
-  });
+  const { values, positionals } = parseCommandLine(argv, OPTIONS);
   const [command, sub, ...rest] = positionals;
   if (values.help || !command) {
     console.log(USAGE);
@@ -450,10 +445,7 @@ if (import.meta.main) {
       console.error(`switchyard: ${error.message}`);
       Deno.exit(error instanceof ConfigError ? 78 : 2);
     }
-    if (
-      error instanceof TypeError && "code" in error &&
-      String(error.code).startsWith("ERR_PARSE_ARGS")
-    ) {
+    if (error instanceof UsageError) {
       console.error(`switchyard: ${error.message}\n\n${USAGE}`);
       Deno.exit(2);
     }
