@@ -106,7 +106,10 @@ function backdate(account: string, ages: number[]): void {
 Deno.test("the page's CSP allows exactly its inline script and stylesheet; 404 with no admin token", async () => {
   const page = (adminToken: string | null) =>
     getDashboard({ services: { config: { adminToken } } } as unknown as RequestContext);
-  assert.throws(() => page(null), (e) => e instanceof GatewayError && e.status === 404);
+  await assert.rejects(
+    async () => await page(null),
+    (e) => e instanceof GatewayError && e.status === 404,
+  );
   const res = await page(ADMIN);
   const html = await res.text();
   const csp = res.headers.get("content-security-policy")!;

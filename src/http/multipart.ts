@@ -11,7 +11,6 @@
  * (at most delimiter length − 1 bytes, known without copying). The boundary holds no CR, so two
  * candidates never overlap and the search is linear on any input, pathological ones included.
  */
-import { join } from "node:path";
 import { GatewayError } from "./errors.ts";
 
 /** The boundary of a `multipart/form-data` content type, or null for any other type. */
@@ -143,6 +142,11 @@ export async function spoolMultipart(
     signal?.removeEventListener("abort", onAbort);
     reader.releaseLock();
   }
+}
+
+/** `name` in `dir` (node:path's `join` would load Deno's Node compatibility layer at start). */
+function join(dir: string, name: string): string {
+  return dir.endsWith("/") ? dir + name : `${dir}/${name}`;
 }
 
 /** Removes leftover spool files in `dir` (at startup after a crash); creates `dir` if missing. */

@@ -16,7 +16,6 @@
  * `malloc_trim` and revokes `--allow-ffi` at once. `main.ts` imports it first, before any other
  * module (a dependency's included) has run, and serving threads start without it.
  */
-import process from "node:process";
 
 /** glibc's shared object, where Debian, Ubuntu, Fedora and Arch keep it (x86-64, arm64). */
 export const LIBC_PATHS = [
@@ -54,6 +53,16 @@ function loadTrim(): Trim | null {
 const trimNow = loadTrim();
 Deno.permissions.revokeSync({ name: "ffi" });
 
+/** User and system CPU time of the process so far, µs. */
+type CpuUsage = () => { user: number; system: number };
+
+/**
+ * Deno's own CPU clock: what `node:process`'s `cpuUsage` calls, public but not in Deno's types.
+ * Importing `node:process` at start would make Deno load its Node compatibility layer, tens of ms
+ * of every start; a Deno without this clock has that loaded on the first check instead.
+ */
+const denoCpuUsage = (Deno as unknown as { cpuUsage?: CpuUsage }).cpuUsage;
+
 /** A running trimmer. */
 export interface MemoryTrim {
   /** Whether trimming is possible here (glibc, and the `--allow-ffi` permission for it). */
@@ -65,14 +74,19 @@ export interface MemoryTrim {
 export function startMemoryTrim(): MemoryTrim {
   const trim = trimNow;
   if (!trim) return { active: false, stop() {} };
-  let lastCpu = process.cpuUsage();
+  let cpuUsage = typeof denoCpuUsage === "function" ? denoCpuUsage : undefined;
+  if (!cpuUsage) {
+    import("node:process").then(({ default: process }) => cpuUsage = () => process.cpuUsage());
+  }
+  let lastCpu = cpuUsage?.() ?? { user: 0, system: 0 };
   let lastAt = performance.now();
   const start = Deno.memoryUsage();
   let lastHeap = start.heapUsed;
   let trimmedRss = start.rss;
   let dirty = false;
   const timer = setInterval(() => {
-    const cpu = process.cpuUsage();
+    if (!cpuUsage) return;
+    const cpu = cpuUsage();
     const now = performance.now();
     const used = (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000;
     const busy = used / Math.max(1, now - lastAt) > BUSY_SHARE;

@@ -20,6 +20,8 @@ const TOP = new Set([
   "money_path_test.ts", // the money path across billing, pipeline and store
   "router_test.ts", // src/router.ts and src/routes.ts
   "server_errors_test.ts", // src/server.ts
+  "sha256_test.ts", // src/sha256.ts
+  "start_imports_test.ts", // the modules a serving gateway loads at start
   "v8_flags_test.ts", // the V8 flags of the start and compile tasks and the operations guide
 ]);
 
