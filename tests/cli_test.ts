@@ -246,6 +246,62 @@ Deno.test("options after a `--` (as `deno task start -- --emulate` passes them) 
   }
 });
 
+/** The process's threads named as Deno names a Web Worker's (`worker-N`). */
+function workerThreads(pid: number): number {
+  let count = 0;
+  for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      if (
+        /^worker-\d+$/.test(Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/comm`).trim())
+      ) {
+        count++;
+      }
+    } catch { /* the thread has ended */ }
+  }
+  return count;
+}
+
+Deno.test("serve: the serving thread started with the process is used, or stopped when the config file says one thread", async () => {
+  if (navigator.hardwareConcurrency < 2) {
+    console.log("skipped: one core, so no thread is started early (nothing to check)");
+    return;
+  }
+  // No --workers: the first thread starts before the config is read; the file says one thread.
+  const dir = await tempDir({ server: { workers: 1 } });
+  const one = await startGateway({
+    dir,
+    bare: true,
+    args: ["--host", "127.0.0.1", "--port", "0", "--config", "./switchyard.json"],
+  });
+  try {
+    assert.equal(logEntries(one).find((e) => e.msg === "listening")!.workers, 1);
+    assert.deepEqual(await (await fetch(`${one.url}/healthz`)).json(), { status: "ok" });
+    await eventuallyZero(() => workerThreads(one.pid), "the early thread was stopped");
+  } finally {
+    await one.stop();
+  }
+  // The file says two: the early thread is the first of them (two serving threads, and the
+  // store's checkpointer thread the main thread starts with them; no third serving thread).
+  const two = await tempDir({ server: { workers: 2 } });
+  const served = await startGateway({
+    dir: two,
+    bare: true,
+    args: ["--host", "127.0.0.1", "--port", "0", "--config", "./switchyard.json"],
+  });
+  try {
+    assert.equal(logEntries(served).find((e) => e.msg === "listening")!.workers, 2);
+    assert.deepEqual(await (await fetch(`${served.url}/healthz`)).json(), { status: "ok" });
+    assert.equal(workerThreads(served.pid), 3);
+  } finally {
+    await served.stop();
+  }
+});
+
+async function eventuallyZero(count: () => number, what: string): Promise<void> {
+  for (let i = 0; i < 100 && count() > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(count(), 0, what);
+}
+
 Deno.test("serve without --unstable-net: a warning and one thread, unless threads were asked for (exit 2)", async () => {
   // Threads not asked for (their number is the cores'): a warning, and one thread serves.
   const dir = await tempDir({ server: {} });

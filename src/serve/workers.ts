@@ -17,6 +17,7 @@ import { shareMetricBounds, snapshot } from "../metrics/gateway.ts";
 import { connectionCounts } from "./connections.ts";
 import type { Samples } from "../metrics/registry.ts";
 import { passNotes } from "../billing/spend_notes.ts";
+import { takeEarlyThread, whyNoThreads, WORKER_MODULE } from "./early_thread.ts";
 
 /** A running set of serving threads. */
 export interface WorkerPool {
@@ -27,12 +28,6 @@ export interface WorkerPool {
   /** Gives every thread the config file as the main thread read it and found it valid. */
   reload(read: ConfigRead): void;
 }
-
-/**
- * The serving thread's module. `deno compile` embeds a Web Worker's module only when it is passed
- * with `--include` (the `compile` task does).
- */
-const WORKER_MODULE = new URL("./worker.ts", import.meta.url);
 
 /** How long a scrape waits for the threads' metrics. */
 const GATHER_MS = 2000;
@@ -47,27 +42,6 @@ interface Gathering {
 /** Serving threads cannot run in this process (a permission or a flag is missing). */
 export class ThreadsUnavailable extends Error {
   override name = "ThreadsUnavailable";
-}
-
-/**
- * What this process lacks to run serving threads, or null. Checked before any thread starts,
- * because without `--unstable-net` the first `reusePort` ends the whole process (exit code 70).
- */
-function whyNoThreads(): string | null {
-  // The unstable network API, `Deno.listenDatagram` among it, exists only with the flag.
-  if (typeof (Deno as unknown as Record<string, unknown>).listenDatagram !== "function") {
-    return "sharing one port between threads (SO_REUSEPORT) needs the --unstable-net flag";
-  }
-  // `deno run` reads a Web Worker's modules like a dynamic import's; a compiled binary carries
-  // them (`--include`) and needs no read access.
-  if (!Deno.build.standalone) {
-    const dir = new URL("../", import.meta.url);
-    const read = Deno.permissions.querySync({ name: "read", path: dir });
-    if (read.state !== "granted") {
-      return `a serving thread's modules need read access to ${dir.pathname} (--allow-read)`;
-    }
-  }
-  return null;
 }
 
 /**
@@ -128,7 +102,13 @@ export async function startWorkers(
   };
   services.collectMetrics = gather;
   const start = (index: number, port: number): Promise<number> => {
-    const worker = new Worker(WORKER_MODULE.href, { type: "module" });
+    // The first thread may have been started with the process (`early_thread.ts`).
+    const early = index === 0 ? takeEarlyThread() : undefined;
+    const worker = early?.worker ?? new Worker(WORKER_MODULE.href, { type: "module" });
+    if (early?.failure) {
+      worker.terminate();
+      return Promise.reject(new ThreadsUnavailable(early.failure));
+    }
     const listening = Promise.withResolvers<number>();
     const stopped = Promise.withResolvers<void>();
     const send = (message: ToWorker) => worker.postMessage(message);

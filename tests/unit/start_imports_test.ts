@@ -1,6 +1,7 @@
 /**
  * What a serving gateway loads at start, read from Deno's own module graph (`deno info --json`):
- * main.ts's static imports and those of the modules a serving thread starts from. No `node:`
+ * the static imports of main.ts, of the commands it loads (`src/cli/main.ts`) and of the modules a
+ * serving thread starts from. No `node:`
  * module but `node:sqlite` (the store) and `node:timers` (the store's group commit): importing
  * any other — `node:crypto`, `node:process`, `node:util`, `node:path` — makes Deno load its Node
  * compatibility layer, about 35 ms of every thread's start (docs/benchmark.md). Nor the
@@ -9,7 +10,7 @@
 import assert from "node:assert/strict";
 
 const ROOT = new URL("../../", import.meta.url);
-const ENTRIES = ["main.ts", "src/serve/one_thread.ts", "src/serve/worker.ts"];
+const ENTRIES = ["main.ts", "src/cli/main.ts", "src/serve/one_thread.ts", "src/serve/worker.ts"];
 
 interface Info {
   modules: {
