@@ -8,7 +8,7 @@
  */
 import type { Server } from "./procs.ts";
 import { stopServer } from "./procs.ts";
-import type { Target } from "./measure.ts";
+import { medianOf, type Target } from "./measure.ts";
 
 /** A server to start and the call it is to answer first (`Target.url` is a path here). */
 export interface StartSubject {
@@ -55,11 +55,9 @@ export async function timeStarts(subject: StartSubject, times: number): Promise<
 /** The report's lines: each subject's median, least and most (`results` hold a start or more). */
 export function startLines(results: StartTimes[]): string[] {
   const rows = results.map(({ label, ms }) => {
-    const sorted = [...ms].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+    const median = medianOf(ms);
     return `  ${label.padEnd(18)} ${median.toFixed(0).padStart(5)} ms  ` +
-      `(${sorted[0].toFixed(0)}–${sorted[sorted.length - 1].toFixed(0)} ms over ${ms.length})`;
+      `(${Math.min(...ms).toFixed(0)}–${Math.max(...ms).toFixed(0)} ms over ${ms.length})`;
   });
   return [
     "cold start, spawn to the first answered call (chat JSON; median, least–most):",

@@ -35,7 +35,8 @@ export async function measure(target: Target, load: Load): Promise<Measurement> 
   };
 }
 
-function medianOf(values: number[]): number {
+/** The median of `values`, NaN left out (NaN when none is left). */
+export function medianOf(values: number[]): number {
   const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
   if (!sorted.length) return NaN;
   const mid = sorted.length >> 1;

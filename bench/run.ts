@@ -6,7 +6,8 @@
  * gateways (`peers.ts`) in the scenarios whose job they do; then the start scenario
  * (`cold_start.ts`) and the memory scenario. Prints requests/s, p50/p99 latency, errors, CPU time
  * per request and peak RSS, the shares of the bare proxy's requests/s, the gateway against the
- * best peer, the latency added at one connection, the cold starts and the memory figures. Settings (environment): see `settings.ts` and docs/benchmark.md.
+ * best peer, the latency added at one connection, the cold starts and the memory figures.
+ * Settings (environment): see `settings.ts` and docs/benchmark.md.
  */
 import { estimateSeconds, SETTINGS } from "./settings.ts";
 import {

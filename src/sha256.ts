@@ -102,7 +102,7 @@ function loadNative(): void {
   if (loading) return;
   loading = true;
   import("node:crypto").then(({ createHash }) => {
-    native = (data) => new Uint8Array(createHash("sha256").update(data).digest());
+    native = (data) => createHash("sha256").update(data).digest(); // a Buffer: a Uint8Array
   }, () => {/* stays in JavaScript */});
 }
 
@@ -130,20 +130,6 @@ export function hmacSha256(key: string | Uint8Array, data: string | Uint8Array):
   inner.set(message, 64);
   outer.set(digest(inner), 64);
   return digest(outer);
-}
-
-/** `bytes` as lowercase hex. */
-export function toHex(bytes: Uint8Array): string {
-  let hex = "";
-  for (const byte of bytes) hex += (byte < 16 ? "0" : "") + byte.toString(16);
-  return hex;
-}
-
-/** `bytes` in standard base64, padded. */
-export function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
 }
 
 /** Where short texts are encoded, and the padded last blocks built (a new typed array costs µs). */

@@ -4,7 +4,7 @@
  * and the rule it breaks.
  */
 import * as v from "valibot";
-import { sha256, toHex } from "../sha256.ts";
+import { sha256 } from "../sha256.ts";
 import {
   ASPECT_RATIOS,
   Catalog,
@@ -248,7 +248,7 @@ export function buildConfig(raw: unknown, env: Env, overrides: Overrides = {}): 
         missing.push(written.slice(4));
         return [];
       }
-      const id = toHex(sha256(secret)).slice(0, 12);
+      const id = sha256(secret).toHex().slice(0, 12);
       return [{ secret, weight, id, label: `key ${i + 1} of ${listed.length} (sha256 ${id}…)` }];
     });
     // A local OpenAI-compatible server needs no key; every other upstream does.

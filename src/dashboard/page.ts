@@ -12,13 +12,13 @@
  * up in a URL even without the script), and `frame-ancestors 'none'` (with `x-frame-options: DENY`)
  * forbids framing.
  */
-import { sha256, toBase64 } from "../sha256.ts";
+import { sha256 } from "../sha256.ts";
 import { DASHBOARD_SCRIPT } from "./script.ts";
 import { DASHBOARD_STYLE } from "./style.ts";
 
 /** A CSP source for an inline text: its SHA-256 in base64. */
 function hashSource(text: string): string {
-  return `'sha256-${toBase64(sha256(text))}'`;
+  return `'sha256-${sha256(text).toBase64()}'`;
 }
 
 /** The `content-security-policy` the page is served with. */

@@ -2,7 +2,7 @@
  * What the four protocols' conversation extractors share (see `ConversationId`): a name a client
  * sent, bounded, and the hash of a request's cacheable prefix when it sent none.
  */
-import { NATIVE_FROM, sha256, toHex } from "../sha256.ts";
+import { NATIVE_FROM, sha256 } from "../sha256.ts";
 import { hashesOf } from "../name_hash.ts";
 import type { ConversationId } from "./wire.ts";
 
@@ -77,7 +77,7 @@ function hashOf(text: string): { hex: string; short: number } {
   if (text.length > NATIVE_FROM) {
     const digest = sha256(text);
     const short = digest[0] | (digest[1] << 8) | (digest[2] << 16) | (digest[3] << 24);
-    return { hex: toHex(digest.subarray(0, 8)), short: short || 1 };
+    return { hex: digest.subarray(0, 8).toHex(), short: short || 1 };
   }
   const [a, b] = hashesOf(text);
   return { hex: hex(a) + hex(b), short: a };

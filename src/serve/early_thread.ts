@@ -47,17 +47,12 @@ let early: EarlyThread | undefined;
 /**
  * Starts the first serving thread now when the command line is `serve` on a machine of more than
  * one core without `--workers 1` or `SWITCHYARD_WORKERS=1` (the config file may still say one
- * thread: then it is stopped), and threads can run here. The thread loads its modules and waits for its start message.
+ * thread: then it is stopped), and threads can run here. The thread loads its modules and waits
+ * for its start message.
  */
 export function startEarlyThread(args: readonly string[]): void {
-  if (args[0] !== "serve" || (navigator.hardwareConcurrency || 1) < 2) return;
-  const workers = args.findIndex((arg) => arg === "--workers" || arg.startsWith("--workers="));
-  const count = workers < 0
-    ? undefined
-    : args[workers].includes("=")
-    ? args[workers].slice("--workers=".length)
-    : args[workers + 1];
-  if (count === "1" || envWorkers() === "1" || whyNoThreads()) return;
+  const cores = navigator.hardwareConcurrency || 1;
+  if (!mayServeOnThreads(args, cores, envWorkers()) || whyNoThreads()) return;
   const thread: EarlyThread = { worker: new Worker(WORKER_MODULE.href, { type: "module" }) };
   // Until `startWorkers` takes it, an error is kept for it to see (and not thrown here).
   thread.worker.onerror = (event) => {
@@ -65,6 +60,23 @@ export function startEarlyThread(args: readonly string[]): void {
     thread.failure ??= event.message;
   };
   early = thread;
+}
+
+/**
+ * Whether a command line may serve on several threads before its config is read: `serve`, on more
+ * than one core, not told one thread by `--workers` (`args`) or, without it, `SWITCHYARD_WORKERS`
+ * (`env`).
+ */
+export function mayServeOnThreads(
+  args: readonly string[],
+  cores: number,
+  env: string | undefined,
+): boolean {
+  if (args[0] !== "serve" || cores < 2) return false;
+  // The flag comes before the environment, as in the config's reading.
+  const at = args.findIndex((arg) => arg === "--workers" || arg.startsWith("--workers="));
+  const count = at < 0 ? env : args[at].split("=")[1] ?? args[at + 1];
+  return count !== "1";
 }
 
 /** `SWITCHYARD_WORKERS`, when the process may read it. */

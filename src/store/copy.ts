@@ -91,8 +91,8 @@ const TABLES: Table[] = [
     row: (r) => ({
       ...r,
       strict: Number(r.strict) === 1,
-      hash: toHex(r.hash as Uint8Array),
-      previous_hash: r.previous_hash ? toHex(r.previous_hash as Uint8Array) : null,
+      hash: (r.hash as Uint8Array).toHex(),
+      previous_hash: r.previous_hash ? (r.previous_hash as Uint8Array).toHex() : null,
       metadata: json(r.metadata),
       limits: json(r.limits),
     }),
@@ -237,10 +237,6 @@ const TABLES: Table[] = [
 
 /** Rows sent to PostgreSQL per statement. */
 const BATCH = 1_000;
-
-function toHex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 /** Copies the SQLite store at `from` into the empty PostgreSQL database at `to`. */
 export async function copyStore(from: string, to: string): Promise<CopyReport> {
