@@ -17,7 +17,13 @@ import { type MemoryPoint, perStream } from "./memory_detail.ts";
 /** The figures of one target in one scenario. */
 export interface Row {
   scenario: string;
-  target: "emulator direct" | "bare proxy" | "floor proxy" | "gateway" | "peer";
+  target:
+    | "emulator direct"
+    | "bare proxy"
+    | "floor proxy"
+    | "floor + features"
+    | "gateway"
+    | "peer";
   /** The gateway's workers (undefined for the other targets). */
   workers?: number;
   /** A peer's name and version (undefined for the other targets). */
@@ -95,6 +101,10 @@ export function ratioLines(rows: Row[]): string[] {
       `(${fixed((100 * r.load.rps) / direct, 1)}%)`
     );
     if (floor) shares.push(`floor proxy ${fixed((100 * floor.load.rps) / bare, 1)}%`);
+    const features = find(group, "floor + features");
+    if (features) {
+      shares.push(`floor + features ${fixed((100 * features.load.rps) / bare, 1)}%`);
+    }
     for (const peer of group.filter((r) => r.target === "peer")) {
       shares.push(`${peer.peer} ${fixed((100 * peer.load.rps) / bare, 1)}%`);
     }
@@ -183,7 +193,7 @@ function variantLines(rows: Row[], suffix: string, title: string): string[] {
 /** Per scenario: gateway (floor proxy, peer) p50 minus bare-proxy p50 at one connection. */
 export function addedLatencyLines(rows: Row[]): string[] {
   const lines = ["added latency at one connection (gateway p50 − bare proxy p50):"];
-  const measured = new Set<Row["target"]>(["gateway", "floor proxy", "peer"]);
+  const measured = new Set<Row["target"]>(["gateway", "floor proxy", "floor + features", "peer"]);
   for (const [scenario, group] of byScenario(rows)) {
     const bare = find(group, "bare proxy")!.p50AtOne!;
     const added = group.filter((r) => measured.has(r.target)).map((r) =>

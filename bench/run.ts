@@ -12,6 +12,7 @@
 import { estimateSeconds, SETTINGS } from "./settings.ts";
 import {
   type Call,
+  FEATURES_KEY,
   FLOOR_KEY,
   type Scenario,
   scenarios,
@@ -104,6 +105,18 @@ function subjects(scenario: Scenario, { setup, gateways, peers }: Servers): Subj
         setup.floor.pid,
       ),
     },
+    // JSON calls only (see `floor_features.ts`).
+    ...(setup.features && scenario.name.endsWith(" JSON")
+      ? [{
+        row: { target: "floor + features" as const },
+        target: targetOf(
+          local(setup.features.port),
+          scenario.upstream,
+          { authorization: `Bearer ${FEATURES_KEY}` },
+          setup.features.pid,
+        ),
+      }]
+      : []),
     ...gateways.map((g) => ({
       row: { target: "gateway" as const, workers: g.workers },
       target: targetOf(local(g.server.port), scenario.gateway, {}, g.server.pid),
@@ -349,8 +362,8 @@ async function main(): Promise<void> {
     if (withMemory) lines.push(...await memory(setup));
     console.log(lines.join("\n"));
   } finally {
-    await Promise.all([setup.proxy, setup.floor, setup.emulator, ...peers.map((p) => p.server)]
-      .map(stopServer));
+    const proxies = [setup.proxy, setup.floor, ...(setup.features ? [setup.features] : [])];
+    await Promise.all([...proxies, setup.emulator, ...peers.map((p) => p.server)].map(stopServer));
     await setup.postgres?.stop();
     await Deno.remove(setup.dir, { recursive: true });
   }

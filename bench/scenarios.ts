@@ -43,6 +43,11 @@ export const UPSTREAM_HEADERS = {
 
 /** The key the floor proxy's clients present (see `floor_proxy.ts`). */
 export const FLOOR_KEY = "sy-floorbenchkey-0000000000000000000000000000000000000000000";
+/**
+ * The key of the floor with the features (see `floor_features.ts`), in the gateway's own format: it
+ * is looked up in that proxy's store.
+ */
+export const FEATURES_KEY = "sy-benchfeature-0000000000000000000000000000000000000000000";
 
 const upstream = (path: string, body: unknown): Call => ({ path, headers: {}, body });
 

@@ -74,6 +74,11 @@ export const SETTINGS = {
    * buffers, the rest (see `memory_detail.ts`).
    */
   memoryDetail: Deno.env.get("BENCH_MEMORY_DETAIL") === "1",
+  /**
+   * The floor with the features (`floor_features.ts`) measured too, in the JSON scenarios it serves
+   * (BENCH_FEATURES=1).
+   */
+  features: Deno.env.get("BENCH_FEATURES") === "1",
   /** Starts of each server in the start scenario (BENCH_STARTS). */
   starts: positiveInt("BENCH_STARTS", 7),
   /** Concurrent streams of the memory scenario (BENCH_STREAMS). */

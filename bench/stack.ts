@@ -43,6 +43,8 @@ export interface Setup {
   proxy: Server;
   /** The floor proxy (see `floor_proxy.ts`). */
   floor: Server;
+  /** The floor with the features (see `floor_features.ts`), with BENCH_FEATURES=1. */
+  features?: Server;
   /** A gateway key with credit to spare and no rate limit. */
   key: string;
   /** The same with two budgets, a model list and a TPM limit, none of them ever reached. */
@@ -67,6 +69,7 @@ export async function startSetup(): Promise<Setup> {
   const emulatorUrl = `http://127.0.0.1:${emulator.port}`;
   const proxy = await startBareProxy(dir, emulatorUrl);
   const floor = await startFloorProxy(dir, emulatorUrl, "floor");
+  const features = SETTINGS.features ? await startFloorFeatures(dir, emulatorUrl) : undefined;
   const postgres = SETTINGS.store === "postgres" ? await startPostgres() : undefined;
   const store = postgres ? { store: { url: postgres.url } } : {};
   await Deno.writeTextFile(
@@ -85,7 +88,18 @@ export async function startSetup(): Promise<Setup> {
     "--tpm",
     "1000000000",
   ]);
-  return { dir, emulator, emulatorUrl, proxy, floor, key, limitedKey, permissions, postgres };
+  return {
+    dir,
+    emulator,
+    emulatorUrl,
+    proxy,
+    floor,
+    features,
+    key,
+    limitedKey,
+    permissions,
+    postgres,
+  };
 }
 
 /** How a bare or floor proxy is started beyond its upstream. */
@@ -136,6 +150,26 @@ export async function startFloorProxy(
       `${ROOT}bench/floor_proxy.ts`,
       emulatorUrl,
       floorDir,
+    ],
+    cwd: dir,
+    portOf: portField,
+  });
+}
+
+/** Starts the floor with the features (see `floor_features.ts`) with its store in `dir/features`. */
+export async function startFloorFeatures(dir: string, emulatorUrl: string): Promise<Server> {
+  const featuresDir = `${dir}/features`;
+  await Deno.mkdir(featuresDir);
+  return await spawnServer({
+    args: [
+      "run",
+      "--allow-net",
+      "--allow-env",
+      `--allow-read=${featuresDir},${ROOT}src`,
+      `--allow-write=${featuresDir}`,
+      `${ROOT}bench/floor_features.ts`,
+      emulatorUrl,
+      featuresDir,
     ],
     cwd: dir,
     portOf: portField,
