@@ -260,14 +260,25 @@ export class CallScope implements BillScope, RequestScope {
       }
     }
     if (failed) { for (const abort of this.#upstreams) abort.abort(); }
-    for (const outcome of await Promise.allSettled(ending)) {
-      if (outcome.status === "rejected") {
-        log("error", "ending a call's hold failed", {
-          request_id: this.requestId,
-          error: String(outcome.reason),
-        });
+    // Most requests end one bill: awaited as it is, without a settled result per bill.
+    if (ending.length === 1) {
+      try {
+        await ending[0];
+      } catch (error) {
+        this.#failedToEnd(error);
       }
+      return;
     }
+    for (const outcome of await Promise.allSettled(ending)) {
+      if (outcome.status === "rejected") this.#failedToEnd(outcome.reason);
+    }
+  }
+
+  #failedToEnd(error: unknown): void {
+    log("error", "ending a call's hold failed", {
+      request_id: this.requestId,
+      error: String(error),
+    });
   }
 }
 

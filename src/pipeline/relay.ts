@@ -108,9 +108,10 @@ const SENT = (): never => {
  * settled hold stays settled: releasing it is a no-op); the request's scope does the same for
  * whatever fails after (see `hold.ts`).
  *
- * What relays the answer and settles it keeps the call without the function that builds its
+ * What relays a stream and settles it keeps the call without the function that builds its
  * upstream request: that function holds the text it sends, which a stream would otherwise keep
- * until it ends — an agent's request of a few hundred kilobytes for a minute of streaming.
+ * until it ends — an agent's request of a few hundred kilobytes for a minute of streaming. A whole
+ * answer is settled as its request ends, and keeps the call as it is.
  */
 export async function relay(
   sent: Call,
@@ -118,15 +119,16 @@ export async function relay(
   abort: AbortController,
   lease: Lease,
 ): Promise<Response> {
-  const p: Call = { ...sent, call: SENT };
   let steps: CallSteps | undefined;
   try {
-    faultPoint(p.ctx.req, "answered");
-    faultPoint(p.ctx.req, "relay");
+    faultPoint(sent.ctx.req, "answered");
+    faultPoint(sent.ctx.req, "relay");
     const { upstream, bill } = answer;
     const headers = responseHeaders(upstream);
     if (answer.sentCap !== undefined) headers.set(OUTPUT_CAP_HEADER, String(answer.sentCap));
-    const meter = p.stream && upstream.body ? p.meter?.() : undefined;
+    const meter = sent.stream && upstream.body ? sent.meter?.() : undefined;
+    // A whole answer ends with its request: only a stream's call is kept without its builder.
+    const p: Call = meter ? { ...sent, call: SENT } : sent;
     steps = new CallSteps(STEPS, { call: p, bill, sent: answer.sent, stream: meter !== undefined });
     if (meter) return relayAnswerStream(p, answer, meter, steps, headers, abort, lease);
     return await relayAnswerJson(p, answer, steps, headers, abort, lease);

@@ -323,9 +323,12 @@ function thrownKind(error: GatewayError): FailureKind {
   return "connection";
 }
 
-/** Sends an admitted call once (the provider's keys in turn); see the module's doc. */
-export async function send(call: Call, admitted: Admitted, abort: AbortController): Promise<Sent> {
-  const outcome = await sendWithHold(
+/**
+ * Sends an admitted call once (the provider's keys in turn); see the module's doc. (The answer
+ * carries the output cap sent, from the one object `sendWithHold` makes.)
+ */
+function send(call: Call, admitted: Admitted, abort: AbortController): Promise<Sent> {
+  return sendWithHold(
     call.ctx,
     admitted.bill,
     call.model,
@@ -333,11 +336,14 @@ export async function send(call: Call, admitted: Admitted, abort: AbortControlle
     call.format,
     abort,
     call.upstreamFormat ?? call.format,
+    admitted.sentCap,
   );
-  return outcome.ok ? { ...outcome, sentCap: admitted.sentCap } : outcome;
 }
 
-/** Sends `call` for `model` with `bill` holding its funds; releases the hold if it fails. */
+/**
+ * Sends `call` for `model` with `bill` holding its funds; releases the hold if it fails. An answer
+ * carries `sentCap`, the output cap the gateway imposed on the call (if any).
+ */
 async function sendWithHold(
   ctx: RequestContext,
   bill: Bill,
@@ -346,6 +352,7 @@ async function sendWithHold(
   format: ErrorFormat,
   abort: AbortController,
   upstreamFormat: ErrorFormat,
+  sentCap?: number,
 ): Promise<Sent> {
   const provider = model.provider.name;
   // A request that fails from here on aborts this upstream call, whatever way it fails.
@@ -380,7 +387,7 @@ async function sendWithHold(
   }
   metrics.observe(UPSTREAM_TTFB, [provider, model.id], (performance.now() - sent) / 1000);
   recentCalls.record(provider, upstream.status);
-  if (upstream.ok) return { ok: true, bill, upstream, sent };
+  if (upstream.ok) return { ok: true, bill, upstream, sent, sentCap };
   metrics.add(UPSTREAM_ERRORS, [provider, String(upstream.status)]);
   await bill.release();
   // Read now: the router may move on, and no upstream connection waits on an unread body.

@@ -96,7 +96,9 @@ export function upstreamDeadlines(
  */
 async function fetchUpstream(
   url: string,
-  init: Omit<RequestInit, "body"> & { body?: UpstreamCall["body"] },
+  method: string,
+  headers: Record<string, string>,
+  body: UpstreamCall["body"],
   abort: AbortController,
   deadlines: Deadlines,
 ): Promise<Response> {
@@ -111,7 +113,6 @@ async function fetchUpstream(
       abort.abort();
     });
   };
-  let body = init.body;
   if (body instanceof ReadableStream) {
     const tracked = trackSent(body);
     body = tracked.body;
@@ -126,7 +127,14 @@ async function fetchUpstream(
     // Long text encoded into a buffer `fetch` copies at once (see `fetchBody`): nothing may come
     // between the two. `fetch` would encode a long string far slower itself.
     if (typeof body === "string" || body instanceof TextParts) body = fetchBody(body);
-    return await fetch(url, { ...init, body, signal: abort.signal });
+    const signal = abort.signal;
+    // Streamed uploads (multipart image edits) need a half-duplex request.
+    return await fetch(
+      url,
+      body instanceof ReadableStream
+        ? { method, headers, body, signal, duplex: "half" } as RequestInit
+        : { method, headers, body, signal },
+    );
   } catch (error) {
     if (expired) throw new GatewayError(504, `The upstream ${expired}.`);
     if (abort.signal.aborted) throw error;
@@ -151,19 +159,8 @@ export function sendRequest(
   abort: AbortController,
   deadlines: Deadlines,
 ): Promise<Response> {
-  return fetchUpstream(
-    url,
-    {
-      method: call.method ?? "POST",
-      headers: {
-        ...(call.body && !headers["content-type"] ? { "content-type": "application/json" } : {}),
-        ...headers,
-      },
-      // Streamed uploads (multipart image edits) need a half-duplex request.
-      ...(call.body instanceof ReadableStream ? { duplex: "half" } : {}),
-      body: call.body,
-    },
-    abort,
-    deadlines,
-  );
+  const sent = call.body && !headers["content-type"]
+    ? { "content-type": "application/json", ...headers }
+    : headers;
+  return fetchUpstream(url, call.method ?? "POST", sent, call.body, abort, deadlines);
 }

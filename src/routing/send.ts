@@ -32,7 +32,12 @@ export async function send(
   const attempt = (index: number | undefined) => {
     route.start();
     const key = index === undefined ? undefined : provider.keys[index];
-    return sendWith(key, { ...deadlines, headersMs: route.headersMs(deadlines.headersMs) });
+    // After the first attempt, the header deadline is what is left of the call's budget.
+    const headersMs = route.headersMs(deadlines.headersMs);
+    return sendWith(
+      key,
+      headersMs === deadlines.headersMs ? deadlines : { ...deadlines, headersMs },
+    );
   };
   if (!provider.keys.length) return await attempt(undefined);
   const { board, settings } = route;
