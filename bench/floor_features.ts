@@ -9,7 +9,7 @@
  * usage, counts the gateway's metrics and writes the gateway's access-log line. JSON answers of
  * chat completions, Messages and Responses only: a stream is refused (501).
  * Prints `{"port":N}` once listening.
- *   deno run --allow-net --allow-env --allow-read=DIR,src --allow-write=DIR bench/floor_features.ts UPSTREAM_URL DIR
+ *   deno run --allow-net --allow-read=DIR,src --allow-write=DIR bench/floor_features.ts UPSTREAM_URL DIR
  */
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { hashKey } from "../src/auth/keys.ts";

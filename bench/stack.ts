@@ -69,7 +69,9 @@ export async function startSetup(): Promise<Setup> {
   const emulatorUrl = `http://127.0.0.1:${emulator.port}`;
   const proxy = await startBareProxy(dir, emulatorUrl);
   const floor = await startFloorProxy(dir, emulatorUrl, "floor");
-  const features = SETTINGS.features ? await startFloorFeatures(dir, emulatorUrl) : undefined;
+  const features = SETTINGS.features
+    ? await startFloorProxy(dir, emulatorUrl, "features", { features: true })
+    : undefined;
   const postgres = SETTINGS.store === "postgres" ? await startPostgres() : undefined;
   const store = postgres ? { store: { url: postgres.url } } : {};
   await Deno.writeTextFile(
@@ -108,6 +110,8 @@ export interface ProxyOptions {
   relay?: boolean;
   /** Deno flags before the script (the memory scenario gives them the gateway's `--v8-flags`). */
   flags?: string[];
+  /** The floor with the features instead (`floor_features.ts`). */
+  features?: boolean;
 }
 
 /** Starts the bare proxy (see `bare_proxy.ts`) in `dir`, in front of the emulator. */
@@ -130,7 +134,10 @@ export function startBareProxy(
   });
 }
 
-/** Starts the floor proxy (see `floor_proxy.ts`) with its store in `dir/name`, a new directory. */
+/**
+ * Starts the floor proxy (see `floor_proxy.ts`), or the floor with the features
+ * (`floor_features.ts`), with its store in `dir/name`, a new directory.
+ */
 export async function startFloorProxy(
   dir: string,
   emulatorUrl: string,
@@ -147,29 +154,9 @@ export async function startFloorProxy(
       // The store's checkpointer thread loads its module from src/.
       `--allow-read=${floorDir},${ROOT}src`,
       `--allow-write=${floorDir}`,
-      `${ROOT}bench/floor_proxy.ts`,
+      `${ROOT}bench/${options.features ? "floor_features" : "floor_proxy"}.ts`,
       emulatorUrl,
       floorDir,
-    ],
-    cwd: dir,
-    portOf: portField,
-  });
-}
-
-/** Starts the floor with the features (see `floor_features.ts`) with its store in `dir/features`. */
-export async function startFloorFeatures(dir: string, emulatorUrl: string): Promise<Server> {
-  const featuresDir = `${dir}/features`;
-  await Deno.mkdir(featuresDir);
-  return await spawnServer({
-    args: [
-      "run",
-      "--allow-net",
-      "--allow-env",
-      `--allow-read=${featuresDir},${ROOT}src`,
-      `--allow-write=${featuresDir}`,
-      `${ROOT}bench/floor_features.ts`,
-      emulatorUrl,
-      featuresDir,
     ],
     cwd: dir,
     portOf: portField,

@@ -8,54 +8,20 @@
 import assert from "node:assert/strict";
 import { startEmulator } from "../src/emulator/server.ts";
 import { FEATURES_KEY, UPSTREAM_HEADERS } from "../bench/scenarios.ts";
+import { startBenchProxy } from "./helpers/bench_proxy.ts";
 import { booksOf } from "./helpers/store.ts";
-
-const ROOT = new URL("../", import.meta.url).pathname;
 
 Deno.test("bench floor with the features: checks, holds and prices every JSON call", async () => {
   const emulator = startEmulator({ requiredKey: UPSTREAM_HEADERS["x-api-key"] });
   const dir = await Deno.makeTempDir({ prefix: "switchyard-features-" });
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-net",
-      "--allow-env",
-      `--allow-read=${dir},${ROOT}src`,
-      `--allow-write=${dir}`,
-      `${ROOT}bench/floor_features.ts`,
-      `http://127.0.0.1:${emulator.addr.port}`,
-      dir,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const proxy = await startBenchProxy(
+    "floor_features.ts",
+    `http://127.0.0.1:${emulator.addr.port}`,
+    dir,
+  );
   try {
-    let text = "";
-    while (!text.includes("\n")) {
-      const { value, done } = await lines.read();
-      assert.ok(!done, "the proxy exited before listening");
-      text += value;
-    }
-    const { port } = JSON.parse(text.slice(0, text.indexOf("\n")));
-    const stderr = new Response(child.stderr).text();
-    // The access log after the first line: its lines are read as they come.
-    const log: Record<string, unknown>[] = [];
-    let rest = text.slice(text.indexOf("\n") + 1);
-    const draining = (async () => {
-      for (;;) {
-        for (let at = rest.indexOf("\n"); at >= 0; at = rest.indexOf("\n")) {
-          log.push(JSON.parse(rest.slice(0, at)));
-          rest = rest.slice(at + 1);
-        }
-        const { value, done } = await lines.read();
-        if (done) return;
-        rest += value;
-      }
-    })();
-    draining.catch(() => {});
     const post = (path: string, body: unknown, key = FEATURES_KEY) =>
-      fetch(`http://127.0.0.1:${port}${path}`, {
+      fetch(`http://127.0.0.1:${proxy.port}${path}`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
         body: JSON.stringify(body),
@@ -117,19 +83,13 @@ Deno.test("bench floor with the features: checks, holds and prices every JSON ca
     assert.equal(Number(messagesCharge.amount), mInput * 3_000 + mOutput * 15_000);
     for (const c of charges) assert.equal(c.status, "settled");
     assert.equal(books.held, 0);
-    child.kill("SIGKILL");
-    await child.status;
-    await draining;
+    await proxy.stop();
     // One access-log line per call answered, with its charge.
-    const costs = log.filter((l) => l.msg === "request").map((l) => l.cost_nano_usd);
+    const costs = proxy.log.filter((l) => l.msg === "request").map((l) => l.cost_nano_usd);
     assert.deepEqual(costs, [Number(chatCharge.amount), Number(messagesCharge.amount)]);
-    assert.equal((await stderr).trim(), "");
+    assert.equal((await proxy.stderr).trim(), "");
   } finally {
-    try {
-      child.kill("SIGKILL");
-    } catch { /* already ended */ }
-    await child.status;
-    await lines.cancel().catch(() => {});
+    await proxy.stop();
     await emulator.shutdown();
     await Deno.remove(dir, { recursive: true });
   }

@@ -7,41 +7,19 @@
 import assert from "node:assert/strict";
 import { startEmulator } from "../src/emulator/server.ts";
 import { FLOOR_KEY, UPSTREAM_HEADERS } from "../bench/scenarios.ts";
+import { startBenchProxy } from "./helpers/bench_proxy.ts";
 import { booksOf, withStore } from "./helpers/store.ts";
-
-const ROOT = new URL("../", import.meta.url).pathname;
 
 Deno.test("bench floor proxy: holds, relays, records and settles every call once", async () => {
   const emulator = startEmulator({ requiredKey: UPSTREAM_HEADERS["x-api-key"] });
   const dir = await Deno.makeTempDir({ prefix: "switchyard-floor-" });
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-net",
-      `--allow-read=${dir},${ROOT}src`,
-      `--allow-write=${dir}`,
-      `${ROOT}bench/floor_proxy.ts`,
-      `http://127.0.0.1:${emulator.addr.port}`,
-      dir,
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const proxy = await startBenchProxy(
+    "floor_proxy.ts",
+    `http://127.0.0.1:${emulator.addr.port}`,
+    dir,
+  );
   try {
-    let text = "";
-    while (!text.includes("\n")) {
-      const { value, done } = await lines.read();
-      assert.ok(!done, "the floor proxy exited before listening");
-      text += value;
-    }
-    const { port } = JSON.parse(text.slice(0, text.indexOf("\n")));
-    const stderr = new Response(child.stderr).text();
-    // Its access log goes to stdout: keep draining it.
-    (async () => {
-      while (!(await lines.read()).done) { /* drained */ }
-    })().catch(() => {});
-    const base = `http://127.0.0.1:${port}`;
+    const base = `http://127.0.0.1:${proxy.port}`;
     const post = (path: string, body: unknown, key = FLOOR_KEY) =>
       fetch(base + path, {
         method: "POST",
@@ -92,15 +70,11 @@ Deno.test("bench floor proxy: holds, relays, records and settles every call once
       const object = await withStore(floor, (store) => store.upstreamObject(id));
       assert.equal(object?.kind, "response", `the stored response ${id}`);
     }
-    child.kill("SIGKILL");
+    await proxy.stop();
     // Nothing went wrong on the side: the store's checkpoints ran, for one.
-    assert.equal((await stderr).trim(), "");
+    assert.equal((await proxy.stderr).trim(), "");
   } finally {
-    try {
-      child.kill("SIGKILL");
-    } catch { /* already ended */ }
-    await child.status;
-    await lines.cancel().catch(() => {});
+    await proxy.stop();
     await emulator.shutdown();
     await Deno.remove(dir, { recursive: true });
   }

@@ -123,6 +123,51 @@ Deno.test("an answered request settles its whole answers, leaves streams to thei
   });
 });
 
+/** The error-level lines `run` writes (to stderr, at once), parsed. */
+async function errorLines(run: () => Promise<void>): Promise<Record<string, unknown>[]> {
+  const original = Deno.stderr.writeSync;
+  const lines: Record<string, unknown>[] = [];
+  Deno.stderr.writeSync = (bytes: Uint8Array) => {
+    for (const line of new TextDecoder().decode(bytes).split("\n")) {
+      if (line) lines.push(JSON.parse(line));
+    }
+    return bytes.length;
+  };
+  try {
+    await run();
+  } finally {
+    Deno.stderr.writeSync = original;
+  }
+  return lines;
+}
+
+Deno.test("a settlement that fails is logged, never thrown, with one bill or several; the others still end", async () => {
+  await withBills(async (store, scope, bill) => {
+    // One bill (the common request): its failed settlement is the request's log line.
+    const lone = await bill();
+    scope.settleOnAnswer(lone, () => Promise.reject(new Error("disk full")));
+    const one = await errorLines(() => scope.close(false));
+    assert.deepEqual(
+      one.map((l) => [l.msg, l.request_id, l.error]),
+      [["ending a call's hold failed", "req_scope", "Error: disk full"]],
+    );
+    await lone.release();
+
+    const other = new CallScope("req_two");
+    const [failing, settled] = [await bill(), await bill()];
+    other.hold(failing);
+    other.hold(settled);
+    other.settleOnAnswer(failing, () => Promise.reject(new Error("locked")));
+    const usage = { ...emptyUsage(), inputTokens: 10 };
+    other.settleOnAnswer(settled, () => settled.settle({ usage, estimated: false }));
+    const two = await errorLines(() => other.close(false));
+    assert.deepEqual(two.map((l) => [l.request_id, l.error]), [["req_two", "Error: locked"]]);
+    assert.ok(!settled.open, "the other bill was settled all the same");
+    await failing.release();
+    assert.equal((await store.account("acct"))!.held, 0);
+  });
+});
+
 /** What `relayUpstreamError` makes of an upstream answer: a Response, or the error it threw. */
 async function relayed(
   status: number,
