@@ -132,8 +132,17 @@ export interface Priced {
   amount: number;
 }
 
-/** `quantity` tokens at `rate` nanoUSD per million, rounded up. */
+/**
+ * `quantity` tokens at `rate` nanoUSD per million, rounded up: in doubles while the product is a
+ * safe integer (each step is exact then: the product, its remainder and the quotient of a multiple
+ * of a million), in BigInt past that.
+ */
 export function tokenCost(quantity: number, rate: number): number {
+  const product = quantity * rate;
+  if (Number.isSafeInteger(product) && product >= 0) {
+    const rest = product % 1_000_000;
+    return (product - rest) / 1_000_000 + (rest > 0 ? 1 : 0);
+  }
   return ceilDiv(BigInt(quantity) * BigInt(rate), 1_000_000n);
 }
 

@@ -39,7 +39,7 @@ export interface TokenCall {
   /** The service tier asked for; undefined or `auto` when the upstream chooses. */
   serviceTier?: string;
   /** Hosted tools offered, with the most calls each may make. */
-  hostedTools: Map<HostedTool, number>;
+  hostedTools: ReadonlyMap<HostedTool, number>;
 }
 
 export type Plan =

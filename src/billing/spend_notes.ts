@@ -1,9 +1,9 @@
 /**
  * Who just spent (a call of theirs settled) or was refused by a budget: noted on the request path —
  * one map entry, nothing awaited, nothing read — and handed to whoever listens (the alerts, see
- * `alerts/watch.ts`) once the event-loop turn ends. A serving thread hands its notes to the main
+ * `alerts/watch.ts`) every `BATCH_MS`. A serving thread hands its notes to the main
  * thread (`serve/worker.ts`), which passes them on as its own (`passNotes`). With no listener in
- * the thread, nothing is kept. Notes past `MAX_NOTES` in one turn are dropped: the listener's
+ * the thread, nothing is kept. Notes past `MAX_NOTES` in one batch are dropped: the listener's
  * periodic sweep finds what they were about all the same, only later.
  */
 import type { BudgetPeriod, LimitRefusal } from "../store/store.ts";
@@ -25,14 +25,20 @@ export interface Spender {
   accountId: number;
 }
 
-/** Notes kept per event-loop turn at most. */
+/** Notes kept per batch at most. */
 const MAX_NOTES = 1_000;
+
+/**
+ * How long notes gather before they are handed on: a key that spends often is one note a batch,
+ * and a serving thread posts one message a batch, not one per event-loop turn.
+ */
+const BATCH_MS = 10;
 
 let listener: ((notes: SpendNote[]) => void) | null = null;
 let pending = new Map<string, SpendNote>();
 
 function add(id: string, note: SpendNote): void {
-  if (!pending.size) setTimeout(flush, 0);
+  if (!pending.size) setTimeout(flush, BATCH_MS);
   if (pending.size < MAX_NOTES || pending.has(id)) pending.set(id, note);
 }
 

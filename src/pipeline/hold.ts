@@ -125,12 +125,7 @@ async function holdTokens(
   bill: Omit<OpenBill, "reserve" | "estimate" | "inputBound" | "outputCap" | "choices">,
 ): Promise<TokenHold> {
   requirePriced(model, request);
-  const hostedTools = new Map<HostedTool, number>();
-  for (const use of request.tools) {
-    for (const tool of use.tools) {
-      hostedTools.set(tool, (hostedTools.get(tool) ?? 0) + use.calls);
-    }
-  }
+  const hostedTools = request.tools.length ? hostedToolsOf(request) : NO_TOOLS;
   const { config, store } = ctx.services;
   const call = { ...request, hostedTools };
   const open = (plan: Extract<Plan, { ok: true }>) =>
@@ -164,6 +159,18 @@ async function holdTokens(
   }
   throw refused ?? insufficientBalance(bill.principal, full.reserve);
 }
+
+/** The hosted tools a call offers, with the most calls each may make. */
+function hostedToolsOf(request: TokenRequest): Map<HostedTool, number> {
+  const tools = new Map<HostedTool, number>();
+  for (const use of request.tools) {
+    for (const tool of use.tools) tools.set(tool, (tools.get(tool) ?? 0) + use.calls);
+  }
+  return tools;
+}
+
+/** A call's hosted tools when it names none (read only). */
+const NO_TOOLS: ReadonlyMap<HostedTool, number> = new Map();
 
 /** Holds tried under ever smaller caps at most (one per budget that binds, and the balance). */
 const MAX_CAPPED_TRIES = 6;
@@ -215,8 +222,8 @@ export const settleStep: StepOf = ({ bill, stream, call }) => ({
 export class CallScope implements BillScope, RequestScope {
   readonly #bills: Bill[] = [];
   readonly #upstreams: AbortController[] = [];
-  /** Settlements that wait for the request's outcome (see `settleOnAnswer`). */
-  readonly #settlements = new Map<Bill, (answered: boolean) => Promise<void>>();
+  /** Settlements that wait for the request's outcome (see `settleOnAnswer`), made on first use. */
+  #settlements: Map<Bill, (answered: boolean) => Promise<void>> | undefined;
 
   constructor(private readonly requestId: string) {}
 
@@ -235,7 +242,7 @@ export class CallScope implements BillScope, RequestScope {
    * failed after all (its response cannot be sent), released instead. For answers read whole.
    */
   settleOnAnswer(bill: Bill, settle: (answered: boolean) => Promise<void>): void {
-    this.#settlements.set(bill, settle);
+    (this.#settlements ??= new Map()).set(bill, settle);
   }
 
   /**
@@ -246,7 +253,7 @@ export class CallScope implements BillScope, RequestScope {
     const ending: Promise<void>[] = [];
     for (const bill of this.#bills) {
       if (!bill.open) continue;
-      const settle = this.#settlements.get(bill);
+      const settle = this.#settlements?.get(bill);
       if (settle) {
         ending.push(settle(!failed));
       } else if (failed) {

@@ -51,11 +51,15 @@ const RELEASED: CallEnd = { outcome: "released" };
 
 const PASSED_HEADERS = ["content-type", "cache-control", "retry-after"];
 
-function responseHeaders(upstream: Response): Headers {
-  const headers = new Headers();
+/**
+ * The upstream's headers the client gets, as a record: a `Response` takes a record's fields as they
+ * are, where a `Headers` is sorted and combined again to be copied.
+ */
+function responseHeaders(upstream: Response): Record<string, string> {
+  const headers: Record<string, string> = {};
   for (const name of PASSED_HEADERS) {
     const value = upstream.headers.get(name);
-    if (value) headers.set(name, value);
+    if (value) headers[name] = value;
   }
   return headers;
 }
@@ -68,23 +72,25 @@ function answerDeadline(idleMs: number, maxMs: number): number {
 
 /**
  * Reads a whole upstream answer (JSON) natively, within `ms` of its headers: past that the
- * upstream request is aborted and a 504 thrown. An answer arrives in one go after its headers, so
- * one deadline (the stream idle limit) stands for both the idle and the total limit of streams.
+ * upstream request is aborted (which ends the read) and a 504 thrown. An answer arrives in one go
+ * after its headers, so one deadline (the stream idle limit) stands for both the idle and the
+ * total limit of streams.
  */
 export async function readWhole(
   answer: Response,
   limits: { abort(): void; ms: number },
 ): Promise<string> {
   if (limits.ms <= 0) return await answer.text();
-  const late = Promise.withResolvers<never>();
+  let late = false;
   const stop = deadline(limits.ms, () => {
+    late = true;
     limits.abort();
-    late.reject(new GatewayError(504, "The upstream stopped sending its answer."));
   });
-  const text = answer.text();
-  text.catch(() => {}); // abandoned when the deadline wins
   try {
-    return await Promise.race([text, late.promise]);
+    return await answer.text();
+  } catch (error) {
+    if (late) throw new GatewayError(504, "The upstream stopped sending its answer.");
+    throw error;
   } finally {
     stop();
   }
@@ -125,7 +131,7 @@ export async function relay(
     faultPoint(sent.ctx.req, "relay");
     const { upstream, bill } = answer;
     const headers = responseHeaders(upstream);
-    if (answer.sentCap !== undefined) headers.set(OUTPUT_CAP_HEADER, String(answer.sentCap));
+    if (answer.sentCap !== undefined) headers[OUTPUT_CAP_HEADER] = String(answer.sentCap);
     const meter = sent.stream && upstream.body ? sent.meter?.() : undefined;
     // A whole answer ends with its request: only a stream's call is kept without its builder.
     const p: Call = meter ? { ...sent, call: SENT } : sent;
@@ -147,7 +153,7 @@ function relayAnswerStream(
   answer: Answered,
   meter: StreamMeter,
   steps: CallSteps,
-  headers: Headers,
+  headers: Record<string, string>,
   abort: AbortController,
   lease: Lease,
 ): Response {
@@ -180,11 +186,10 @@ function relayAnswerStream(
     })
     : undefined;
   if (translated) {
-    headers.set(
-      "content-type",
-      p.translate!.info.jsonArray ? "application/json; charset=utf-8" : "text/event-stream",
-    );
-    headers.set("cache-control", "no-cache");
+    headers["content-type"] = p.translate!.info.jsonArray
+      ? "application/json; charset=utf-8"
+      : "text/event-stream";
+    headers["cache-control"] = "no-cache";
   }
   const tap = steps.unit;
   const read = new ReadUnits(
@@ -260,7 +265,7 @@ async function relayAnswerJson(
   p: Call,
   answer: Answered,
   steps: CallSteps,
-  headers: Headers,
+  headers: Record<string, string>,
   abort: AbortController,
   lease: Lease,
 ): Promise<Response> {
@@ -321,7 +326,7 @@ async function relayAnswerJson(
   };
   // Settled once the response is sure to be sent (released if it cannot be).
   scopeOf(ctx).settleOnAnswer(bill, (answered) => steps.end(answered ? end : RELEASED));
-  if (charged.estimated) headers.set(USAGE_HEADER, "estimated");
+  if (charged.estimated) headers[USAGE_HEADER] = "estimated";
   if (!p.translate) {
     if (!charged.estimated || !p.showUsage) {
       return new Response(text, { status: upstream.status, headers });
@@ -332,6 +337,6 @@ async function relayAnswerJson(
   const t = p.translate;
   if (charged.estimated) canonical = { ...canonical!, usage: tokenUsageOf(charged.usage) };
   t.onAnswer?.(canonical!);
-  headers.set("content-type", "application/json");
+  headers["content-type"] = "application/json";
   return new Response(JSON.stringify(t.client.encodeResponse(canonical!, t.info)), { headers });
 }

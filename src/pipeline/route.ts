@@ -27,6 +27,7 @@ import {
 } from "../metrics/gateway.ts";
 import { keyRefusal, readBounded } from "../providers/key_failure.ts";
 import {
+  CallAbort,
   keysResting,
   replayable,
   type UpstreamCall,
@@ -163,7 +164,7 @@ export async function routeCall(
   const route = callRoute(ctx);
   const { board, settings } = route;
   const catalog = ctx.services.config.catalog;
-  const abort = new AbortController();
+  const abort = new CallAbort();
   const client = new ClientWatch(ctx.req, abort);
   const watchClient = () => client.watch();
   const r = model.route;
@@ -418,7 +419,7 @@ export async function sendHeld(
   model: ResolvedModel,
   call: UpstreamCall,
   format: ErrorFormat,
-  abort = new AbortController(),
+  abort: AbortController = new CallAbort(),
   upstreamFormat: ErrorFormat = format,
 ): Promise<HeldAnswer> {
   const scoped = { ...call, model: targetName(model) };

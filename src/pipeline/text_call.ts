@@ -143,17 +143,17 @@ function callFor(request: TextRequest, model: ResolvedModel): Call {
     // A WebSocket's turn goes over the upstream's WebSocket where it has one (OpenAI's, xAI's).
     const socket = request.ctx.socket?.upstream;
     const overSocket = socket && client.id === "responses" && SOCKET_TYPES.has(model.provider.type);
-    return {
-      ...callOf(request, model, prepared),
-      ...(overSocket ? { call: overTheSocket(prepared, socket) } : {}),
-      errorTail: errorTailOf(client, accepted.jsonArray),
-      strip: prepared.strip,
-      objectsFromJson: prepared.objectsFromJson,
-      keepResponses: prepared.keepResponses,
-      codec: client,
-      showUsage: client.answers.usage,
-      isAnswer: client.answers.usage.answer,
-    };
+    // One object, its fields added, not copied from another.
+    const call = callOf(request, model, prepared);
+    if (overSocket) call.call = overTheSocket(prepared, socket);
+    call.errorTail = errorTailOf(client, accepted.jsonArray);
+    call.strip = prepared.strip;
+    call.objectsFromJson = prepared.objectsFromJson;
+    call.keepResponses = prepared.keepResponses;
+    call.codec = client;
+    call.showUsage = client.answers.usage;
+    call.isAnswer = client.answers.usage.answer;
+    return call;
   }
   const upstream = PROTOCOLS[plan.kind === "translate" ? plan.to : client.id];
   return translated(request, upstream, model);
@@ -174,7 +174,7 @@ function errorTailOf(client: WireProtocol, jsonArray: boolean | undefined): Call
 }
 
 /** What every text call is: the call as its upstream's protocol prepared it. */
-function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCall) {
+function callOf(request: TextRequest, model: ResolvedModel, prepared: PreparedCall): Call {
   return {
     ctx: request.ctx,
     format: request.client.errors,
@@ -272,10 +272,9 @@ function translated(request: TextRequest, upstream: WireProtocol, model: Resolve
       }
       : {}),
   };
-  return {
-    ...callOf(request, model, prepared),
-    upstreamFormat: upstream.errors,
-    translate: translation,
-    isAnswer: upstream.answers.usage.answer,
-  };
+  const call = callOf(request, model, prepared);
+  call.upstreamFormat = upstream.errors;
+  call.translate = translation;
+  call.isAnswer = upstream.answers.usage.answer;
+  return call;
 }

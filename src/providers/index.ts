@@ -30,8 +30,31 @@ export function replayable(body: UpstreamCall["body"]): boolean {
     body instanceof Uint8Array || body instanceof TextParts;
 }
 
+/**
+ * A call's abort controller that aborts its attempt in flight with it (see `attempts`), with no
+ * listener per attempt. Only the last attempt needs it: an earlier one's answer is read or
+ * cancelled before the next attempt starts.
+ */
+export class CallAbort extends AbortController {
+  #attempt: AbortController | undefined;
+
+  /** The next attempt's own controller: aborted with this one (at once, when this one is). */
+  attempt(): AbortController {
+    const own = new AbortController();
+    if (this.signal.aborted) own.abort();
+    else this.#attempt = own;
+    return own;
+  }
+
+  override abort(reason?: unknown): void {
+    super.abort(reason);
+    this.#attempt?.abort(reason);
+  }
+}
+
 /** An attempt's own abort controller, aborted with the call's (the client went away). */
 function attemptAbort(call: AbortController): AbortController {
+  if (call instanceof CallAbort) return call.attempt();
   const own = new AbortController();
   if (call.signal.aborted) own.abort();
   else call.signal.addEventListener("abort", () => own.abort(), { once: true });
@@ -58,17 +81,55 @@ export function attempts(
   // A Responses turn of a client's WebSocket goes over the upstream's, when it has one.
   const text = typeof call.body === "string" || call.body instanceof TextParts;
   const socket = surface.protocol === "responses" && text ? call.socket : undefined;
+  // Without headers of the call's own (most calls), each key's headers are made once.
+  const plain = !socket && !hasFields(own);
   return (key, deadlines) => {
-    const auth: Record<string, string> = surface.auth && key
-      ? { [surface.auth.header]: `${surface.auth.prefix ?? ""}${key.secret}` }
-      : {};
-    const headers = { ...auth, ...surface.headers, ...own };
+    const headers = plain
+      ? plainHeaders(surface, key, call.body)
+      : { ...authHeader(surface, key), ...surface.headers, ...own };
     const attempt = attemptAbort(abort);
     if (!socket) return sendRequest(url, call, headers, attempt, deadlines);
     return socket.send(url, headers, String(call.body), attempt, deadlines).then((answer) =>
       answer ?? sendRequest(url, call, headers, attempt, deadlines)
     );
   };
+}
+
+/** The auth header of `surface` with `key` (none without a key). */
+function authHeader(surface: Surface, key: ProviderKey | undefined): Record<string, string> {
+  return surface.auth && key
+    ? { [surface.auth.header]: `${surface.auth.prefix ?? ""}${key.secret}` }
+    : {};
+}
+
+function hasFields(record: Record<string, string>): boolean {
+  for (const _ in record) return true;
+  return false;
+}
+
+/** Headers of `surface` with `key`, and a JSON body's content type: per surface, key and body. */
+const plainMade = new WeakMap<Surface, Map<ProviderKey | undefined, Record<string, string>[]>>();
+
+/**
+ * The headers of a call with none of its own, made once per surface, key and whether it has a
+ * body (read only: `fetch` copies them). The config's objects key them, so a reload makes others.
+ */
+function plainHeaders(
+  surface: Surface,
+  key: ProviderKey | undefined,
+  body: UpstreamCall["body"],
+): Record<string, string> {
+  let byKey = plainMade.get(surface);
+  if (!byKey) plainMade.set(surface, byKey = new Map());
+  let made = byKey.get(key);
+  if (!made) {
+    const headers = { ...authHeader(surface, key), ...surface.headers };
+    const json = headers["content-type"]
+      ? headers
+      : { "content-type": "application/json", ...headers };
+    byKey.set(key, made = [headers, json]);
+  }
+  return body ? made[1] : made[0];
 }
 
 /** The 429 of a call whose keys all rest after rate limits, until `wakes` (ms since the epoch). */

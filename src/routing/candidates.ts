@@ -32,9 +32,14 @@ export interface Candidate {
 const TURN = 2;
 const turnsOf = new WeakMap<Target[], number[]>();
 
+/** Deployments' slot names, made once per deployment of the loaded config. */
+const slotNames = new WeakMap<Target, string>();
+
 /** The shared state of a deployment (`status.ts` reads the same name). */
 export function targetSlot(board: Board, target: Target): Slot {
-  return board.slot(`target:${target.name}`);
+  let name = slotNames.get(target);
+  if (name === undefined) slotNames.set(target, name = `target:${target.name}`);
+  return board.slot(name);
 }
 
 /**

@@ -26,9 +26,34 @@ const MAX_REST_MS = 60_000;
 
 const turnsOf = new WeakMap<ProviderEntry, number[]>();
 
-const keyName = (provider: ProviderEntry, key: ProviderKey) => `key:${provider.name}:${key.id}`;
-const restName = (provider: ProviderEntry, key: ProviderKey, scope: string) =>
-  `rest:${provider.name}:${key.id}:${scope}`;
+/** A key's slot names: its own, and its rest's per scope. */
+interface KeyNames {
+  key: string;
+  rests: Map<string, string>;
+}
+
+/**
+ * Slot names, made once per provider, key and scope (the config's objects, for as long as it is
+ * loaded): a call looks its keys up by names already hashed, not by names built for it.
+ */
+const namesOf = new WeakMap<ProviderEntry, WeakMap<ProviderKey, KeyNames>>();
+
+function namesFor(provider: ProviderEntry, key: ProviderKey): KeyNames {
+  let byKey = namesOf.get(provider);
+  if (!byKey) namesOf.set(provider, byKey = new WeakMap());
+  let names = byKey.get(key);
+  if (!names) byKey.set(key, names = { key: `key:${provider.name}:${key.id}`, rests: new Map() });
+  return names;
+}
+
+const keyName = (provider: ProviderEntry, key: ProviderKey) => namesFor(provider, key).key;
+
+function restName(provider: ProviderEntry, key: ProviderKey, scope: string): string {
+  const { rests } = namesFor(provider, key);
+  let name = rests.get(scope);
+  if (name === undefined) rests.set(scope, name = `rest:${provider.name}:${key.id}:${scope}`);
+  return name;
+}
 
 function generation(board: Board): number {
   return board.find("generation")?.get(GENERATION) ?? 0;

@@ -37,3 +37,32 @@ Deno.test("flushLog writes whole lines in pieces of at most 4096 bytes, a longer
   assert.deepEqual(lines.map((l) => JSON.parse(l).msg).slice(-2), ["wide", "after"]);
   assert.deepEqual(lines.slice(0, 400).map((l) => JSON.parse(l).i), [...Array(400).keys()]);
 });
+
+Deno.test("info lines wait for their batch and go out in one write; a burst past the bound at once", async () => {
+  const writes: string[] = [];
+  const original = Deno.stdout.writeSync;
+  const decoder = new TextDecoder();
+  Deno.stdout.writeSync = (bytes: Uint8Array) => {
+    writes.push(decoder.decode(bytes));
+    return bytes.length;
+  };
+  try {
+    log("info", "first");
+    log("info", "second");
+    assert.equal(writes.length, 0, "nothing is written on the request's path");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(writes.length, 1, "the batch in one write");
+    assert.deepEqual(writes[0].trim().split("\n").map((l) => JSON.parse(l).msg), [
+      "first",
+      "second",
+    ]);
+    // 200 lines of about 500 bytes: past 64 KiB they are written before the batch's time.
+    for (let i = 0; i < 200; i++) log("info", "burst", { i, pad: "x".repeat(450) });
+    assert.ok(writes.length > 1, "a burst is written at once past the bound");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const burst = writes.slice(1).join("").trim().split("\n").map((l) => JSON.parse(l).i);
+    assert.deepEqual(burst, [...Array(200).keys()], "every line once, in order");
+  } finally {
+    Deno.stdout.writeSync = original;
+  }
+});

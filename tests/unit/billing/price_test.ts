@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
-import { emptyUsage, imageRate, price, videoSecondRate } from "../../../src/billing/price.ts";
+import {
+  emptyUsage,
+  imageRate,
+  price,
+  tokenCost,
+  videoSecondRate,
+} from "../../../src/billing/price.ts";
 import type { Prices } from "../../../src/catalog/catalog.ts";
+import { int, random } from "../../helpers/random.ts";
 
 const prices: Prices = {
   input: 2_500_000_000, // $2.50 / M
@@ -65,6 +72,31 @@ Deno.test("large volumes stay exact beyond float precision", () => {
   });
   // 9_999_999_999 × 75_000_000_001 / 1e6, rounded up, computed by hand in BigInt.
   assert.equal(BigInt(result.amount), (9_999_999_999n * 75_000_000_001n + 999_999n) / 1_000_000n);
+});
+
+Deno.test("a token cost is the product over a million rounded up, in doubles as in BigInt", () => {
+  const exact = (q: number, r: number) => Number((BigInt(q) * BigInt(r) + 999_999n) / 1_000_000n);
+  // Around the edges: no remainder, a remainder of one and of a million less one, the largest
+  // product still computed in doubles and the smallest past it.
+  const cases: [number, number][] = [
+    [0, 15_000_000_000],
+    [1, 0],
+    [1, 1],
+    [1_000_000, 1],
+    [1_000_001, 1],
+    [999_999, 1],
+    [13, 2_500_000_000],
+    [2 ** 26, 2 ** 27 - 1],
+    [3, 3_002_399_751_580_330], // 9,007,199,254,740,990: a safe product
+    [3, 3_002_399_751_580_331], // 2^53 + 1: past it
+    [9_999_999_999, 75_000_000_001],
+  ];
+  const rand = random(53);
+  for (let i = 0; i < 2_000; i++) {
+    const digits = int(rand, 1, 12);
+    cases.push([int(rand, 0, 10 ** digits), int(rand, 0, 10 ** (13 - digits)) * 1_000 + 999]);
+  }
+  for (const [q, r] of cases) assert.equal(tokenCost(q, r), exact(q, r), `${q} × ${r}`);
 });
 
 Deno.test("image rates go from size/quality to size to quality to the flat price", () => {
