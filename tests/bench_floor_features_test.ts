@@ -10,6 +10,7 @@ import { startEmulator } from "../src/emulator/server.ts";
 import { FEATURES_KEY, UPSTREAM_HEADERS } from "../bench/scenarios.ts";
 import { startBenchProxy } from "./helpers/bench_proxy.ts";
 import { booksOf } from "./helpers/store.ts";
+import { eventually } from "./helpers/poll.ts";
 
 Deno.test("bench floor with the features: checks, holds and prices every JSON call", async () => {
   const emulator = startEmulator({ requiredKey: UPSTREAM_HEADERS["x-api-key"] });
@@ -83,9 +84,11 @@ Deno.test("bench floor with the features: checks, holds and prices every JSON ca
     assert.equal(Number(messagesCharge.amount), mInput * 3_000 + mOutput * 15_000);
     for (const c of charges) assert.equal(c.status, "settled");
     assert.equal(books.held, 0);
+    // One access-log line per call answered, with its charge (written within its batch).
+    const requests = () => proxy.log.filter((l) => l.msg === "request");
+    await eventually(() => requests().length >= 2);
     await proxy.stop();
-    // One access-log line per call answered, with its charge.
-    const costs = proxy.log.filter((l) => l.msg === "request").map((l) => l.cost_nano_usd);
+    const costs = requests().map((l) => l.cost_nano_usd);
     assert.deepEqual(costs, [Number(chatCharge.amount), Number(messagesCharge.amount)]);
     assert.equal((await proxy.stderr).trim(), "");
   } finally {

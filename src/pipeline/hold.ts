@@ -139,7 +139,12 @@ async function holdTokens(
     });
   const full = planTokenCall(model, call, Infinity, config.defaultMaxOutputTokens);
   if (!full.ok) throw new Error("a plan without a balance limit cannot fail");
-  let refused = await tryOpen(open(full));
+  let refused: Bill | LimitRefused | undefined;
+  try {
+    refused = await open(full);
+  } catch (error) {
+    refused = refusalOf(error);
+  }
   if (refused instanceof Bill) return { bill: refused, plan: full };
   // What the balance and the budgets can still hold: the call may go under a smaller output cap.
   let room = await store.available(bill.principal.accountId);
@@ -152,7 +157,12 @@ async function holdTokens(
       if (refused && refused.refusal.refused === "budget") throw refused;
       throw insufficientBalance(bill.principal, capped.needed);
     }
-    const next = await tryOpen(open(capped));
+    let next: Bill | LimitRefused | undefined;
+    try {
+      next = await open(capped);
+    } catch (error) {
+      next = refusalOf(error);
+    }
     if (next instanceof Bill) return { bill: next, plan: capped };
     if (!next) throw insufficientBalance(bill.principal, capped.reserve);
     refused = next;
@@ -176,21 +186,18 @@ const NO_TOOLS: ReadonlyMap<HostedTool, number> = new Map();
 const MAX_CAPPED_TRIES = 6;
 
 /**
- * The bill; or, when the balance could not cover it, undefined (402) — or the refusal of a budget
- * or the balance by a limited hold, which says how much room is left. Other refusals (a key's
- * tokens per minute, its calls in flight) are the client's errors as they are.
+ * What a hold that could not be opened means: undefined when the balance could not cover it
+ * (402), or the refusal of a budget or the balance by a limited hold, which says how much room is
+ * left. Other refusals (a key's tokens per minute, its calls in flight) are the client's errors as
+ * they are: thrown again.
  */
-async function tryOpen(opening: Promise<Bill>): Promise<Bill | LimitRefused | undefined> {
-  try {
-    return await opening;
-  } catch (error) {
-    if (error instanceof LimitRefused) {
-      if (error.refusal.refused === "budget" || error.refusal.refused === "balance") return error;
-      throw error;
-    }
-    if (error instanceof GatewayError && error.status === 402) return undefined;
+function refusalOf(error: unknown): LimitRefused | undefined {
+  if (error instanceof LimitRefused) {
+    if (error.refusal.refused === "budget" || error.refusal.refused === "balance") return error;
     throw error;
   }
+  if (error instanceof GatewayError && error.status === 402) return undefined;
+  throw error;
 }
 
 /** The settle step: the bill of a call's answer settled or released once the call ended. */
