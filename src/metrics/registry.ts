@@ -91,6 +91,13 @@ interface FamilyState {
   capped: [position: number, cap: number][];
 }
 
+/** Series' keys by their label values, one level a label (see `Registry.#key`). */
+interface KnownValues {
+  next?: Map<string, KnownValues>;
+  /** The key of the series of the values that lead here. */
+  key?: string;
+}
+
 /** The values of one thread: every family's samples by name. */
 export class Registry {
   readonly samples: Record<string, Samples> = {};
@@ -98,6 +105,8 @@ export class Registry {
   #caps: readonly LabelCap[] = [];
   readonly #state = new Map<string, FamilyState>();
   #bounds!: Bounds;
+  /** The keys of series made, by their label values in turn, per family (see `#key`). */
+  readonly #known = new Map<Family, KnownValues>();
 
   /**
    * A registry of `families` (and `FOLDED`), its bounds its own until `share` gives it the
@@ -153,13 +162,35 @@ export class Registry {
     return (pinned?.(value) ?? false) || value === OTHER || this.#bounds.admit(cap, value);
   }
 
-  /** The key of `values` in `family`: the existing series, else a new one within the bounds. */
+  /**
+   * The key of `values` in `family`: the existing series, else a new one within the bounds. This
+   * runs several times a request, nearly always for a series already made: its key is found by
+   * the values themselves, without a key built (and looked up as a new string) each time.
+   */
   #key(family: Family, values: readonly string[]): string {
     const samples = this.samples[family.name];
-    // Built without an array: this runs several times a request, nearly always for a known series.
+    let root = this.#known.get(family);
+    if (!root) this.#known.set(family, root = {});
+    let node: KnownValues | undefined = root;
+    for (let i = 0; node && i < values.length; i++) node = node.next?.get(values[i]);
+    // A series dropped since (`retain`) is made again, within the bounds.
+    if (node?.key !== undefined && node.key in samples) return node.key;
     let key = values.length ? label(values[0]) : "";
     for (let i = 1; i < values.length; i++) key += SEPARATOR + label(values[i]);
-    return key in samples ? key : this.#newKey(family, values, values.map(label), key);
+    const found = key in samples ? key : this.#newKey(family, values, values.map(label), key);
+    // Only a series of these very values (not one they were folded or cut into): one entry a
+    // series, so these are bounded as the series are.
+    if (found === key && values.every((value) => value.length <= MAX_LABEL)) {
+      let at = root;
+      for (const value of values) {
+        at.next ??= new Map();
+        let next = at.next.get(value);
+        if (!next) at.next.set(value, next = {});
+        at = next;
+      }
+      at.key = key;
+    }
+    return found;
   }
 
   /** The key of a label set with no series in this thread yet (`labels`: `values` cut). */

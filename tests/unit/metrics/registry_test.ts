@@ -192,6 +192,24 @@ Deno.test("the series bound is the threads' together; dropped series give their 
   assert.equal(two.samples.c_total["b-late\u0000v"], 1);
 });
 
+Deno.test("a series dropped and added again is made again within the bounds, from zero", () => {
+  const registry = new Registry([COUNT]);
+  registry.add(COUNT, ["x", "y"], 5);
+  registry.add(COUNT, ["x", "y"]);
+  assert.equal(registry.samples.c_total["x\u0000y"], 6, "the same series, found by its values");
+  registry.retain(COUNT, () => false);
+  assert.deepEqual(seriesOf(registry, COUNT), []);
+  // With the series bound full meanwhile, the values go to the one series a full family keeps.
+  for (let i = 0; i < MAX_LINES; i++) registry.add(COUNT, [`f${i}`, "v"]);
+  registry.add(COUNT, ["x", "y"], 2);
+  assert.equal(registry.samples.c_total["x\u0000y"], undefined, "not made past the bound");
+  assert.equal(registry.samples.c_total[`${OTHER}\u0000${OTHER}`], 2);
+  // Room again: made anew, from zero.
+  registry.retain(COUNT, () => false);
+  registry.add(COUNT, ["x", "y"], 3);
+  assert.equal(registry.samples.c_total["x\u0000y"], 3);
+});
+
 Deno.test("series recorded before the bounds are shared count against them", () => {
   const caps: LabelCap[] = [{ label: "model", max: 2 }];
   const early = new Registry([MODEL_COUNT], caps);
