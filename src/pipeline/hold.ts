@@ -43,7 +43,7 @@ import {
 import { type Plan, planTokenCall, type TokenRequest } from "../billing/reserve.ts";
 import { log } from "../log.ts";
 import { faultPoint } from "../test_hooks.ts";
-import type { Call, StepOf } from "./call.ts";
+import type { Call, CallEnd, StepOf } from "./call.ts";
 
 /** A call admitted at one deployment: its hold, and the output cap to send when one was imposed. */
 export interface Admitted {
@@ -206,24 +206,30 @@ export const settleStep: StepOf = ({ bill, stream, call }) => ({
     // A stream's bill is its relay's to end, not the request's.
     if (stream) bill.toStream();
   },
-  async after(end) {
-    if (end.outcome === "released") return await bill.release();
-    if (end.outcome === "charged") {
-      // A whole answer's settlement that fails is logged by the scope that runs it.
-      if (!stream) return await bill.settle(end.charged, end.prices);
-      try {
-        return await bill.settle(end.charged, end.prices);
-      } catch (error) {
-        end = { outcome: "recorded", error };
-      }
-    }
-    log("error", "settling a stream failed: charged its recorded estimate", {
-      request_id: call.ctx.requestId,
-      error: String(end.error),
-    });
-    await bill.settleRecorded();
+  after(end) {
+    if (end.outcome === "released") return bill.release();
+    // A whole answer's settlement that fails is logged by the scope that runs it.
+    if (end.outcome === "charged" && !stream) return bill.settle(end.charged, end.prices);
+    return settleStream(bill, end, call.ctx.requestId);
   },
 });
+
+/** A stream's settlement: charged, or on its recorded estimate when that fails (logged). */
+async function settleStream(bill: Bill, end: CallEnd, requestId: string): Promise<void> {
+  let error = end.outcome === "recorded" ? end.error : undefined;
+  if (end.outcome === "charged") {
+    try {
+      return await bill.settle(end.charged, end.prices);
+    } catch (failed) {
+      error = failed;
+    }
+  }
+  log("error", "settling a stream failed: charged its recorded estimate", {
+    request_id: requestId,
+    error: String(error),
+  });
+  await bill.settleRecorded();
+}
 
 /** The bills and upstream requests of one request (see the module's doc). */
 export class CallScope implements BillScope, RequestScope {

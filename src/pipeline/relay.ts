@@ -70,32 +70,6 @@ function answerDeadline(idleMs: number, maxMs: number): number {
   return limits.length ? Math.min(...limits) : 0;
 }
 
-/**
- * Reads a whole upstream answer (JSON) natively, within `ms` of its headers: past that the
- * upstream request is aborted (which ends the read) and a 504 thrown. An answer arrives in one go
- * after its headers, so one deadline (the stream idle limit) stands for both the idle and the
- * total limit of streams.
- */
-export async function readWhole(
-  answer: Response,
-  limits: { abort(): void; ms: number },
-): Promise<string> {
-  if (limits.ms <= 0) return await answer.text();
-  let late = false;
-  const stop = deadline(limits.ms, () => {
-    late = true;
-    limits.abort();
-  });
-  try {
-    return await answer.text();
-  } catch (error) {
-    if (late) throw new GatewayError(504, "The upstream stopped sending its answer.");
-    throw error;
-  } finally {
-    stop();
-  }
-}
-
 /** The 502 of an answer the gateway cannot read: the client is told the call failed (unbilled). */
 function unreadable(what: string): GatewayError {
   return new GatewayError(502, `The upstream provider answered with ${what}.`, {
@@ -272,13 +246,25 @@ async function relayAnswerJson(
   const { ctx, model } = p;
   const { config } = ctx.services;
   const { bill, upstream } = answer;
+  // Read natively, within the deadline: past it the upstream request is aborted (which ends the
+  // read) and a 504 thrown. An answer arrives in one go after its headers, so one deadline (the
+  // stream idle limit) stands for both the idle and the total limit of streams.
+  const ms = answerDeadline(config.streamIdleTimeoutMs, config.streamMaxMs);
+  let late = false;
+  const stop = ms > 0
+    ? deadline(ms, () => {
+      late = true;
+      abort.abort();
+    })
+    : undefined;
   let text: string;
   try {
-    text = await readWhole(upstream, {
-      abort: () => abort.abort(),
-      ms: answerDeadline(config.streamIdleTimeoutMs, config.streamMaxMs),
-    });
+    text = await upstream.text();
+  } catch (error) {
+    if (late) throw new GatewayError(504, "The upstream stopped sending its answer.");
+    throw error;
   } finally {
+    stop?.();
     lease.release();
   }
   // From here, what fails is released (no answer reached the client: nothing is charged).

@@ -162,9 +162,14 @@ export function sqliteHolds(c: SqliteConnection): HoldsPart {
         return budgetStates(rows.map(toBudgetRow), windows);
       }),
 
-    async reserve(h) {
-      checkHold(h);
-      return await c.write(() => {
+    // The two writes of every call: their promise is the write's own (no async frame around it).
+    reserve(h) {
+      try {
+        checkHold(h);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return c.write(() => {
         const written = s.hold.run(...holdRow(h));
         return Number(written.changes) === 1 ? Number(written.lastInsertRowid) : null;
       });
@@ -198,9 +203,13 @@ export function sqliteHolds(c: SqliteConnection): HoldsPart {
       }, true);
     },
 
-    async settle(id, charge, windows) {
-      checkCharge(charge);
-      return await c.write(() => settle(id, charge, windows));
+    settle(id, charge, windows) {
+      try {
+        checkCharge(charge);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return c.write(() => settle(id, charge, windows));
     },
 
     /**
