@@ -26,12 +26,19 @@ const ESCAPED_WORD_CHAR = /\\u00(?:[3-7][0-9a-f])/i;
  */
 function repeatsDecisive(text: string): boolean {
   if (ESCAPED_WORD_CHAR.test(text)) return true;
-  const seen = new Set<string>();
-  for (const match of text.matchAll(DECISIVE)) {
-    if (seen.has(match[1])) return true;
-    seen.add(match[1]);
+  // `exec` on the one expression (`matchAll` copies it, and makes an iterator); a body names a
+  // few of these members, so a list serves.
+  const seen: string[] = [];
+  DECISIVE.lastIndex = 0;
+  try {
+    for (let match = DECISIVE.exec(text); match; match = DECISIVE.exec(text)) {
+      if (seen.includes(match[1])) return true;
+      seen.push(match[1]);
+    }
+    return false;
+  } finally {
+    DECISIVE.lastIndex = 0;
   }
-  return false;
 }
 
 /** The client's body as sent upstream: its own text, unless a decisive member repeats. */

@@ -235,7 +235,9 @@ async function settleStream(bill: Bill, end: CallEnd, requestId: string): Promis
 export class CallScope implements BillScope, RequestScope {
   readonly #bills: Bill[] = [];
   readonly #upstreams: AbortController[] = [];
-  /** Settlements that wait for the request's outcome (see `settleOnAnswer`), made on first use. */
+  /** The settlement that waits for the request's outcome (see `settleOnAnswer`): most have one. */
+  #settlement: { bill: Bill; settle: (answered: boolean) => Promise<void> } | undefined;
+  /** Any others, made on first use. */
   #settlements: Map<Bill, (answered: boolean) => Promise<void>> | undefined;
 
   constructor(private readonly requestId: string) {}
@@ -255,7 +257,8 @@ export class CallScope implements BillScope, RequestScope {
    * failed after all (its response cannot be sent), released instead. For answers read whole.
    */
   settleOnAnswer(bill: Bill, settle: (answered: boolean) => Promise<void>): void {
-    (this.#settlements ??= new Map()).set(bill, settle);
+    if (!this.#settlement || this.#settlement.bill === bill) this.#settlement = { bill, settle };
+    else (this.#settlements ??= new Map()).set(bill, settle);
   }
 
   /**
@@ -266,7 +269,9 @@ export class CallScope implements BillScope, RequestScope {
     const ending: Promise<void>[] = [];
     for (const bill of this.#bills) {
       if (!bill.open) continue;
-      const settle = this.#settlements?.get(bill);
+      const settle = this.#settlement?.bill === bill
+        ? this.#settlement.settle
+        : this.#settlements?.get(bill);
       if (settle) {
         ending.push(settle(!failed));
       } else if (failed) {

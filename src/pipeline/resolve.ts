@@ -200,6 +200,10 @@ export function loadNamedState(
   ctx: RequestContext,
   names: BodyNames | undefined,
 ): Promise<void> | undefined {
+  if (!names?.objects.length && !names?.answers?.length && !names?.items?.length) {
+    ctx.named = NOTHING; // the common case: no query, nothing allocated
+    return undefined;
+  }
   const ids = new Set<string>();
   const previous = typeof names?.previous === "string" ? idOf(names.previous) : undefined;
   for (const value of names?.objects ?? []) {
@@ -213,7 +217,7 @@ export function loadNamedState(
     if (id !== undefined && items.size < MAX_REFERRED) items.add(id);
   }
   if (!ids.size && !answers.length && !items.size) {
-    ctx.named = NOTHING; // the common case: no query, nothing allocated
+    ctx.named = NOTHING; // none of the names is an id
     return undefined;
   }
   return readNamedState(ctx, ids, previous, answers, items);
