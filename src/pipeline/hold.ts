@@ -139,12 +139,7 @@ async function holdTokens(
     });
   const full = planTokenCall(model, call, Infinity, config.defaultMaxOutputTokens);
   if (!full.ok) throw new Error("a plan without a balance limit cannot fail");
-  let refused: Bill | LimitRefused | undefined;
-  try {
-    refused = await open(full);
-  } catch (error) {
-    refused = refusalOf(error);
-  }
+  let refused = await open(full).catch(refusalOf);
   if (refused instanceof Bill) return { bill: refused, plan: full };
   // What the balance and the budgets can still hold: the call may go under a smaller output cap.
   let room = await store.available(bill.principal.accountId);
@@ -157,12 +152,7 @@ async function holdTokens(
       if (refused && refused.refusal.refused === "budget") throw refused;
       throw insufficientBalance(bill.principal, capped.needed);
     }
-    let next: Bill | LimitRefused | undefined;
-    try {
-      next = await open(capped);
-    } catch (error) {
-      next = refusalOf(error);
-    }
+    const next = await open(capped).catch(refusalOf);
     if (next instanceof Bill) return { bill: next, plan: capped };
     if (!next) throw insufficientBalance(bill.principal, capped.reserve);
     refused = next;

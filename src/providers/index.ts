@@ -9,7 +9,7 @@ import { GatewayError, retryAfterSeconds } from "../http/errors.ts";
 import type { ProtocolId } from "../translate/ir.ts";
 import { forwardedHeaders } from "./anthropic.ts";
 import { TextParts } from "../http/utf8.ts";
-import { type Deadlines, sendRequest, type UpstreamCall } from "./transport.ts";
+import { type Deadlines, sendRequest, type UpstreamCall, withContentType } from "./transport.ts";
 
 export type { Deadlines, UpstreamCall } from "./transport.ts";
 export { upstreamDeadlines } from "./transport.ts";
@@ -108,7 +108,10 @@ function hasFields(record: Record<string, string>): boolean {
 }
 
 /** Headers of `surface` with `key`, and a JSON body's content type: per surface, key and body. */
-const plainMade = new WeakMap<Surface, Map<ProviderKey | undefined, Record<string, string>[]>>();
+const plainMade = new WeakMap<
+  Surface,
+  Map<ProviderKey | undefined, [bare: Record<string, string>, json: Record<string, string>]>
+>();
 
 /**
  * The headers of a call with none of its own, made once per surface, key and whether it has a
@@ -124,10 +127,7 @@ function plainHeaders(
   let made = byKey.get(key);
   if (!made) {
     const headers = { ...authHeader(surface, key), ...surface.headers };
-    const json = headers["content-type"]
-      ? headers
-      : { "content-type": "application/json", ...headers };
-    byKey.set(key, made = [headers, json]);
+    byKey.set(key, made = [headers, withContentType(headers)]);
   }
   return body ? made[1] : made[0];
 }

@@ -159,8 +159,11 @@ export function sendRequest(
   abort: AbortController,
   deadlines: Deadlines,
 ): Promise<Response> {
-  const sent = call.body && !headers["content-type"]
-    ? { "content-type": "application/json", ...headers }
-    : headers;
+  const sent = call.body ? withContentType(headers) : headers;
   return fetchUpstream(url, call.method ?? "POST", sent, call.body, abort, deadlines);
+}
+
+/** `headers` with a JSON body's content type, unless they name one (then `headers` as they are). */
+export function withContentType(headers: Record<string, string>): Record<string, string> {
+  return headers["content-type"] ? headers : { "content-type": "application/json", ...headers };
 }
