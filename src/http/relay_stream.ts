@@ -271,8 +271,14 @@ class Relay implements UnderlyingDefaultSource<Uint8Array>, LiveStream, BytesSin
     this.#endBody(true);
   }
 
-  /** A unit a stage could not take: the stream is cut there. */
+  /**
+   * A unit a stage could not take: the stream is cut there. Unless the client went away meanwhile:
+   * Deno's server cancels a body from within its `enqueue` when the client's connection is gone,
+   * so the chunk's next unit finds the body closed — the call has ended as cancelled, and that
+   * failure is not the upstream's.
+   */
   #unreadable(error: unknown): Promise<void> {
+    if (this.#closed) return Promise.resolve();
     log("warn", "an upstream stream unit could not be read", { error: String(error) });
     this.#cutReason = "upstream_error";
     this.#options.abort();

@@ -9,6 +9,7 @@ import {
   type UnitOutput,
 } from "../../../src/http/relay.ts";
 import { relayStream } from "../../../src/http/relay_stream.ts";
+import { flushLog } from "../../../src/log.ts";
 import { readBody } from "../../helpers/http.ts";
 import { sleep, waitFor } from "../../helpers/poll.ts";
 
@@ -298,6 +299,41 @@ Deno.test("a chunk that arrives as the client hangs up goes no further down the 
   await sleep(10);
   assert.deepEqual(read, ["1"], "the chunk after the hang-up is not read (nor metered)");
   assert.deepEqual(ends, ["cancel"]);
+});
+
+Deno.test("a client gone while a chunk's events are sent ends its call as cancelled, without an upstream warning", async () => {
+  const { upstream, send } = writableUpstream();
+  const ends: string[] = [];
+  let reader!: ReadableStreamDefaultReader<Uint8Array>;
+  // Deno's server cancels a body from within its `enqueue` when the client's connection is gone:
+  // here the reading of the chunk's second event does the same, before that event is sent.
+  const hangUp = (event: SseEvent) => {
+    if (event.data() === "2") void reader.cancel("gone");
+  };
+  const body = relayStream(upstream, stages(() => false, undefined, hangUp), {
+    onEnd: (how) => void ends.push(how),
+    abort: () => {},
+    idleMs: 0,
+    maxMs: 0,
+  });
+  reader = body.getReader();
+  const lines: string[] = [];
+  const original = Deno.stdout.writeSync;
+  Deno.stdout.writeSync = (bytes: Uint8Array) => {
+    lines.push(new TextDecoder().decode(bytes));
+    return bytes.length;
+  };
+  try {
+    const first = reader.read();
+    send.enqueue(new TextEncoder().encode("data: 1\n\ndata: 2\n\ndata: 3\n\n"));
+    assert.equal((await first).done, true, "the client's read ends with its cancel");
+    await sleep(10);
+    flushLog();
+  } finally {
+    Deno.stdout.writeSync = original;
+  }
+  assert.deepEqual(ends, ["cancel"], "ended once, as the client's cancel");
+  assert.deepEqual(lines.join("").split("\n").filter((l) => l.includes("could not be read")), []);
 });
 
 Deno.test("a stream whose last unit is the upstream's own error ends with it: no second error", async () => {
