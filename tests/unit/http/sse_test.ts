@@ -304,7 +304,6 @@ Deno.test("a chunk that arrives as the client hangs up goes no further down the 
 Deno.test("a client gone while a chunk's events are sent ends its call as cancelled, without an upstream warning", async () => {
   const { upstream, send } = writableUpstream();
   const ends: string[] = [];
-  let reader!: ReadableStreamDefaultReader<Uint8Array>;
   // Deno's server cancels a body from within its `enqueue` when the client's connection is gone:
   // here the reading of the chunk's second event does the same, before that event is sent.
   const hangUp = (event: SseEvent) => {
@@ -316,7 +315,7 @@ Deno.test("a client gone while a chunk's events are sent ends its call as cancel
     idleMs: 0,
     maxMs: 0,
   });
-  reader = body.getReader();
+  const reader = body.getReader();
   const lines: string[] = [];
   const original = Deno.stdout.writeSync;
   Deno.stdout.writeSync = (bytes: Uint8Array) => {
