@@ -252,8 +252,11 @@ export class SqliteConnection {
   }
 }
 
-/** What a synchronous read or write gives, as the interface's promise (a throw: a rejection). */
-export function answer<T>(work: () => T): Promise<T> {
+/**
+ * What a synchronous read or write gives, as the interface's promise (a throw: a rejection). A
+ * write's own promise is returned as it is (`Promise.resolve` of a promise is that promise).
+ */
+export function answer<T>(work: () => T | Promise<T>): Promise<T> {
   try {
     return Promise.resolve(work());
   } catch (error) {

@@ -163,17 +163,14 @@ export function sqliteHolds(c: SqliteConnection): HoldsPart {
       }),
 
     // The two writes of every call: their promise is the write's own (no async frame around it).
-    reserve(h) {
-      try {
+    reserve: (h) =>
+      answer(() => {
         checkHold(h);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      return c.write(() => {
-        const written = s.hold.run(...holdRow(h));
-        return Number(written.changes) === 1 ? Number(written.lastInsertRowid) : null;
-      });
-    },
+        return c.write(() => {
+          const written = s.hold.run(...holdRow(h));
+          return Number(written.changes) === 1 ? Number(written.lastInsertRowid) : null;
+        });
+      }),
 
     async reserveLimited(h, at) {
       checkHold(h);
@@ -203,14 +200,11 @@ export function sqliteHolds(c: SqliteConnection): HoldsPart {
       }, true);
     },
 
-    settle(id, charge, windows) {
-      try {
+    settle: (id, charge, windows) =>
+      answer(() => {
         checkCharge(charge);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      return c.write(() => settle(id, charge, windows));
-    },
+        return c.write(() => settle(id, charge, windows));
+      }),
 
     /**
      * Held entries whose owner is gone: no owner (older rows), or an owner whose lock can be
